@@ -1,0 +1,148 @@
+"""Device ceilings, measured: dense matmul rate per dtype and device copy bandwidth.
+
+    python -m study.calibrate                 # this machine's device (cuda if present)
+    python -m study.calibrate device=cpu dtypes=[fp32]
+
+Results are cached per device name, dtype and torch version in ~/.cache/study/ceilings.json
+(or STUDY_CEILINGS). Cells read them for ``pct_peak_*`` and ``bound``; with no entry those
+columns stay empty: a ceiling is never guessed.
+
+CUDA: an 8192^3 matmul (4096^3 for fp32) timed with CUDA events, back to back, no L2
+flush (the "without flush" figure; ``matmul_tflops_do_bench`` keeps the do_bench, flushed
+one); a 1 GiB device-to-device copy, counting bytes read plus written. CPU: a 1024^3 matmul
+and a 256 MiB copy on the CPU threads torch uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def cache_path() -> Path:
+    return Path(os.environ.get("STUDY_CEILINGS", Path.home() / ".cache" / "study" / "ceilings.json"))
+
+
+def _key(device_name, dtype, torch_version) -> str:
+    return f"{device_name}|{dtype}|{torch_version}"
+
+
+def load() -> dict:
+    p = cache_path()
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def lookup(device_name, dtype, torch_version) -> dict:
+    """{'tflops': ..., 'gbps': ...} for this device/dtype/torch, or {} when not calibrated."""
+    if not device_name or not dtype or not torch_version:
+        return {}
+    return load().get(_key(device_name, dtype, torch_version), {})
+
+
+def store(device_name, dtype, torch_version, result: dict) -> Path:
+    p = cache_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data = load()
+    data[_key(device_name, dtype, torch_version)] = result
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, p)
+    return p
+
+
+def _time_us(fn, device: str, reps: int) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    samples = []
+    for _ in range(reps):
+        if device == "cuda":
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            torch.cuda.synchronize()
+            samples.append(s.elapsed_time(e) * 1e3)
+        else:
+            t0 = time.perf_counter_ns()
+            fn()
+            samples.append((time.perf_counter_ns() - t0) / 1e3)
+    return statistics.median(samples)
+
+
+def measure(device: str, dtype: str) -> dict:
+    import torch
+
+    dt = getattr(torch, DTYPES[dtype])
+    n = (8192 if dtype != "fp32" else 4096) if device == "cuda" else 1024
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, dtype=dt, generator=gen)  # random, never zeros
+    b = torch.randn(n, n, device=device, dtype=dt, generator=gen)
+    us = _time_us(lambda: a @ b, device, 10 if device == "cuda" else 5)
+    out = {"tflops": 2 * n**3 / (us * 1e-6) / 1e12, "matmul_n": n, "matmul_us": us}
+    if device == "cuda":
+        try:
+            from triton.testing import do_bench
+
+            ms = do_bench(lambda: a @ b, warmup=25, rep=200, return_mode="median")
+            out["matmul_tflops_do_bench"] = 2 * n**3 / (ms * 1e-3) / 1e12
+        except ImportError:
+            pass
+    del a, b
+    nbytes = (1 << 30) if device == "cuda" else (256 << 20)
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(generator=gen)
+    dst = torch.empty_like(src)
+    us = _time_us(lambda: dst.copy_(src), device, 20 if device == "cuda" else 5)
+    out["gbps"] = 2 * nbytes / (us * 1e-6) / 1e9  # read + write
+    out["copy_bytes"] = nbytes
+    return out
+
+
+def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
+    import torch
+
+    from study import env
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    info = env.collect(device)
+    results = {}
+    for d in dtypes:
+        r = measure(device, d)
+        r["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        store(info["device_name"], d, info["torch_version"], r)
+        results[d] = r
+        print(f"{info['device_name']} {d}: matmul {r['tflops']:.1f} TFLOP/s (n={r['matmul_n']}), "
+              f"copy {r['gbps']:.0f} GB/s (read+write)"
+              + (f", do_bench {r['matmul_tflops_do_bench']:.1f} TFLOP/s" if "matmul_tflops_do_bench" in r else ""))
+    print(f"cached in {cache_path()}")
+    return results
+
+
+def main(argv: list[str]) -> None:
+    device, dtypes = "auto", ["bf16", "fp16", "fp32"]
+    for a in argv:
+        if a.startswith("device="):
+            device = a.split("=", 1)[1]
+        elif a.startswith("dtypes="):
+            dtypes = [x for x in a.split("=", 1)[1].strip("[]").split(",") if x]
+        else:
+            sys.exit(f"unknown argument {a!r}; usage: python -m study.calibrate [device=cuda|cpu|auto] [dtypes=[bf16,fp32]]")
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad:
+        sys.exit(f"unknown dtype(s) {bad}; allowed: {', '.join(DTYPES)}")
+    calibrate(device, dtypes)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

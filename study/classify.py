@@ -1,0 +1,97 @@
+"""Kernel classification: a kernel's (or CPU op's) name -> one class, by named regex rules.
+
+Pure string functions, no torch: the analysis and the tests use them on names from real
+H200 traces. The first matching rule wins, so specific rules come before broad ones.
+"""
+
+from __future__ import annotations
+
+import re
+
+CLASSES = (
+    "gemm_cublas",  # cuBLAS / cuBLASLt: nvjet, sm80/sm90 xmma gemm, gemv, ampere/hopper gemm
+    "gemm_cutlass",  # CUTLASS GEMM kernels
+    "gemm_cpu",  # CPU GEMM ops (oneDNN / MKL behind aten::mm, bmm, addmm)
+    "triton_pointwise",
+    "triton_reduction",
+    "triton_persistent_reduction",
+    "triton_template",
+    "triton_other",  # triton_for_ (foreach), triton_spl_ (split scan), other Triton names
+    "cpp_generated",  # Inductor's C++ kernels on the CPU
+    "flash",
+    "mem_efficient",  # CUTLASS fmha (memory-efficient attention)
+    "cudnn",
+    "softmax",
+    "aten_reduction",
+    "copy",  # Memcpy DtoD/HtoD/DtoH and copy kernels (the hidden Memcpy)
+    "memset",
+    "aten_elementwise",
+    "other",
+)
+
+_RULES: list[tuple[str, re.Pattern]] = [
+    ("copy", re.compile(r"^Memcpy|copy_kernel|CatArrayBatchedCopy|^aten::(copy_|clone|_to_copy|contiguous)$", re.I)),
+    ("memset", re.compile(r"^Memset|^aten::(zero_|fill_)$", re.I)),
+    ("triton_persistent_reduction", re.compile(r"^triton_per_")),
+    ("triton_reduction", re.compile(r"^triton_red_")),
+    ("triton_pointwise", re.compile(r"^triton_poi_")),
+    ("triton_template", re.compile(r"^triton_tem_")),
+    ("triton_other", re.compile(r"^triton_")),
+    ("cpp_generated", re.compile(r"(^|_)cpp_fused_|^graph_\d+_cpp_")),
+    ("cudnn", re.compile(r"cudnn|^aten::_scaled_dot_product_cudnn_attention$", re.I)),
+    ("flash", re.compile(r"flash_fwd|flash::|pytorch_flash|^aten::_scaled_dot_product_flash_attention|^aten::_flash_attention_forward$", re.I)),
+    ("mem_efficient", re.compile(r"fmha_cutlass|efficient_attention|^aten::_scaled_dot_product_efficient_attention$|^aten::_efficient_attention_forward$", re.I)),
+    ("gemm_cutlass", re.compile(r"cutlass.*gemm|gemm.*cutlass|cutlass_\d+_tensorop", re.I)),
+    ("gemm_cublas", re.compile(r"^nvjet|xmma_gemm|gemm|gemv|^sm\d+_xmma|cublas|ampere_.*(s|h)\d+gemm|splitKreduce", re.I)),
+    ("gemm_cpu", re.compile(r"^aten::(mm|bmm|addmm|baddbmm|addbmm|_addmm_activation|mkldnn_\w*linear\w*|_mkl_linear)$|^mkldnn::|onednn", re.I)),
+    ("softmax", re.compile(r"softmax", re.I)),
+    ("aten_reduction", re.compile(r"reduce_kernel|Reduce|^aten::(sum|mean|amax|amin|max|min|norm|var|std|logsumexp|argmax|argmin|prod)$", re.I)),
+    ("aten_elementwise", re.compile(r"elementwise|triu_tril|masked_fill|where|^aten::", re.I)),
+]
+
+GENERATED_CLASSES = {
+    "triton_pointwise",
+    "triton_reduction",
+    "triton_persistent_reduction",
+    "triton_template",
+    "triton_other",
+    "cpp_generated",
+}
+
+# What each pinned SDPA backend must show in the trace.
+BACKEND_CLASS = {"flash": "flash", "efficient": "mem_efficient", "cudnn": "cudnn"}
+
+
+def classify(name: str) -> str:
+    for cls, pat in _RULES:
+        if pat.search(name):
+            return cls
+    return "other"
+
+
+def is_generated(name: str) -> bool:
+    return classify(name) in GENERATED_CLASSES
+
+
+_TEMPLATE_ARGS = re.compile(r"<.*>", re.S)
+_PARAMS = re.compile(r"\(.*\)$", re.S)
+
+
+def short_name(name: str, width: int = 48) -> str:
+    """A readable short form: no return type, template arguments or parameter list."""
+    s = name.strip()
+    s = s.replace("(anonymous namespace)::", "")
+    if s.startswith("void "):
+        s = s[5:]
+    # Strip template args and parameter lists, innermost first, keeping the identifiers.
+    prev = None
+    while prev != s:
+        prev = s
+        s = re.sub(r"<[^<>]*>", "", s)
+    s = _PARAMS.sub("", s).strip()
+    s = s.replace("at::native::", "")
+    if s.startswith("graph_") and "_cpp_" in s:
+        s = s.split("_", 2)[2]  # graph_0_cpp_fused_x -> cpp_fused_x
+    if len(s) > width:
+        s = s[: width - 1] + "…"
+    return s

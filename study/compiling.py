@@ -1,0 +1,67 @@
+"""Compile modes and the compile-cache policy.
+
+Modes: ``off`` (eager), ``default``, ``reduce-overhead``, ``max-autotune``,
+``max-autotune-no-cudagraphs``; plus ``fullgraph``, ``dynamic`` and free Inductor config
+patches (``+compile.inductor.coordinate_descent_tuning=true``).
+
+Isolation between configurations: every cell runs in its own process, so Dynamo state,
+Inductor config and the CUDA caching allocator start fresh. On disk:
+
+- ``cache=cold`` (default): private Inductor and Triton cache dirs inside the cell's run dir,
+  removed when the cell ends. Nothing compiled for one cell can be seen by another.
+- ``cache=warm``: one shared cache under ``<out_root>/.compile_cache``. Every artefact is
+  still keyed by the cell's configuration through ``torch.compiler.config.cache_key_tag``
+  (env TORCH_COMPILE_CACHE_KEY_TAG), because some torch versions leave the pinned SDPA
+  backend out of the cache key (pytorch#185449): without the tag a graph compiled under
+  one backend would be reused under another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+CUDAGRAPH_MODES = {"reduce-overhead", "max-autotune"}
+# What identifies a compiled artefact: everything that can change the code Inductor emits.
+IDENTITY = ("variant", "family", "compile", "shape", "dtype", "device", "seed")
+
+
+def uses_cudagraphs(mode: str) -> bool:
+    return mode in CUDAGRAPH_MODES
+
+
+def make(fn, mode: str, fullgraph: bool, dynamic):
+    """The callable to time: ``fn`` itself for ``off``, else ``torch.compile(fn, ...)``."""
+    if mode == "off":
+        return fn
+    import torch
+
+    return torch.compile(fn, mode=None if mode == "default" else mode,
+                         fullgraph=fullgraph, dynamic=dynamic)
+
+
+def cache_key_tag(plain_cfg: dict) -> str:
+    ident = {k: plain_cfg.get(k) for k in IDENTITY}
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+    return f"study-{digest[:16]}"
+
+
+def cache_env(cache: str, run_dir: Path, out_root: Path, plain_cfg: dict) -> dict[str, str]:
+    """Environment for the cell's process: where Inductor and Triton may cache."""
+    root = (run_dir / ".compile_cache") if cache == "cold" else (out_root / ".compile_cache")
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": str((root / "inductor").resolve()),
+        "TRITON_CACHE_DIR": str((root / "triton").resolve()),
+        "TORCH_COMPILE_CACHE_KEY_TAG": cache_key_tag(plain_cfg),
+    }
+
+
+def check_patches(patches: dict) -> list[str]:
+    """Inductor config keys in ``patches`` that this torch does not have."""
+    if not patches:
+        return []
+    import torch._inductor.config as ic
+
+    known = set(ic.get_config_copy())
+    return sorted(k for k in patches if k not in known)

@@ -1,0 +1,205 @@
+"""Typed config schema for one cell, registered in Hydra's ConfigStore.
+
+Hydra checks types and enum values when it composes (a bad dtype or a string where an int
+belongs fails at start, naming the full key). What types cannot say (sizes > 0, a compile
+mode spelled with a dash) is checked by ``validate``, which raises ``ConfigError`` with the
+key, the bad value and what is allowed. No torch import here: ``study.run`` validates
+before any cell process starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+SHAPE_KEYS = (
+    "n",
+    "batch",
+    "in_features",
+    "out_features",
+    "seq_len",
+    "dim",
+    "hidden",
+    "heads",
+    "head_dim",
+)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot run. The message names the key and what is allowed."""
+
+
+class Device(Enum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+class Dtype(Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp32 = "fp32"
+
+
+class Cache(Enum):
+    cold = "cold"  # a private Inductor/Triton cache dir for the cell (default)
+    warm = "warm"  # one shared cache dir; artefacts are still keyed by the cell's config
+
+
+class Isolation(Enum):
+    subprocess = "subprocess"  # each cell in its own process (default; the only safe choice)
+    inline = "inline"  # in the Hydra job's process: for debugging only
+
+
+class DeviceTime(Enum):
+    graph = "graph"  # events around a CUDA-graph replay of many calls: no launch overhead
+    do_bench = "do_bench"  # triton.testing.do_bench: L2 flushed between calls (cold cache)
+    none = "none"
+
+
+@dataclass
+class ShapeConf:
+    """User overrides of the family's shape; null means the family's default for the device."""
+
+    n: int | None = None
+    batch: int | None = None
+    in_features: int | None = None
+    out_features: int | None = None
+    seq_len: int | None = None
+    dim: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    head_dim: int | None = None
+
+
+@dataclass
+class FamilyConf:
+    name: str = MISSING
+    causal: bool = True  # attention only
+    shapes: dict[str, ShapeConf] = field(default_factory=dict)  # keyed by device: cuda, cpu
+
+
+@dataclass
+class VariantConf:
+    name: str = MISSING
+
+
+@dataclass
+class CompileConf:
+    mode: str = "off"
+    fullgraph: bool = False
+    dynamic: bool | None = False
+    inductor: dict[str, Any] = field(default_factory=dict)  # torch._inductor.config patches
+
+
+@dataclass
+class TimingConf:
+    warmup: int = 10  # calls after the first call, before anything is timed
+    repeat: int = 100  # timed calls for the per-call latency
+    device_time: DeviceTime = DeviceTime.graph
+    graph_calls: int = 20  # calls captured in one CUDA graph (device_time=graph)
+    graph_replays: int = 10  # replays timed (device_time=graph)
+
+
+@dataclass
+class ProfileConf:
+    enabled: bool = True
+    wait: int = 1
+    warmup: int = 1
+    active: int = 3
+    record_shapes: bool = True  # needed for Triton kernel_file/kernel_hash args
+    save_trace: bool = True
+
+
+@dataclass
+class NcuConf:
+    enabled: bool = False
+    top_n: int = 3
+    launch_count: int = 1
+    binary: str = "ncu"
+    timeout_s: float = 300.0
+
+
+@dataclass
+class CellConf:
+    variant: VariantConf = field(default_factory=VariantConf)
+    family: FamilyConf = field(default_factory=FamilyConf)
+    compile: CompileConf = field(default_factory=CompileConf)
+    shape: ShapeConf = field(default_factory=ShapeConf)
+    timing: TimingConf = field(default_factory=TimingConf)
+    profile: ProfileConf = field(default_factory=ProfileConf)
+    ncu: NcuConf = field(default_factory=NcuConf)
+    device: Device = Device.auto
+    dtype: Dtype = Dtype.bf16
+    cache: Cache = Cache.cold
+    seed: int = 0
+    tolerance: float | None = None  # null: the dtype's default (see study.check)
+    isolation: Isolation = Isolation.subprocess
+    timeout_s: float = 900.0
+    resume: bool = False
+    out_root: str = "outputs"
+    calibration_file: str | None = None  # null: ~/.cache/study/ceilings.json
+    gpu_slots: int = 0  # >0: pin each cell to GPU (job number mod gpu_slots)
+
+
+def register_configs() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="cell_schema", node=CellConf)
+
+
+def positive(key: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{key}={value!r} is not allowed: it must be a positive integer.")
+
+
+def validate(cfg: DictConfig | CellConf) -> None:
+    """Reject what types cannot: sizes, the compile mode, counts. Raises ConfigError."""
+    c = cfg
+    if c.compile.mode not in COMPILE_MODES:
+        raise ConfigError(
+            f"compile.mode={c.compile.mode!r} is not a compile mode; allowed: "
+            f"{', '.join(COMPILE_MODES)} (pick one with compile=<mode>)."
+        )
+    for key in SHAPE_KEYS:
+        positive(f"shape.{key}", c.shape[key] if isinstance(c, DictConfig) else getattr(c.shape, key))
+    for dev, shp in c.family.shapes.items():
+        for key in SHAPE_KEYS:
+            val = shp[key] if isinstance(shp, DictConfig) else getattr(shp, key)
+            positive(f"family.shapes.{dev}.{key}", val)
+    for key in ("warmup", "graph_calls", "graph_replays"):
+        val = c.timing[key] if isinstance(c, DictConfig) else getattr(c.timing, key)
+        if val < 0:
+            raise ConfigError(f"timing.{key}={val} is not allowed: it must be >= 0.")
+    if c.timing.repeat < 3:
+        raise ConfigError(f"timing.repeat={c.timing.repeat} is too few: need >= 3 for p10/p90.")
+    if c.profile.active < 1 or c.profile.wait < 0 or c.profile.warmup < 0:
+        raise ConfigError("profile.active must be >= 1, profile.wait and profile.warmup >= 0.")
+    if c.timeout_s <= 0:
+        raise ConfigError(f"timeout_s={c.timeout_s} is not allowed: it must be > 0 seconds.")
+    from study.workloads.registry import names  # registry is torch-free until a build
+
+    if c.variant.name not in names():
+        raise ConfigError(
+            f"variant.name={c.variant.name!r} is not registered; known: {', '.join(names())}."
+        )
+
+
+def to_plain(cfg: DictConfig) -> dict:
+    """The resolved cell config as plain data (enums as their names), without Hydra's key."""
+    d = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    d.pop("hydra", None)
+    return d
+
+
+def load_cell_config(path: str) -> DictConfig:
+    """Read a cell.yaml written by the sweep side back into the typed schema."""
+    schema = OmegaConf.structured(CellConf)
+    return OmegaConf.merge(schema, OmegaConf.load(path))

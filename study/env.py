@@ -1,0 +1,77 @@
+"""The environment a row was measured in: versions, device, clocks, host, git revision."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from pathlib import Path
+
+
+def git_revision() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+        rev = out.stdout.strip() or None
+        if rev:
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            rev += "-dirty" if dirty else ""
+        return rev
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _nvidia_smi(query: str) -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i",
+                              os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def collect(device: str) -> dict:
+    import torch
+
+    env = {
+        "torch_version": torch.__version__,
+        "triton_version": None,
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": None,
+        "driver_version": None,
+        "device_name": platform.processor() or platform.machine(),
+        "sm_clock_mhz": None,
+        "mem_clock_mhz": None,
+        "host": socket.gethostname(),
+        "python_version": platform.python_version(),
+        "git_rev": git_revision(),
+        "cpu_threads": torch.get_num_threads(),
+    }
+    try:
+        import triton
+
+        env["triton_version"] = triton.__version__
+    except ImportError:
+        pass
+    if device == "cuda":
+        env["device_name"] = torch.cuda.get_device_name()
+        env["cudnn_version"] = torch.backends.cudnn.version()
+        smi = _nvidia_smi("driver_version,clocks.sm,clocks.mem")
+        if smi:
+            parts = [p.strip() for p in smi.split(",")]
+            env["driver_version"] = parts[0]
+            env["sm_clock_mhz"] = parts[1] if len(parts) > 1 else None
+            env["mem_clock_mhz"] = parts[2] if len(parts) > 2 else None
+    else:
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    env["device_name"] = line.split(":", 1)[1].strip()
+                    break
+        except OSError:
+            pass
+    return env

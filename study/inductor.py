@@ -1,0 +1,275 @@
+"""What Inductor generated and what compiling cost, for every compiled cell.
+
+- ``settings(run_dir, device)``: Inductor config for capture, applied in the cell's own
+  process before compiling: the debug trace (output code, post-grad FX graph) and the
+  provenance map kernel -> post-grad nodes, into ``<run>/generated/debug``; on the CPU the
+  per-kernel profiler ranges of the C++ kernels (otherwise they are invisible in traces).
+  The ``trace.*`` keys are outside Inductor's cache key, so capture never changes what is
+  compiled.
+- ``harvest(run_dir)``: the generated wrapper modules (from PyCodeCache, so also on a cache
+  hit), one source file per kernel under ``generated/kernels/``, and per kernel its fused
+  aten ops, from the provenance map + post-grad graph (Inductor's own metadata) or else the
+  ``Original ATen`` origin comments of the generated source. Never from the kernel name.
+- ``metrics()``: compile time split by phase, caches, graphs, graph breaks with reasons,
+  recompiles, cudagraph skips with reasons (torch._dynamo's compilation metrics/counters).
+- ``Autotune``: every choice max-autotune benchmarked, its time and the winner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+KERNEL_DEF = re.compile(r"^(?P<name>(?:triton|cpp)_\w+) = async_compile\.(?P<kind>\w+)\(", re.M)
+ORIGIN = re.compile(r"Original ATen: \[(?P<ops>[^\]]*)\]")
+FX_LINE = re.compile(r"^\s*(?P<node>\w+)(?:: [^=]*)? = torch\.ops\.(?P<op>[\w.]+)\(", re.M)
+EXTERN_CALL = re.compile(r"^\s*(?:\w+ = )?(?P<call>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?)\(", re.M)
+
+
+def settings(run_dir: Path, device: str) -> dict:
+    import torch._inductor.config as ic
+
+    s = {
+        "trace.enabled": True,
+        "trace.debug_dir": str(run_dir / "generated" / "debug"),
+        "trace.fx_graph": False,
+        "trace.ir_pre_fusion": False,
+        "trace.ir_post_fusion": False,
+        "trace.fx_graph_transformed": True,  # the post-grad FX graph
+        "trace.output_code": True,
+        "trace.provenance_tracking_level": 1,
+    }
+    if device == "cpu":
+        s["cpp.enable_kernel_profile"] = True
+    known = set(ic.get_config_copy())
+    return {k: v for k, v in s.items() if k in known}
+
+
+def apply(patches: dict) -> list[str]:
+    """Set Inductor config keys in this (the cell's own) process. Returns unknown keys."""
+    import torch._inductor.config as ic
+
+    known = set(ic.get_config_copy())
+    bad = [k for k in patches if k not in known]
+    if bad:
+        return bad
+    for k, v in patches.items():
+        obj = ic
+        *parents, leaf = k.split(".")
+        for p in parents:
+            obj = getattr(obj, p)
+        setattr(obj, leaf, v)
+    return []
+
+
+def _inductor_kind(name: str, src_kind: str) -> str:
+    for prefix, kind in (("triton_poi_", "pointwise"), ("triton_red_", "reduction"),
+                         ("triton_per_", "persistent_reduction"), ("triton_tem_", "template"),
+                         ("triton_for_", "foreach"), ("triton_spl_", "split_scan")):
+        if name.startswith(prefix):
+            return kind
+    if name.startswith("cpp_"):
+        return "cpp"
+    return src_kind
+
+
+def _post_grad_ops(debug_dir: Path) -> dict[str, str]:
+    """post-grad node name -> aten op, from fx_graph_transformed.py files."""
+    ops = {}
+    for f in debug_dir.rglob("fx_graph_transformed.py"):
+        for m in FX_LINE.finditer(f.read_text()):
+            op = m.group("op")
+            ops[m.group("node")] = op.rsplit(".", 1)[0] if op.count(".") >= 2 else op
+    return ops
+
+
+def _provenance(debug_dir: Path) -> tuple[dict[str, list[str]], set[str]]:
+    """kernel name -> post-grad node names, from Inductor's provenance mapping; and the
+    post-grad nodes that come from a scaled_dot_product_attention call (pre-grad)."""
+    out, from_sdpa = defaultdict(list), set()
+    for f in debug_dir.rglob("inductor_provenance_tracking_node_mappings*.json"):
+        try:
+            data = json.loads(f.read_text())
+        except json.JSONDecodeError:
+            continue
+        for key, mapping in data.items():
+            if not isinstance(mapping, dict):
+                continue
+            if key.endswith("CodeToPost"):
+                for kname, nodes in mapping.items():
+                    out[kname.split(":")[0]].extend(nodes)
+            elif key == "preToPost":
+                for pre, nodes in mapping.items():
+                    if "scaled_dot_product" in pre:
+                        from_sdpa.update(nodes)
+    return out, from_sdpa
+
+
+def harvest(run_dir: Path) -> dict:
+    """Copy generated code into ``generated/`` and map each kernel to its source and ops."""
+    from torch._inductor.codecache import PyCodeCache
+
+    gen = run_dir / "generated"
+    kdir = gen / "kernels"
+    kdir.mkdir(parents=True, exist_ok=True)
+    files = sorted({Path(m.__file__) for m in _modules(PyCodeCache) if getattr(m, "__file__", None)})
+    wrappers = []
+    for i, f in enumerate(files):
+        text = f.read_text()
+        if "def call(" not in text and "async_compile" not in text:
+            continue  # a kernel module, not a graph's wrapper
+        dst = gen / f"output_code_{i}.py"
+        shutil.copyfile(f, dst)
+        wrappers.append((dst, text))
+    debug = gen / "debug"
+    node_ops = _post_grad_ops(debug) if debug.exists() else {}
+    prov, from_sdpa = _provenance(debug) if debug.exists() else ({}, set())
+    kernels = {}
+    externs = set()
+    for dst, text in wrappers:
+        defs = list(KERNEL_DEF.finditer(text))
+        for j, m in enumerate(defs):
+            name = m.group("name")
+            end = defs[j + 1].start() if j + 1 < len(defs) else len(text)
+            body = text[m.start():end]
+            ext = ".cpp" if m.group("kind").startswith("cpp") else ".py"
+            src = kdir / f"{name}{ext}"
+            src.write_text(body)
+            preamble = text[max(0, m.start() - 2000):m.start()].rsplit("\n\n", 1)[-1]
+            fused = []
+            if name in prov:
+                fused = sorted({node_ops.get(n, n) for n in prov[name]})
+                how = "provenance"
+            else:
+                o = ORIGIN.findall(preamble)
+                fused = sorted({x.strip() for x in ",".join(o).split(",") if x.strip()})
+                how = "origin_comment" if fused else ""
+            kernels[name] = {
+                "source_file": str(src.relative_to(run_dir)),
+                "fused_ops": " ".join(fused),
+                "fused_ops_from": how,
+                "inductor_kind": _inductor_kind(name, m.group("kind")),
+                "from_sdpa": bool(from_sdpa.intersection(prov.get(name, ()))),
+            }
+        externs.update(c.group("call") for c in EXTERN_CALL.finditer(text))
+    return {"kernels": kernels, "externs": sorted(externs), "wrappers": [str(d.relative_to(run_dir)) for d, _ in wrappers],
+            "post_grad_graph": bool(node_ops)}
+
+
+def _modules(cache):
+    mods = getattr(cache, "modules", None)
+    if isinstance(mods, dict):
+        return list(mods.values())
+    return list(mods or [])
+
+
+def match_kernel(trace_name: str, kernels: dict) -> str | None:
+    """The generated kernel behind a trace name (CPU ranges are 'graph_<i>_<name>')."""
+    if trace_name in kernels:
+        return trace_name
+    m = re.match(r"^graph_\d+_(cpp_\w+)$", trace_name)
+    if m and m.group(1) in kernels:
+        return m.group(1)
+    return None
+
+
+def join(kernel_rows: list[dict], harvested: dict) -> None:
+    """Fill source_file / fused_ops / inductor_kind on kernel rows, in place."""
+    gk = harvested.get("kernels", {})
+    for r in kernel_rows:
+        key = match_kernel(r["kernel"], gk)
+        if key:
+            r.update({k: gk[key][k] for k in ("source_file", "fused_ops", "inductor_kind")})
+        elif r.get("cpu_region") and not r.get("generated"):
+            r["inductor_kind"] = "extern"  # a library kernel called from compiled code
+
+
+def metrics() -> dict:
+    """Compile-cost figures of this process's compiles (call after compiling)."""
+    from torch._dynamo.utils import counters, get_compilation_metrics
+
+    ms = list(get_compilation_metrics())
+
+    def total(attr, scale=1.0):
+        vals = [getattr(m, attr, None) for m in ms]
+        vals = [v for v in vals if v is not None]
+        return sum(vals) * scale if vals else None
+
+    frame = total("entire_frame_compile_time_s")
+    backend = total("backend_compile_time_s")
+    inductor = total("inductor_compile_time_s")
+    breaks = {str(k): v for k, v in counters["graph_break"].items()}
+    skips = sorted({m.cudagraph_skip_reason for m in ms if getattr(m, "cudagraph_skip_reason", None)})
+    recompiles = [m.recompile_reason for m in ms if getattr(m, "recompile_reason", None)]
+    ind = counters["inductor"]
+    hits = (ind.get("fxgraph_cache_hit", 0) or 0) + (counters["aot_autograd"].get("autograd_cache_hit", 0) or 0)
+    misses = (ind.get("fxgraph_cache_miss", 0) or 0) + (counters["aot_autograd"].get("autograd_cache_miss", 0) or 0)
+    return {
+        "compile_s": frame,
+        "dynamo_s": None if frame is None or backend is None else frame - backend,
+        "aot_s": None if backend is None or inductor is None else backend - inductor,
+        "inductor_s": inductor,
+        "codegen_s": total("code_gen_time_s"),
+        "triton_compile_s": total("triton_compile_time_us", 1e-6),
+        "autotune_s": total("compile_time_autotune_time_us", 1e-6),
+        "fxgraph_cache_hits": ind.get("fxgraph_cache_hit", 0),
+        "fxgraph_cache_misses": ind.get("fxgraph_cache_miss", 0),
+        "cache_hits": hits,
+        "cache_misses": misses,
+        "graphs": counters["stats"].get("unique_graphs", 0),
+        "graph_breaks": sum(breaks.values()),
+        "graph_break_reasons": " | ".join(f"{k} (x{v})" for k, v in breaks.items()),
+        "recompiles": len(recompiles),
+        "recompile_reasons": " | ".join(recompiles),
+        "cudagraph_skips": ind.get("cudagraph_skips", 0),
+        "cudagraph_skip_reasons": " | ".join(skips),
+    }
+
+
+class Autotune:
+    """Collects max-autotune's benchmarked choices through Inductor's feedback hook."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.available = False
+
+    def __enter__(self):
+        try:
+            from torch._inductor import select_algorithm as sa
+
+            sa.add_feedback_saver(self._save)
+            self.available = True
+        except (ImportError, AttributeError):
+            self.available = False
+        return self
+
+    def __exit__(self, *exc):
+        if self.available:
+            from torch._inductor import select_algorithm as sa
+
+            sa.clear_feedback_savers()
+        return False
+
+    def _save(self, timings, name, input_nodes, *rest, **kw):
+        finite = {c: t for c, t in timings.items() if t is not None and t == t and t != float("inf")}
+        best = min(finite.values()) if finite else None
+        shapes = ""
+        try:
+            shapes = " x ".join(str(list(n.get_size())) for n in input_nodes)
+        except Exception:  # noqa: BLE001 - shapes are a label only; symbolic sizes may not print
+            shapes = ""
+        op_id = len({r["op_id"] for r in self.rows})
+        for c, t in timings.items():
+            desc = getattr(c, "description", "") or ""
+            self.rows.append({
+                "op_id": op_id,
+                "op": name,
+                "input_shapes": shapes,
+                "choice": getattr(c, "name", str(c)),
+                "description": str(desc)[:300],
+                "time_us": None if t is None or t != t or t == float("inf") else t * 1e3,
+                "winner": best is not None and t == best,
+            })

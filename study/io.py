@@ -1,0 +1,124 @@
+"""CSV writing and sweep aggregation. Every write is atomic: a temp file, then a rename.
+
+A run dir's ``run.csv`` is written last, so its presence means the cell finished (with any
+status). The sweep's ``runs.csv`` is rebuilt from the run dirs' ``run.csv`` files under a
+file lock each time a cell ends; it can always be rebuilt again (``python -m study.io DIR``).
+Speedup and payback are filled in here, against the eager row of the same configuration.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from study import metrics
+from study.schema import columns
+
+# Columns that must match for a compiled row to be compared with an eager one.
+PAIR_KEYS = ("variant", "device", "dtype", "n", "batch", "in_features", "out_features",
+             "seq_len", "dim", "hidden", "heads", "head_dim", "causal", "host")
+
+
+def _cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if v == v else ""
+    return v
+
+
+def write_csv(path: Path, rows: list[dict], table: str) -> Path:
+    """Write rows atomically with the schema's columns; unknown keys are a bug and raise."""
+    cols = columns(table)
+    for r in rows:
+        extra = set(r) - set(cols)
+        if extra:
+            raise KeyError(f"{table}: columns not in study/schema.py: {sorted(extra)}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: _cell(r.get(k)) for k in cols})
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+@contextmanager
+def locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def run_csvs(sweep_dir: Path) -> list[Path]:
+    """Every finished cell's run.csv below a sweep dir (job dirs are one level down)."""
+    sweep_dir = Path(sweep_dir)
+    found = sorted(sweep_dir.glob("*/run.csv"))
+    if (sweep_dir / "run.csv").exists():
+        found.insert(0, sweep_dir / "run.csv")
+    return found
+
+
+def with_speedups(rows: list[dict]) -> list[dict]:
+    """Fill speedup and payback_calls from the eager row with the same configuration."""
+    eager = {}
+    for r in rows:
+        if r.get("compile") == "off" and r.get("status") == "ok":
+            eager[tuple(r.get(k, "") for k in PAIR_KEYS)] = _num(r.get("latency_median_us"))
+    for r in rows:
+        base = eager.get(tuple(r.get(k, "") for k in PAIR_KEYS))
+        mine = _num(r.get("latency_median_us"))
+        ok = r.get("status") == "ok"
+        r["speedup"] = metrics.speedup(base, mine) if ok else None
+        r["payback_calls"] = (metrics.payback_calls(_num(r.get("compile_s")), base, mine)
+                              if ok and r.get("compile") != "off" else None)
+    return rows
+
+
+def aggregate(sweep_dir: Path) -> Path | None:
+    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock)."""
+    sweep_dir = Path(sweep_dir)
+    with locked(sweep_dir / ".runs.lock"):
+        rows = []
+        for p in run_csvs(sweep_dir):
+            try:
+                rows.extend(read_csv(p))
+            except (OSError, csv.Error) as e:
+                print(f"[study] skipping unreadable {p}: {e}", file=sys.stderr)
+        if not rows:
+            return None
+        known = set(columns("runs"))
+        rows = [{k: v for k, v in r.items() if k in known} for r in rows]
+        return write_csv(sweep_dir / "runs.csv", with_speedups(rows), "runs")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m study.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv)")
+    out = aggregate(Path(sys.argv[1]))
+    print(out or f"no run.csv below {sys.argv[1]}")

@@ -1,0 +1,73 @@
+"""Pure metric functions: numbers in, numbers out. No torch, no I/O.
+
+Conventions (also in SCHEMA.md):
+- FLOPs count a multiply-add as 2, like torch.utils.flop_counter. Bias adds and softmax
+  are not counted (flop_counter counts addmm as 2*M*K*N).
+- Causal attention counts the FULL score matrix, 4*B*H*S^2*D (q@k^T and p@v), not half.
+  This is flop_counter's convention for SDPA; the rate of a causal kernel that skips the
+  masked half therefore reads up to 2x lower than the work it did.
+- bytes_min reads every input once and writes every output once (parameters included).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def flops_analytic(family: str, shape: dict) -> float | None:
+    """The documented analytic FLOP count of one call, or None for an unknown family."""
+    s = shape
+    if family == "matmul":
+        return 2.0 * s["n"] ** 3
+    if family == "linear":
+        return 2.0 * s["batch"] * s["in_features"] * s["out_features"]
+    if family == "mlp":
+        tokens = s["batch"] * s["seq_len"]
+        return 3 * 2.0 * tokens * s["dim"] * s["hidden"]  # gate, up, down projections
+    if family == "attention":
+        return 4.0 * s["batch"] * s["heads"] * s["seq_len"] ** 2 * s["head_dim"]
+    return None
+
+
+def rate(amount: float | None, us: float | None, scale: float) -> float | None:
+    """amount / time, in units of ``scale`` per second (1e12 -> TFLOP/s, 1e9 -> GB/s)."""
+    if amount is None or us is None or us <= 0 or (isinstance(us, float) and math.isnan(us)):
+        return None
+    return amount / (us * 1e-6) / scale
+
+
+def arith_intensity(flops: float | None, nbytes: float | None) -> float | None:
+    if not flops or not nbytes:
+        return None
+    return flops / nbytes
+
+
+def roofline(tflops: float | None, gbps: float | None, intensity: float | None,
+             peak_tflops: float | None, peak_gbps: float | None) -> dict:
+    """Percent of each measured ceiling, and which one bounds the cell. Unknown -> None."""
+    out = {"pct_peak_compute": None, "pct_peak_bw": None, "bound": None, "ridge_intensity": None}
+    if peak_tflops and tflops is not None:
+        out["pct_peak_compute"] = 100.0 * tflops / peak_tflops
+    if peak_gbps and gbps is not None:
+        out["pct_peak_bw"] = 100.0 * gbps / peak_gbps
+    if peak_tflops and peak_gbps and intensity is not None:
+        ridge = peak_tflops * 1e12 / (peak_gbps * 1e9)  # FLOP/byte where the roofs meet
+        out["ridge_intensity"] = ridge
+        out["bound"] = "compute" if intensity >= ridge else "memory"
+    return out
+
+
+def speedup(eager_us: float | None, compiled_us: float | None) -> float | None:
+    if not eager_us or not compiled_us:
+        return None
+    return eager_us / compiled_us
+
+
+def payback_calls(compile_s: float | None, eager_us: float | None, compiled_us: float | None) -> float | None:
+    """Calls after which compiling has paid for itself; None when compiled is not faster."""
+    if compile_s is None or eager_us is None or compiled_us is None:
+        return None
+    gain_us = eager_us - compiled_us
+    if gain_us <= 0:
+        return None
+    return compile_s * 1e6 / gain_us

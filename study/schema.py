@@ -1,0 +1,228 @@
+"""Every column of every CSV the study writes: name, unit, meaning. The one place.
+
+``python -m study.schema`` prints SCHEMA.md (a test keeps the two in sync). Writers refuse
+columns that are not declared here, and ``analysis/`` reads these same names. No torch.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Col(NamedTuple):
+    name: str
+    unit: str
+    meaning: str
+
+
+KEYS = [
+    Col("run_id", "", "the job dir name, e.g. compile=default,variant=flash"),
+    Col("variant", "", "workload variant (conf/variant): matmul_add, linear, mlp, naive, naive_inplace, math, efficient, flash, cudnn, sdpa"),
+    Col("family", "", "workload family: matmul, linear, mlp, attention"),
+    Col("compile", "", "compile mode: off (eager), default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs"),
+    Col("device", "", "cuda or cpu (device=auto resolved)"),
+    Col("dtype", "", "bf16, fp16 or fp32"),
+]
+
+SHAPE = [
+    Col("n", "", "matmul_add: square size N"),
+    Col("batch", "", "batch size"),
+    Col("in_features", "", "linear: input features"),
+    Col("out_features", "", "linear: output features"),
+    Col("seq_len", "", "sequence length (mlp tokens per batch row, attention S)"),
+    Col("dim", "", "mlp: model dim"),
+    Col("hidden", "", "mlp: hidden dim"),
+    Col("heads", "", "attention: heads H"),
+    Col("head_dim", "", "attention: head dim D"),
+    Col("causal", "bool", "attention: causal mask"),
+]
+
+RUN = KEYS + SHAPE + [
+    Col("fullgraph", "bool", "torch.compile fullgraph"),
+    Col("dynamic", "bool", "torch.compile dynamic (empty = automatic)"),
+    Col("inductor_patches", "", "Inductor config patches given by compile.inductor, as k=v;..."),
+    Col("cache", "", "compile cache policy: cold (private per cell) or warm (shared, keyed by cell)"),
+    Col("seed", "", "seed of the inputs and parameters"),
+    Col("status", "", "ok, mismatch, invalid, unsupported, oom, error, timeout, crash"),
+    Col("reason", "", "why the status is not ok (library message, kernels seen, ...)"),
+    Col("notes", "", "facts a reader should know that do not change the status"),
+    Col("backend_expected", "", "SDPA backend the variant pins (empty for non-SDPA and sdpa)"),
+    Col("backend_seen", "", "SDPA backend(s) the trace or compiled graph proves ran"),
+    Col("backend_proof", "", "the kernel, aten op or compiled-graph origin that proves it"),
+    Col("max_abs_err", "", "max |out - ref| against a float64 reference"),
+    Col("max_rel_err", "", "max_abs_err / max |ref|; compared with tolerance"),
+    Col("norm_rel_err", "", "||out - ref||_2 / ||ref||_2"),
+    Col("tolerance", "", "max_rel_err allowed for this dtype"),
+    Col("first_call_s", "s", "wall time of the first call, compile included"),
+    Col("latency_median_us", "us", "per-call latency, median (events around each call, back to back)"),
+    Col("latency_p10_us", "us", "per-call latency, 10th percentile"),
+    Col("latency_p90_us", "us", "per-call latency, 90th percentile"),
+    Col("latency_samples", "", "timed calls behind the latency columns"),
+    Col("latency_method", "", "cuda_events_per_call or perf_counter_per_call"),
+    Col("device_time_us", "us", "device time per call, median (CUDA graph replay or do_bench)"),
+    Col("device_time_p10_us", "us", "device time per call, 10th percentile"),
+    Col("device_time_p90_us", "us", "device time per call, 90th percentile"),
+    Col("device_time_method", "", "cuda_graph_replay_xN, do_bench_l2_flush, or none"),
+    Col("profiled_steps", "", "profiler steps analysed (schedule active)"),
+    Col("kernels_per_step", "", "device kernels + memcpy + memset per step (CPU: kernel ops per step), median over steps"),
+    Col("steps_consistent", "bool", "every profiled step ran the same number of kernels"),
+    Col("kernels_by_class", "", "kernels per step by kernel_class, class:count;..."),
+    Col("copies_per_step", "", "copy kernels per step (Memcpy and copy kernels: the hidden copy)"),
+    Col("memsets_per_step", "", "memset kernels per step"),
+    Col("generated_per_step", "", "Inductor-generated kernels per step"),
+    Col("launches_per_step", "", "CPU-side launch calls per step (cudaLaunchKernel, cuLaunchKernel*, cudaGraphLaunch, memcpy/memset)"),
+    Col("cpu_us_per_step", "us", "CPU time of a profiled step (dispatch + launch), median"),
+    Col("gpu_us_per_step", "us", "device busy time per step (union of kernel intervals); CPU: kernel self time"),
+    Col("kernel_us_per_step", "us", "sum of kernel durations per step (timing mode 3: kernel time)"),
+    Col("idle_us_per_step", "us", "device idle inside a step: first-to-last kernel span minus busy (CPU: step time minus kernel time)"),
+    Col("profiled_step_us", "us", "wall time of a profiled step, to the end of its last kernel"),
+    Col("profiler_overhead", "x", "profiled_step_us / latency_median_us"),
+    Col("cpu_bound", "bool", "cpu_us_per_step > gpu_us_per_step (GPU only)"),
+    Col("dominant_kernel", "", "short name of the kernel with the most device time"),
+    Col("dominant_share", "", "its share of the step's kernel time (0-1)"),
+    Col("graph_launched", "bool", "kernels were replayed from a CUDA graph"),
+    Col("unattributed_events", "", "device events whose launch fell outside every profiled step"),
+    Col("compile_s", "s", "Dynamo frame compile time, all frames (empty for eager)"),
+    Col("dynamo_s", "s", "compile_s minus backend time: Dynamo tracing and guards"),
+    Col("aot_s", "s", "backend time minus Inductor time: AOTAutograd"),
+    Col("inductor_s", "s", "Inductor compile time"),
+    Col("codegen_s", "s", "Inductor code generation (includes C++/Triton compile on a cold cache)"),
+    Col("triton_compile_s", "s", "Triton kernel compile time"),
+    Col("autotune_s", "s", "compile-time autotuning"),
+    Col("cache_hits", "", "FX graph + AOTAutograd cache hits"),
+    Col("cache_misses", "", "FX graph + AOTAutograd cache misses"),
+    Col("fxgraph_cache_hits", "", "Inductor FX graph cache hits"),
+    Col("fxgraph_cache_misses", "", "Inductor FX graph cache misses"),
+    Col("graphs", "", "graphs Dynamo captured"),
+    Col("graph_breaks", "", "graph breaks"),
+    Col("graph_break_reasons", "", "graph break reasons with counts"),
+    Col("recompiles", "", "recompilations"),
+    Col("recompile_reasons", "", "why Dynamo recompiled"),
+    Col("cudagraph_skips", "", "graphs where Inductor skipped CUDA graphs"),
+    Col("cudagraph_skip_reasons", "", "why CUDA graphs were skipped"),
+    Col("generated_kernels", "", "kernels Inductor generated (distinct, from the output code)"),
+    Col("generated_dir", "", "where the generated code lies, relative to the run dir"),
+    Col("speedup", "x", "eager latency_median_us / this row's (same sweep, same shape)"),
+    Col("payback_calls", "calls", "compile_s / (eager - compiled latency); empty when not faster"),
+    Col("flops", "FLOP", "FLOPs per call (flop_counter on the math reference; causal counts the full matrix)"),
+    Col("flops_source", "", "flop_counter or analytic"),
+    Col("bytes_min", "B", "bytes per call if every input is read once and every output written once"),
+    Col("arith_intensity", "FLOP/B", "flops / bytes_min"),
+    Col("tflops", "TFLOP/s", "flops / latency_median_us"),
+    Col("gbps", "GB/s", "bytes_min / latency_median_us"),
+    Col("tflops_device", "TFLOP/s", "flops / device_time_us"),
+    Col("gbps_device", "GB/s", "bytes_min / device_time_us"),
+    Col("peak_tflops", "TFLOP/s", "measured matmul ceiling for this device, dtype and torch (study.calibrate)"),
+    Col("peak_gbps", "GB/s", "measured device copy bandwidth, read + write (study.calibrate)"),
+    Col("pct_peak_compute", "%", "achieved TFLOP/s (device time when measured) / peak_tflops"),
+    Col("pct_peak_bw", "%", "achieved GB/s (device time when measured) / peak_gbps"),
+    Col("bound", "", "compute or memory, from arith_intensity against the ridge point"),
+    Col("sdpa_choice", "", "backend torch._fused_sdp_choice predicts for the inputs"),
+    Col("ncu_status", "", "ok, unavailable (with ncu's message in reason-like ncu_note) or empty when off"),
+    Col("ncu_note", "", "ncu's own message when unavailable"),
+    Col("torch_version", "", "torch.__version__"),
+    Col("triton_version", "", "triton.__version__"),
+    Col("cuda_version", "", "torch.version.cuda"),
+    Col("cudnn_version", "", "torch.backends.cudnn.version()"),
+    Col("driver_version", "", "NVIDIA driver"),
+    Col("device_name", "", "GPU name, or the CPU model"),
+    Col("sm_clock_mhz", "MHz", "SM clock read at the start of the cell (nvidia-smi)"),
+    Col("mem_clock_mhz", "MHz", "memory clock read at the start of the cell"),
+    Col("cpu_threads", "", "torch.get_num_threads()"),
+    Col("host", "", "host name"),
+    Col("python_version", "", "Python version"),
+    Col("git_rev", "", "the study's git revision (-dirty when modified)"),
+    Col("started_at", "", "UTC time the cell started"),
+    Col("wall_s", "s", "wall time of the whole cell, process start to rows written"),
+    Col("trace_file", "", "profiler trace, relative to the run dir (opens in Perfetto)"),
+]
+
+KERNEL = [
+    Col("run_id", "", "the run the kernel belongs to"),
+    Col("variant", "", "see runs"),
+    Col("compile", "", "see runs"),
+    Col("device", "", "see runs"),
+    Col("dtype", "", "see runs"),
+    Col("kernel", "", "full kernel name (CPU: aten op or generated C++ kernel)"),
+    Col("kernel_short", "", "readable short form of the name"),
+    Col("kernel_class", "", "gemm_cublas, gemm_cutlass, gemm_cpu, triton_pointwise, triton_reduction, triton_persistent_reduction, triton_template, triton_other, cpp_generated, flash, mem_efficient, cudnn, softmax, aten_reduction, copy, memset, aten_elementwise, other"),
+    Col("generated", "bool", "Inductor generated it"),
+    Col("inductor_kind", "", "pointwise, reduction, persistent_reduction, template, foreach, cpp, or extern (library call from compiled code)"),
+    Col("calls_per_step", "", "launches per step (integer when every step does the same)"),
+    Col("calls_consistent", "bool", "same count in every step"),
+    Col("us_per_step", "us", "device time per step (CPU: self time)"),
+    Col("mean_us", "us", "mean duration of one launch"),
+    Col("min_us", "us", "min duration"),
+    Col("max_us", "us", "max duration"),
+    Col("share", "", "share of the step's kernel time (0-1)"),
+    Col("grid", "", "launch grid, as the trace records it"),
+    Col("block", "", "block size"),
+    Col("registers_per_thread", "", "registers per thread"),
+    Col("shared_mem_bytes", "B", "shared memory per block"),
+    Col("occupancy_pct", "%", "profiler's static estimate of achieved occupancy; empty when unknown (0 from cuLaunchKernelEx is unknown)"),
+    Col("graph_launched", "bool", "replayed from a CUDA graph"),
+    Col("cpu_op", "", "innermost CPU op around the launch (aten op or compiled wrapper)"),
+    Col("cpu_region", "", "compiled region around the launch, if any"),
+    Col("source_file", "", "generated source of the kernel, relative to the run dir"),
+    Col("fused_ops", "", "aten ops fused into it (Inductor provenance or origin comments)"),
+]
+
+AUTOTUNE = [
+    Col("run_id", "", "see runs"),
+    Col("op_id", "", "index of the tuned op in the run"),
+    Col("op", "", "the tuned op (mm, addmm, bmm, ...)"),
+    Col("input_shapes", "", "shapes of its inputs"),
+    Col("choice", "", "candidate kernel (extern cuBLAS or a Triton template config)"),
+    Col("description", "", "the candidate's parameters"),
+    Col("time_us", "us", "benchmarked time"),
+    Col("winner", "bool", "the fastest choice, which Inductor took"),
+]
+
+REVEALED = KEYS + [
+    Col("kernels_per_step", "", "see runs"),
+    Col("latency_median_us", "us", "see runs"),
+    Col("speedup", "x", "see runs"),
+    Col("revealed", "", "what the trace revealed: the named rules that fired, '; '-joined"),
+]
+
+NCU = [
+    Col("run_id", "", "see runs"),
+    Col("variant", "", "see runs"),
+    Col("compile", "", "see runs"),
+    Col("kernel", "", "kernel name as ncu reports it"),
+    Col("kernel_match", "", "the kernels.csv kernel it maps to"),
+    Col("launch", "", "ncu's launch index"),
+    Col("section", "", "ncu section"),
+    Col("metric", "", "metric name"),
+    Col("unit", "", "ncu's unit"),
+    Col("value", "", "value as a number when it parses"),
+]
+
+TABLES = {"runs": RUN, "kernels": KERNEL, "autotune": AUTOTUNE, "revealed": REVEALED, "ncu": NCU}
+FILES = {
+    "runs": "run.csv (one row per cell) and runs.csv (one row per cell of a sweep)",
+    "kernels": "kernels.csv (one row per distinct kernel per run)",
+    "autotune": "autotune.csv (max-autotune: one row per benchmarked choice)",
+    "revealed": "revealed.csv (a sweep's blog table: what each trace revealed)",
+    "ncu": "ncu.csv (Nsight Compute: one row per kernel x metric)",
+}
+
+
+def columns(table: str) -> list[str]:
+    return [c.name for c in TABLES[table]]
+
+
+def markdown() -> str:
+    out = ["# Schema", "",
+           "Every CSV the study writes. Generated by `python -m study.schema > SCHEMA.md`;",
+           "`tests/test_schema.py` fails when this file and `study/schema.py` disagree.",
+           "Empty cells mean unknown or not applicable, never zero.", ""]
+    for table, cols in TABLES.items():
+        out += [f"## {FILES[table]}", "", "| column | unit | meaning |", "| --- | --- | --- |"]
+        out += [f"| `{c.name}` | {c.unit} | {c.meaning} |" for c in cols]
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -1,0 +1,338 @@
+"""Profiler pass and trace reading: every kernel of a run, attributed to its step.
+
+``profile`` runs the cell's step under torch.profiler with a wait/warmup/active schedule and
+exports a gzipped Chrome trace (opens in Perfetto). ``parse`` turns the trace's events into
+one row per distinct kernel and one summary per run, without dividing totals by step count:
+
+- GPU: a kernel's ``args.correlation`` equals that of its CPU-side launch (cudaLaunchKernel,
+  cuLaunchKernel*, cudaGraphLaunch); the step is the ``ProfilerStep#N`` range on the launching
+  thread that contains the launch. A kernel's own timestamp is never used for attribution:
+  GPU work is asynchronous. Kernels replayed from a CUDA graph share one cudaGraphLaunch and
+  are marked ``graph_launched``.
+- CPU: the "kernels" are the aten ops and Inductor's C++ kernels that do their work
+  themselves (self time >= half their duration; view/alloc ops are left out), timed by self
+  time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from study.classify import classify, is_generated, short_name
+
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
+LAUNCH_RE = re.compile(r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|Memcpy|Memset)")
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+REGION_RE = re.compile(r"^Torch-Compiled Region|CompiledFxGraph|^CUDAGraphNode|cudagraph", re.I)
+# aten ops that only make views, allocate or inspect: they launch no kernel.
+METADATA_OPS = {
+    "aten::" + n
+    for n in (
+        "empty empty_strided empty_like view reshape _reshape_alias _unsafe_view as_strided "
+        "transpose t permute expand expand_as unsqueeze squeeze slice select detach alias "
+        "resolve_conj resolve_neg lift_fresh result_type is_same_size size stride numel "
+        "flatten unflatten split chunk narrow unbind split_with_sizes set_ contiguous_ "
+        "_has_compatible_shallow_copy_type is_nonzero item _local_scalar_dense to "
+        "scaled_dot_product_attention _fused_sdp_choice dropout"
+    ).split()
+}
+# Composite ops that delegate their work to a child op, which is the kernel we count.
+WRAPPER_OPS = {
+    "aten::" + n
+    for n in (
+        "to _to_copy clone contiguous matmul linear softmax masked_fill addmm_ "
+        "_scaled_dot_product_attention_math scaled_dot_product_attention einsum"
+    ).split()
+}
+
+
+def profile(step: Callable[[], object], device: str, wait: int, warmup: int, active: int,
+            record_shapes: bool, trace_path: Path) -> list[dict]:
+    """Run ``wait + warmup + active`` steps under the profiler; write and return the trace."""
+    import torch
+    from torch.profiler import ProfilerActivity, schedule
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    sched = schedule(wait=wait, warmup=warmup, active=active, repeat=1)
+    with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=record_shapes) as prof:
+        for _ in range(wait + warmup + active):
+            step()
+            prof.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+    trace_path.parent.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(trace_path))
+    return load_events(trace_path)
+
+
+def load_events(path: Path) -> list[dict]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        data = json.load(f)
+    return data["traceEvents"] if isinstance(data, dict) else data
+
+
+class _Intervals:
+    """CPU-side ranges of one thread, for 'innermost range containing t' queries."""
+
+    def __init__(self, events: list[dict]):
+        self.ev = sorted(events, key=lambda e: (e["ts"], -e.get("dur", 0)))
+        self.starts = [e["ts"] for e in self.ev]
+
+    def containing(self, t: float) -> list[dict]:
+        """All ranges containing t, outermost first."""
+        i = bisect.bisect_right(self.starts, t)
+        hits = [e for e in self.ev[:i] if e["ts"] <= t <= e["ts"] + e.get("dur", 0)]
+        return hits
+
+
+def _steps(events: list[dict]) -> list[dict]:
+    steps = [e for e in events if e.get("ph") == "X" and STEP_RE.match(e.get("name", ""))]
+    return sorted(steps, key=lambda e: e["ts"])
+
+
+def _step_of(steps: list[dict], tid, t: float) -> int | None:
+    for i, s in enumerate(steps):
+        if s.get("tid") == tid and s["ts"] <= t <= s["ts"] + s["dur"]:
+            return i
+    return None
+
+
+def _occupancy(args: dict):
+    occ = args.get("est. achieved occupancy %")
+    # 0% is what kernels launched through cuLaunchKernelEx (e.g. cuDNN SDPA) report: a
+    # recording gap, not a fact. A kernel that ran had some occupancy.
+    return None if occ in (None, 0, 0.0) else occ
+
+
+def _fmt_dim(v):
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)):
+        return "x".join(str(x) for x in v)
+    return str(v)
+
+
+def _union_us(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+def _med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
+    """Kernel rows (one per distinct kernel) and a run summary from a trace's events."""
+    steps = _steps(events)
+    if not steps:
+        return [], {"profile_note": "no ProfilerStep ranges in the trace"}
+    cpu_ranges = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") and not STEP_RE.match(e.get("name", "")):
+            cpu_ranges[e.get("tid")].append(e)
+    ranges = {tid: _Intervals(evs) for tid, evs in cpu_ranges.items()}
+    op_names = sorted({e["name"] for evs in cpu_ranges.values() for e in evs})
+    if device == "cuda":
+        rows, summary = _parse_cuda(events, steps, ranges)
+    else:
+        rows, summary = _parse_cpu(steps, cpu_ranges)
+    summary["op_names"] = op_names
+    return rows, summary
+
+
+def _parse_cuda(events, steps, ranges):
+    launches = {}
+    for e in events:
+        if e.get("cat") in LAUNCH_CATS and e.get("ph") == "X":
+            corr = e.get("args", {}).get("correlation")
+            if corr is not None:
+                launches[corr] = e
+    per_step = [[] for _ in steps]  # device events of each step
+    launches_per_step = [0] * len(steps)
+    for e in launches.values():
+        if LAUNCH_RE.match(e["name"]):
+            i = _step_of(steps, e.get("tid"), e["ts"])
+            if i is not None:
+                launches_per_step[i] += 1
+    unattributed = 0
+    info = {}  # kernel name -> launch context
+    for e in events:
+        if e.get("cat") not in DEVICE_CATS or e.get("ph") != "X":
+            continue
+        args = e.get("args", {})
+        launch = launches.get(args.get("correlation"))
+        i = _step_of(steps, launch.get("tid"), launch["ts"]) if launch else None
+        if i is None:
+            unattributed += 1
+            continue
+        per_step[i].append(e)
+        name = e["name"]
+        if name not in info:
+            ctx = ranges.get(launch.get("tid"))
+            around = [r for r in (ctx.containing(launch["ts"]) if ctx else []) if r["name"] != name]
+            ops = [r["name"] for r in around if r.get("cat") == "cpu_op"]
+            regions = [r["name"] for r in around if REGION_RE.search(r["name"])]
+            info[name] = {
+                "cpu_op": ops[-1] if ops else None,
+                "cpu_region": regions[0] if regions else None,
+                "graph_launched": launch["name"] == "cudaGraphLaunch",
+                "grid": _fmt_dim(args.get("grid")),
+                "block": _fmt_dim(args.get("block")),
+                "registers_per_thread": args.get("registers per thread"),
+                "shared_mem_bytes": args.get("shared memory"),
+                "occupancy_pct": _occupancy(args),
+                "bytes": args.get("bytes"),
+            }
+        elif launch["name"] == "cudaGraphLaunch":
+            info[name]["graph_launched"] = True
+    durs = {i: [(e["ts"], e["ts"] + e["dur"]) for e in evs] for i, evs in enumerate(per_step)}
+    rows = _kernel_rows(per_step, lambda e: e["dur"], info)
+    kernel_sum = [sum(e["dur"] for e in evs) for evs in per_step]
+    busy = [_union_us(durs[i]) for i in range(len(steps))]
+    span = [(max(b for _, b in d) - min(a for a, _ in d)) if d else 0.0 for d in durs.values()]
+    wall = []
+    for i, s in enumerate(steps):
+        last = max((b for _, b in durs[i]), default=s["ts"] + s["dur"])
+        wall.append(max(s["ts"] + s["dur"], last) - s["ts"])
+    summary = _summary(per_step, rows, steps, kernel_sum)
+    summary.update(
+        launches_per_step=_med(launches_per_step),
+        gpu_us_per_step=_med(busy),
+        idle_us_per_step=_med([sp - b for sp, b in zip(span, busy)]),
+        profiled_step_us=_med(wall),
+        unattributed_events=unattributed,
+        graph_launched=any(r["graph_launched"] for r in rows),
+    )
+    cpu, gpu = summary["cpu_us_per_step"], summary["gpu_us_per_step"]
+    summary["cpu_bound"] = None if cpu is None or gpu is None else bool(cpu > gpu)
+    return rows, summary
+
+
+def _parse_cpu(steps, cpu_ranges):
+    main_tids = {s.get("tid") for s in steps}
+    per_step = [[] for _ in steps]
+    info = {}
+    for tid, evs in cpu_ranges.items():
+        if tid not in main_tids:
+            continue
+        evs = sorted((e for e in evs if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e["dur"]))
+        stack, child_time = [], defaultdict(float)
+        parent = {}
+        for e in evs:
+            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
+                stack.pop()
+            if stack:
+                child_time[id(stack[-1])] += e["dur"]
+                parent[id(e)] = stack[-1]
+            stack.append(e)
+        for e in evs:
+            name = e["name"]
+            compute = classify(name) == "cpp_generated" or (
+                name.startswith("aten::") and name not in METADATA_OPS and name not in WRAPPER_OPS
+            )
+            self_us = e["dur"] - child_time[id(e)]
+            if not compute or e["dur"] <= 0 or self_us < 0.5 * e["dur"] or _scalar_only(e):
+                continue
+            i = _step_of(steps, tid, e["ts"])
+            if i is None:
+                continue
+            per_step[i].append({**e, "self": self_us})
+            if name not in info:
+                p = parent.get(id(e))
+                chain = []
+                while p is not None:
+                    chain.append(p["name"])
+                    p = parent.get(id(p))
+                regions = [n for n in reversed(chain) if REGION_RE.search(n)]
+                info[name] = {"cpu_op": chain[0] if chain else None,
+                              "cpu_region": regions[0] if regions else None,
+                              "graph_launched": False}
+    rows = _kernel_rows(per_step, lambda e: e["self"], info)
+    kernel_sum = [sum(e["self"] for e in evs) for evs in per_step]
+    summary = _summary(per_step, rows, steps, kernel_sum)
+    cpu = summary["cpu_us_per_step"]
+    summary.update(
+        launches_per_step=None,
+        gpu_us_per_step=summary["kernel_us_per_step"],  # the CPU is the device: kernel self time
+        idle_us_per_step=None if cpu is None else cpu - summary["kernel_us_per_step"],
+        profiled_step_us=cpu,
+        unattributed_events=0,
+        graph_launched=False,
+        cpu_bound=None,
+    )
+    return rows, summary
+
+
+def _scalar_only(e: dict) -> bool:
+    """An op on 0-dim tensors only (e.g. wrapping a Python scalar): no kernel on a device."""
+    dims = e.get("args", {}).get("Input Dims")
+    return bool(dims) and all(d == [] for d in dims)
+
+
+def _kernel_rows(per_step, dur_of, info) -> list[dict]:
+    n = len(per_step)
+    by_name = defaultdict(list)
+    counts = defaultdict(lambda: [0] * n)
+    for i, evs in enumerate(per_step):
+        for e in evs:
+            by_name[e["name"]].append(dur_of(e))
+            counts[e["name"]][i] += 1
+    step_total = sum(sum(dur_of(e) for e in evs) for evs in per_step) / max(n, 1)
+    rows = []
+    for name, ds in by_name.items():
+        c = counts[name]
+        us_per_step = sum(ds) / n
+        cls = classify(name)
+        rows.append({
+            "kernel": name,
+            "kernel_short": short_name(name),
+            "kernel_class": cls,
+            "generated": is_generated(name),
+            "calls_per_step": c[0] if len(set(c)) == 1 else statistics.median(c),
+            "calls_consistent": len(set(c)) == 1,
+            "us_per_step": us_per_step,
+            "mean_us": sum(ds) / len(ds),
+            "min_us": min(ds),
+            "max_us": max(ds),
+            "share": us_per_step / step_total if step_total > 0 else None,
+            **{k: v for k, v in info.get(name, {}).items() if k != "bytes"},
+        })
+    rows.sort(key=lambda r: -r["us_per_step"])
+    return rows
+
+
+def _summary(per_step, rows, steps, kernel_sum) -> dict:
+    counts = [len(evs) for evs in per_step]
+    classes = Counter()
+    for r in rows:
+        classes[r["kernel_class"]] += r["calls_per_step"]
+    dom = rows[0] if rows else None
+    return {
+        "profiled_steps": len(steps),
+        "kernels_per_step": _med(counts),
+        "steps_consistent": len(set(counts)) == 1,
+        "kernels_by_class": ";".join(f"{k}:{v:g}" for k, v in sorted(classes.items())),
+        "copies_per_step": sum(r["calls_per_step"] for r in rows if r["kernel_class"] == "copy"),
+        "memsets_per_step": sum(r["calls_per_step"] for r in rows if r["kernel_class"] == "memset"),
+        "generated_per_step": sum(r["calls_per_step"] for r in rows if r["generated"]),
+        "cpu_us_per_step": _med([s["dur"] for s in steps]),
+        "kernel_us_per_step": _med(kernel_sum),
+        "dominant_kernel": dom["kernel_short"] if dom else None,
+        "dominant_share": dom["share"] if dom else None,
+    }

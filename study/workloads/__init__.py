@@ -1,0 +1,1 @@
+"""The workload ladder: one registry (``registry.py``) and one module per family."""
