@@ -157,6 +157,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
     caught: list[str] = []
     notes: list[str] = []
     try:
+        _inject(cfg)
         device = resolve_device(cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device))
         row["device"] = device
         row.update(envinfo.collect(device))
@@ -181,7 +182,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 from torch.nn.attention import SDPBackend, sdpa_kernel
 
                 stack.enter_context(sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[wl.sdpa_backend])]))
-            if entry.family == "attention":
+            if wl.sdpa_backend or entry.name == "sdpa":
                 row["sdpa_choice"] = _sdp_choice(wl.inputs[:3])
             torch._dynamo.reset()
             fn = compiling.make(wl.fn, mode, cfg.compile.fullgraph, cfg.compile.dynamic)
@@ -265,6 +266,18 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
     kernel_rows = [{**meta, **k} for k in kernel_rows]
     autotune_rows = [{"run_id": row["run_id"], **a} for a in tuner.rows]
     return row, kernel_rows, autotune_rows
+
+
+def _inject(cfg) -> None:
+    """fault=crash|hang: the harness's own self-test (isolation, timeout, crash rows)."""
+    import os
+    import signal
+
+    fault = cfg.fault.value if hasattr(cfg.fault, "value") else str(cfg.fault)
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGABRT)
+    elif fault == "hang":
+        time.sleep(10**7)
 
 
 def _sdp_choice(qkv) -> str | None:

@@ -73,6 +73,7 @@ def is_generated(name: str) -> bool:
     return classify(name) in GENERATED_CLASSES
 
 
+_GENERIC = {"gpu_kernel_impl_nocast", "gpu_kernel_impl", "ReduceOp", "reduce_kernel"}
 _TEMPLATE_ARGS = re.compile(r"<.*>", re.S)
 _PARAMS = re.compile(r"\(.*\)$", re.S)
 
@@ -80,6 +81,12 @@ _PARAMS = re.compile(r"\(.*\)$", re.S)
 def short_name(name: str, width: int = 48) -> str:
     """A readable short form: no return type, template arguments or parameter list."""
     s = name.strip()
+    functor = None
+    if re.search(r"elementwise_kernel|reduce_kernel", s):
+        # The functor tells what an elementwise/reduce kernel does (copy, fill, mul, ...).
+        cands = re.findall(r"(\w+(?:Functor|_kernel_cuda|Ops|_kernel))\b", s[s.find("<"):] if "<" in s else "")
+        cands = [c for c in cands if c not in _GENERIC and not c.endswith("elementwise_kernel")]
+        functor = cands[0] if cands else None
     s = s.replace("(anonymous namespace)::", "")
     if s.startswith("void "):
         s = s[5:]
@@ -92,6 +99,8 @@ def short_name(name: str, width: int = 48) -> str:
     s = s.replace("at::native::", "")
     if s.startswith("graph_") and "_cpp_" in s:
         s = s.split("_", 2)[2]  # graph_0_cpp_fused_x -> cpp_fused_x
+    if functor:
+        s = f"{s}[{functor}]"
     if len(s) > width:
         s = s[: width - 1] + "…"
     return s

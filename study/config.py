@@ -55,6 +55,12 @@ class Isolation(Enum):
     inline = "inline"  # in the Hydra job's process: for debugging only
 
 
+class Fault(Enum):
+    none = "none"
+    crash = "crash"  # the cell's process aborts (like a CUDA error that poisons the context)
+    hang = "hang"  # the cell's process never returns (exercises timeout_s)
+
+
 class DeviceTime(Enum):
     graph = "graph"  # events around a CUDA-graph replay of many calls: no launch overhead
     do_bench = "do_bench"  # triton.testing.do_bench: L2 flushed between calls (cold cache)
@@ -143,7 +149,8 @@ class CellConf:
     resume: bool = False
     out_root: str = "outputs"
     calibration_file: str | None = None  # null: ~/.cache/study/ceilings.json
-    gpu_slots: int = 0  # >0: pin each cell to GPU (job number mod gpu_slots)
+    gpu_slots: int = 0  # >0: run cells on this many GPUs at once, one GPU each
+    fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 
 def register_configs() -> None:

@@ -33,6 +33,17 @@ def sweep_id(out_root: str, resume) -> str:
     return _SWEEP_IDS[key]
 
 
+def job_dirname(overrides: str) -> str:
+    """Hydra's override dirname, shortened with a hash when it would overflow a file name."""
+    if len(overrides) <= 160:
+        return overrides
+    import hashlib
+
+    return overrides[:140] + ",#" + hashlib.sha1(overrides.encode()).hexdigest()[:10]
+
+
+if not OmegaConf.has_resolver("study_job_dirname"):
+    OmegaConf.register_new_resolver("study_job_dirname", job_dirname)
 if not OmegaConf.has_resolver("study_sweep_id"):
     OmegaConf.register_new_resolver("study_sweep_id", sweep_id, use_cache=True)
 register_configs()

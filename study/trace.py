@@ -95,7 +95,9 @@ class _Intervals:
 
 
 def _steps(events: list[dict]) -> list[dict]:
-    steps = [e for e in events if e.get("ph") == "X" and STEP_RE.match(e.get("name", ""))]
+    # CPU-side step ranges only: the GPU-side copies (gpu_user_annotation) share the name.
+    steps = [e for e in events if e.get("ph") == "X" and STEP_RE.match(e.get("name", ""))
+             and e.get("cat") != "gpu_user_annotation"]
     return sorted(steps, key=lambda e: e["ts"])
 
 
@@ -144,7 +146,8 @@ def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
         return [], {"profile_note": "no ProfilerStep ranges in the trace"}
     cpu_ranges = defaultdict(list)
     for e in events:
-        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") and not STEP_RE.match(e.get("name", "")):
+        if (e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
+                and not STEP_RE.match(e.get("name", ""))):
             cpu_ranges[e.get("tid")].append(e)
     ranges = {tid: _Intervals(evs) for tid, evs in cpu_ranges.items()}
     op_names = sorted({e["name"] for evs in cpu_ranges.values() for e in evs})
@@ -224,7 +227,18 @@ def _parse_cuda(events, steps, ranges):
     return rows, summary
 
 
+def _is_compute(e: dict) -> bool:
+    name = e["name"]
+    if classify(name) == "cpp_generated":
+        return True
+    return (name.startswith("aten::") and name not in METADATA_OPS and name not in WRAPPER_OPS
+            and not _scalar_only(e))
+
+
 def _parse_cpu(steps, cpu_ranges):
+    """CPU 'kernels': compute ops whose time is their own. An op counts when no compute op
+    runs inside it, or when its own time (minus the compute ops inside) is at least half its
+    duration (e.g. the CPU flash kernel, which zero-fills its output inside)."""
     main_tids = {s.get("tid") for s in steps}
     per_step = [[] for _ in steps]
     info = {}
@@ -232,26 +246,32 @@ def _parse_cpu(steps, cpu_ranges):
         if tid not in main_tids:
             continue
         evs = sorted((e for e in evs if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e["dur"]))
-        stack, child_time = [], defaultdict(float)
-        parent = {}
+        stack, children, parent = [], defaultdict(list), {}
         for e in evs:
             while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
                 stack.pop()
             if stack:
-                child_time[id(stack[-1])] += e["dur"]
+                children[id(stack[-1])].append(e)
                 parent[id(e)] = stack[-1]
             stack.append(e)
+
+        def compute_inside(e):
+            out = []
+            for c in children[id(e)]:
+                out += [c] if _is_compute(c) else compute_inside(c)
+            return out
+
         for e in evs:
-            name = e["name"]
-            compute = classify(name) == "cpp_generated" or (
-                name.startswith("aten::") and name not in METADATA_OPS and name not in WRAPPER_OPS
-            )
-            self_us = e["dur"] - child_time[id(e)]
-            if not compute or e["dur"] <= 0 or self_us < 0.5 * e["dur"] or _scalar_only(e):
+            if not _is_compute(e) or e["dur"] <= 0:
+                continue
+            inner = compute_inside(e)
+            self_us = e["dur"] - sum(c["dur"] for c in inner)
+            if inner and self_us < 0.5 * e["dur"]:
                 continue
             i = _step_of(steps, tid, e["ts"])
             if i is None:
                 continue
+            name = e["name"]
             per_step[i].append({**e, "self": self_us})
             if name not in info:
                 p = parent.get(id(e))

@@ -71,6 +71,20 @@ def build_naive_inplace(shape, dtype, device, gen, causal=True, **_):
     )
 
 
+def naive_break(q, k, v, mask):
+    s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, S, S)
+    torch._dynamo.graph_break()  # deliberate: shows how a break splits the compiled graph
+    s = s.masked_fill(mask, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+@register("naive_break", family="attention", shape_keys=SHAPE)
+def build_naive_break(shape, dtype, device, gen, causal=True, **_):
+    """naive with a deliberate graph break between the scores and the softmax."""
+    return Workload(fn=naive_break, inputs=_qkv_mask(shape, dtype, device, gen, causal),
+                    reference=reference, ref_index=_ref_index(shape))
+
+
 def _sdpa_workload(shape, dtype, device, gen, causal):
     q, k, v, mask = _qkv_mask(shape, dtype, device, gen, causal)
 

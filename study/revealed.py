@@ -1,0 +1,129 @@
+"""The blog's table, automated: "variant | compile | kernels per forward | what the trace revealed".
+
+Each finding is a named rule over one run's row and its kernel rows (plain dicts of CSV
+strings or numbers); a rule returns a sentence built from the measured values, or None.
+Pure functions, no torch: the sweep writes ``revealed.csv`` with them, and the analysis
+reads it. Every sentence quotes the numbers it comes from.
+"""
+
+from __future__ import annotations
+
+import re
+
+LOW_PRECISION = {"bf16", "fp16"}
+FP32_GEMM = re.compile(r"f32f32|sgemm|_s\d{3,4}gemm|tf32|fp32", re.I)
+LOW_OCCUPANCY_PCT = 25.0
+
+
+def _f(v):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x else x
+
+
+def _b(v) -> bool:
+    return str(v).strip().lower() in ("true", "1", "1.0")
+
+
+def hidden_copy(run, kernels, ctx=None):
+    ks = [k for k in kernels if k["kernel_class"] == "copy" and not _b(k.get("graph_launched"))]
+    if not ks:
+        return None
+    n = sum(_f(k["calls_per_step"]) or 0 for k in ks)
+    return f"hidden copy: {n:g} copy kernel(s)/step ({ks[0]['kernel_short']})"
+
+
+def fp32_gemm(run, kernels, ctx=None):
+    if run.get("dtype") not in LOW_PRECISION:
+        return None
+    ks = [k for k in kernels if k["kernel_class"].startswith("gemm") and FP32_GEMM.search(k["kernel"])]
+    if not ks:
+        return None
+    return f"FP32 GEMM in a {run['dtype']} run: {len(ks)} kernel(s), e.g. {ks[0]['kernel_short']}"
+
+
+def mask_rebuilt(run, kernels, ctx=None):
+    ks = [k for k in kernels if re.search(r"triu|tril", k["kernel"], re.I) and k["kernel_class"] != "cpp_generated"
+          and not k["kernel"].startswith("triton_")]
+    if not ks:
+        return None
+    return f"mask rebuilt every call: {ks[0]['kernel_short']}"
+
+
+def single_fused(run, kernels, ctx=None):
+    work = [k for k in kernels if k["kernel_class"] not in ("memset", "copy")]
+    if len(work) != 1 or (_f(work[0]["calls_per_step"]) or 0) != 1:
+        return None
+    k = work[0]
+    if k["kernel_class"] not in ("flash", "mem_efficient", "cudnn") and not _b(k.get("generated")):
+        return None
+    extra = len(kernels) - 1
+    return f"single fused kernel: {k['kernel_short']}" + (f" (+{extra} memset/copy)" if extra else "")
+
+
+def low_occupancy_fastest(run, kernels, ctx=None):
+    """The fastest ok cell of its family and device runs a low-occupancy dominant kernel."""
+    if ctx is None or run.get("status") != "ok":
+        return None
+    peers = [r for r in ctx if r.get("status") == "ok" and r.get("family") == run.get("family")
+             and r.get("device") == run.get("device") and _f(r.get("latency_median_us")) is not None]
+    if not peers or min(peers, key=lambda r: _f(r["latency_median_us"]))["run_id"] != run["run_id"]:
+        return None
+    dom = max(kernels, key=lambda k: _f(k["us_per_step"]) or 0, default=None)
+    occ = _f(dom.get("occupancy_pct")) if dom else None
+    if occ is None or occ >= LOW_OCCUPANCY_PCT:
+        return None
+    return f"fastest cell, yet its main kernel runs at {occ:.0f}% estimated occupancy ({dom['kernel_short']})"
+
+
+def low_occupancy(run, kernels, ctx=None):
+    dom = max(kernels, key=lambda k: _f(k["us_per_step"]) or 0, default=None)
+    occ = _f(dom.get("occupancy_pct")) if dom else None
+    if occ is None or occ >= LOW_OCCUPANCY_PCT or low_occupancy_fastest(run, kernels, ctx):
+        return None
+    return f"main kernel at {occ:.0f}% estimated occupancy ({dom['kernel_short']})"
+
+
+def cpu_above_gpu(run, kernels, ctx=None):
+    cpu, gpu = _f(run.get("cpu_us_per_step")), _f(run.get("gpu_us_per_step"))
+    if run.get("device") != "cuda" or cpu is None or gpu is None or cpu <= gpu:
+        return None
+    return f"CPU-bound: {cpu:.0f} us CPU vs {gpu:.0f} us GPU per step"
+
+
+def cudagraph_input_copies(run, kernels, ctx=None):
+    ks = [k for k in kernels if k["kernel_class"] == "copy" and _b(k.get("graph_launched"))]
+    if not ks:
+        return None
+    n = sum(_f(k["calls_per_step"]) or 0 for k in ks)
+    return f"CUDA-graph input copies: {n:g}/step"
+
+
+def backend_missing(run, kernels, ctx=None):
+    if run.get("status") != "invalid" or not run.get("backend_expected"):
+        return None
+    return f"pinned backend {run['backend_expected']} did not run (seen: {run.get('backend_seen') or 'none'})"
+
+
+RULES = [hidden_copy, fp32_gemm, mask_rebuilt, single_fused, low_occupancy_fastest, low_occupancy, cpu_above_gpu,
+         cudagraph_input_copies, backend_missing]
+
+
+def reveal(run: dict, kernels: list[dict], ctx: list[dict] | None = None) -> list[str]:
+    return [s for rule in RULES if (s := rule(run, kernels, ctx))]
+
+
+def table(runs: list[dict], kernels_by_run: dict[str, list[dict]]) -> list[dict]:
+    out = []
+    for r in runs:
+        found = reveal(r, kernels_by_run.get(r["run_id"], []), runs)
+        if r.get("status") not in ("ok", "invalid"):
+            found.append(f"{r.get('status')}: {(r.get('reason') or '')[:120]}")
+        out.append({"run_id": r["run_id"], "variant": r.get("variant"), "family": r.get("family"),
+                    "compile": r.get("compile"), "device": r.get("device"), "dtype": r.get("dtype"),
+                    "kernels_per_step": r.get("kernels_per_step"),
+                    "latency_median_us": r.get("latency_median_us"), "speedup": r.get("speedup"),
+                    "revealed": "; ".join(found)})
+    return out

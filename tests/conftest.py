@@ -1,0 +1,51 @@
+"""Shared fixtures: tiny CPU cells, run in-process or through the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# Tiny shapes: every variant runs in well under a second on 2 CPU cores.
+TINY = ["+experiment=tiny"]  # conf/experiment/tiny.yaml
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run ``python -m study.run ARGS`` as a user would; returns the completed process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
+    return subprocess.run([sys.executable, "-m", "study.run", *args], cwd=cwd or ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def compose(*overrides: str):
+    from hydra import compose as hcompose
+    from hydra import initialize_config_dir
+
+    import study.run  # noqa: F401 - registers the schema and the sweep-id resolver
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return hcompose(config_name="config", overrides=list(overrides))
+
+
+@pytest.fixture
+def run_inline(tmp_path):
+    """Run one cell in this process (no subprocess) and return (row, kernels, autotune)."""
+    from omegaconf import OmegaConf
+
+    from study.cell import run_cell
+    from study.config import CellConf
+
+    def _run(*overrides: str, name: str = "cell"):
+        cfg = compose(*TINY, *overrides)
+        cfg = OmegaConf.merge(OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"})
+        run_dir = tmp_path / name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor_cache"))
+        return run_cell(cfg, run_dir)
+
+    return _run

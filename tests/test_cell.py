@@ -1,0 +1,92 @@
+"""One cell on the CPU: every variant against its float64 reference, statuses, CPU kernels."""
+
+import pytest
+
+from study.cell import classify_error, prove_backend
+from tests.conftest import ROOT
+
+EAGER_OK = ["matmul_add", "linear", "mlp", "naive", "naive_inplace", "naive_break", "math", "flash", "sdpa"]
+
+
+@pytest.mark.parametrize("variant", EAGER_OK)
+def test_every_variant_matches_its_reference(run_inline, variant):
+    row, kernels, _ = run_inline(f"variant={variant}", "device=cpu", name=variant)
+    assert row["status"] == "ok", row["reason"]
+    assert row["max_rel_err"] <= row["tolerance"]
+    assert row["latency_median_us"] > 0 and row["latency_p10_us"] <= row["latency_p90_us"]
+    assert row["latency_samples"] == 5 and row["latency_method"] == "perf_counter_per_call"
+    assert row["kernels_per_step"] == sum(k["calls_per_step"] for k in kernels) > 0
+    assert row["first_call_s"] > 0 and row["flops"] > 0 and row["bytes_min"] > 0
+    assert row["tflops"] == pytest.approx(row["flops"] / (row["latency_median_us"] * 1e-6) / 1e12)
+    assert all(k["kernel_class"] for k in kernels)
+    assert (ROOT / "conf").exists()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_other_dtypes(run_inline, dtype):
+    row, _, _ = run_inline("variant=naive", f"dtype={dtype}", "device=cpu", name=dtype)
+    assert row["status"] == "ok", row["reason"]
+    assert row["dtype"] == dtype
+
+
+def test_out_of_place_masked_fill_shows_its_copy_on_cpu(run_inline):
+    row, kernels, _ = run_inline("variant=naive", name="naive")
+    row_i, kernels_i, _ = run_inline("variant=naive_inplace", name="inplace")
+    assert [k["kernel"] for k in kernels if k["kernel_class"] == "copy"] == ["aten::copy_"]
+    assert not [k for k in kernels_i if k["kernel_class"] == "copy"]
+    assert row["kernels_per_step"] == row_i["kernels_per_step"] + 1 == 6
+
+
+def test_pinned_backend_is_proven_on_cpu(run_inline):
+    row, kernels, _ = run_inline("variant=flash", name="flash")
+    assert row["backend_seen"] == "flash" and "flash_attention_for_cpu" in row["backend_proof"]
+    row, _, _ = run_inline("variant=math", name="math")
+    assert row["backend_seen"] == "math" and "_scaled_dot_product_attention_math" in row["backend_proof"]
+    row, _, _ = run_inline("variant=sdpa", name="sdpa")
+    assert row["status"] == "ok" and row["backend_seen"] and row["backend_expected"] == ""
+
+
+@pytest.mark.parametrize("variant", ["efficient", "cudnn"])
+def test_gpu_only_backends_are_unsupported_on_cpu(run_inline, variant):
+    row, _, _ = run_inline(f"variant={variant}", name=variant)
+    assert row["status"] == "unsupported"
+    assert "No viable backend" in row["reason"]
+
+
+def test_cuda_requested_without_gpu_is_unsupported(run_inline):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    row, _, _ = run_inline("variant=naive", "device=cuda", name="cuda")
+    assert row["status"] == "unsupported" and "device=cuda" in row["reason"]
+
+
+def test_shape_that_cannot_fit_is_an_oom_row(run_inline):
+    row, _, _ = run_inline("variant=naive", "shape.batch=1", "shape.heads=1", "shape.seq_len=1048576",
+                           "shape.head_dim=1", name="oom")
+    assert row["status"] == "oom", row["reason"]
+    assert "allocate" in row["reason"]
+
+
+def test_flash_refuses_fp32_on_cuda_only_as_a_row():
+    # The SDPA "no kernel" message, as CUDA raises it, is classified as unsupported.
+    e = RuntimeError("No available kernel. Aborting execution.")
+    assert classify_error(e, ["Flash attention only supports dtype in [fp16, bf16]"])[0] == "unsupported"
+    assert "only supports" in classify_error(e, ["Flash attention only supports fp16"])[1]
+    import torch
+
+    assert classify_error(torch.OutOfMemoryError("CUDA out of memory"), [])[0] == "oom"
+    assert classify_error(ValueError("boom"), [])[0] == "error"
+
+
+def test_proof_of_backend_rules():
+    flash = [{"kernel": "void pytorch_flash::flash_fwd_kernel<...>", "kernel_short": "flash_fwd",
+              "kernel_class": "flash"}]
+    assert prove_backend("flash", flash, [], {})["ok"]
+    p = prove_backend("cudnn", flash, [], {})
+    assert not p["ok"] and "did not run" in p["reason"] and "flash_fwd" in p["reason"]
+    decomposed = {"kernels": {"triton_per_fused__safe_softmax_0": {"from_sdpa": True}}}
+    p = prove_backend("math", [], [], decomposed)
+    assert p["ok"] and "decomposed by Inductor" in p["backend_proof"]
+    assert not prove_backend("math", [], [], {})["ok"]

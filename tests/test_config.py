@@ -1,0 +1,81 @@
+"""Every config group composes; bad input fails at start with a message naming the key."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from study.config import COMPILE_MODES, ConfigError, validate
+from study.workloads.registry import names
+from tests.conftest import ROOT, compose, cli
+
+VARIANTS = sorted(p.stem for p in (ROOT / "conf" / "variant").glob("*.yaml"))
+MODES = sorted(p.stem for p in (ROOT / "conf" / "compile").glob("*.yaml"))
+
+
+def test_variant_yaml_and_registry_agree():
+    assert VARIANTS == names()
+    assert {"matmul_add", "linear", "mlp", "naive", "naive_inplace", "math", "efficient", "flash",
+            "cudnn", "sdpa"} <= set(VARIANTS)
+    assert sorted(MODES) == sorted(COMPILE_MODES)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_group_composes(variant, mode):
+    cfg = compose(f"variant={variant}", f"compile={mode}")
+    validate(cfg)
+    assert cfg.variant.name == variant and cfg.compile.mode == mode
+    assert cfg.family.shapes.cpu is not None and cfg.family.shapes.cuda is not None
+
+
+def test_overrides_reach_the_config():
+    cfg = compose("variant=flash", "shape.seq_len=512", "dtype=fp16", "device=cpu",
+                  "+compile.inductor.coordinate_descent_tuning=true", "compile=default")
+    assert cfg.shape.seq_len == 512 and cfg.dtype.name == "fp16" and cfg.device.name == "cpu"
+    assert cfg.compile.inductor == {"coordinate_descent_tuning": True}
+
+
+@pytest.mark.parametrize("override,key", [
+    ("shape.seq_len=0", "shape.seq_len"),
+    ("shape.head_dim=-8", "shape.head_dim"),
+    ("compile.mode=turbo", "compile.mode"),
+    ("timing.repeat=1", "timing.repeat"),
+])
+def test_bad_values_raise_config_error_naming_the_key(override, key):
+    cfg = compose(override)
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        validate(cfg)
+
+
+def test_cli_unknown_variant_lists_the_choices():
+    r = cli("variant=nope")
+    assert r.returncode != 0
+    assert "variant" in r.stderr and "flash" in r.stderr and "naive_inplace" in r.stderr
+
+
+def test_cli_bad_dtype_and_wrong_type_fail_at_start():
+    r = cli("dtype=fp64")
+    assert r.returncode != 0 and "dtype" in r.stderr and "bf16" in r.stderr
+    r = cli("shape.batch=abc")
+    assert r.returncode != 0 and "shape.batch" in r.stderr
+
+
+def test_cli_zero_size_fails_before_any_cell_runs(tmp_path):
+    r = cli("shape.seq_len=0", f"out_root={tmp_path}")
+    assert r.returncode != 0
+    assert "shape.seq_len=0 is not allowed" in r.stderr
+    assert not list(tmp_path.rglob("run.csv"))
+
+
+def test_cli_unknown_inductor_key_fails_at_start(tmp_path):
+    r = cli("compile=default", "+compile.inductor.no_such_knob=1", f"out_root={tmp_path}")
+    assert r.returncode != 0 and "no_such_knob" in r.stderr
+
+
+def test_resolved_config_round_trips(tmp_path):
+    from study.config import load_cell_config, to_plain
+
+    cfg = compose("variant=mlp", "compile=max-autotune")
+    p = tmp_path / "cell.yaml"
+    OmegaConf.save(OmegaConf.create(to_plain(cfg)), p)
+    back = load_cell_config(str(p))
+    assert back.variant.name == "mlp" and back.compile.mode == "max-autotune"

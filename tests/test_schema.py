@@ -1,0 +1,27 @@
+"""One schema: SCHEMA.md is generated from study/schema.py, and writers refuse other columns."""
+
+import pytest
+
+from study import io, schema
+from tests.conftest import ROOT
+
+
+def test_schema_md_is_in_sync():
+    assert (ROOT / "SCHEMA.md").read_text() == schema.markdown(), (
+        "SCHEMA.md is stale: run `python -m study.schema > SCHEMA.md`")
+
+
+def test_columns_are_unique_and_documented():
+    for table, cols in schema.TABLES.items():
+        names = [c.name for c in cols]
+        assert len(names) == len(set(names)), table
+        assert all(c.meaning for c in cols), table
+
+
+def test_writer_rejects_undeclared_columns(tmp_path):
+    with pytest.raises(KeyError, match="not in study/schema.py"):
+        io.write_csv(tmp_path / "x.csv", [{"run_id": "a", "bogus": 1}], "runs")
+    p = io.write_csv(tmp_path / "x.csv", [{"run_id": "a", "status": "ok", "latency_median_us": float("nan")}], "runs")
+    row = io.read_csv(p)[0]
+    assert row["status"] == "ok" and row["latency_median_us"] == ""  # unknown is empty, never 0
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic: no temp file left behind

@@ -1,0 +1,127 @@
+"""Real sweeps through the CLI, as a user runs them: rows, files, resume, faults, kills."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from study import io
+from tests.conftest import ROOT, TINY, cli
+
+pytestmark = pytest.mark.slow
+
+
+def sweep_dir(out):
+    dirs = sorted((out / "sweeps").iterdir())
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+@pytest.fixture(scope="module")
+def quick_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    r = cli("-m", "variant=naive,flash", "compile=off,default", f"out_root={out}", *TINY)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, r
+
+
+def test_2x2_multirun_gives_four_ok_rows(quick_sweep):
+    out, r = quick_sweep
+    assert "running on the CPU" in r.stdout
+    sd = sweep_dir(out)
+    rows = io.read_csv(sd / "runs.csv")
+    assert sorted((x["variant"], x["compile"]) for x in rows) == [
+        ("flash", "default"), ("flash", "off"), ("naive", "default"), ("naive", "off")]
+    assert all(x["status"] == "ok" for x in rows), [x["reason"] for x in rows]
+    for x in rows:
+        run = sd / x["run_id"]
+        assert run.name in ("compile=off,variant=naive", "compile=default,variant=naive",
+                            "compile=off,variant=flash", "compile=default,variant=flash")
+        for f in ("cell.yaml", "run.csv", "kernels.csv", "trace.json.gz"):
+            assert (run / f).stat().st_size > 0, f
+        ks = io.read_csv(run / "kernels.csv")
+        assert ks and all(k["kernel_class"] for k in ks)
+        assert all(float(k["calls_per_step"]).is_integer() for k in ks)
+        assert float(x["latency_p10_us"]) <= float(x["latency_median_us"]) <= float(x["latency_p90_us"])
+    eager = {x["variant"]: x for x in rows if x["compile"] == "off"}
+    assert all(float(eager[v]["speedup"]) == 1.0 for v in eager)
+    revealed = io.read_csv(sd / "revealed.csv")
+    assert len(revealed) == 4
+    assert any("hidden copy" in x["revealed"] for x in revealed if x["variant"] == "naive" and x["compile"] == "off")
+    assert not (sd / "compile=default,variant=naive" / ".compile_cache").exists()  # cold cache removed
+
+
+def test_compiled_run_lists_generated_cpp_kernels_with_source_and_fused_ops(quick_sweep):
+    out, _ = quick_sweep
+    run = sweep_dir(out) / "compile=default,variant=naive"
+    row = io.read_csv(run / "run.csv")[0]
+    assert float(row["compile_s"]) > 0 and int(float(row["generated_kernels"])) >= 1
+    gen = [k for k in io.read_csv(run / "kernels.csv") if k["generated"] == "True"]
+    assert gen, "no generated kernel in the compiled naive run"
+    for k in gen:
+        assert k["kernel_class"] == "cpp_generated" and k["inductor_kind"] == "cpp"
+        src = run / k["source_file"]
+        assert src.exists() and src.stat().st_size > 0
+        assert k["fused_ops"] and "aten." in k["fused_ops"]
+    assert (run / "generated" / "output_code_0.py").exists() or list((run / "generated").glob("output_code_*.py"))
+    assert list((run / "generated").rglob("fx_graph_transformed.py"))  # the post-grad graph
+
+
+def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
+    out, _ = quick_sweep
+    sd = sweep_dir(out)
+    bad = sd / "compile=off,variant=flash" / "run.csv"
+    rows = io.read_csv(bad)
+    rows[0]["status"] = "error"
+    io.write_csv(bad, rows, "runs")
+    r = cli("-m", "variant=naive,flash", "compile=off,default", f"out_root={out}", "resume=true", *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("skipped (resume=true)") == 3
+    assert sweep_dir(out) == sd  # the same sweep dir, no new one
+    assert io.read_csv(bad)[0]["status"] == "ok"
+    assert len(io.read_csv(sd / "runs.csv")) == 4
+
+
+def test_crash_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
+    r = cli("-m", "variant=naive", "fault=crash,hang,none", "timeout_s=30", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {x["run_id"]: x for x in io.read_csv(sweep_dir(tmp_path) / "runs.csv")}
+    assert rows["fault=crash,variant=naive"]["status"] == "crash"
+    assert "SIGABRT" in rows["fault=crash,variant=naive"]["reason"]
+    assert rows["fault=hang,variant=naive"]["status"] == "timeout"
+    assert "timeout_s=30" in rows["fault=hang,variant=naive"]["reason"]
+    assert rows["fault=none,variant=naive"]["status"] == "ok"
+
+
+def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "study.run", "-m", "variant=naive", "fault=none,hang",
+                             f"out_root={tmp_path}", *TINY], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    hang_dir = None
+    while time.time() < deadline:
+        found = list(tmp_path.glob("sweeps/*/fault=hang,variant=naive/cell.yaml"))
+        if found:
+            hang_dir = found[0].parent
+            break
+        time.sleep(0.2)
+    assert hang_dir is not None, "the sweep never reached its second cell"
+    time.sleep(3)  # the hanging cell's process is up
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    sd = hang_dir.parent
+    rows = io.read_csv(sd / "runs.csv")
+    assert [(x["run_id"], x["status"]) for x in rows] == [("fault=none,variant=naive", "ok")]
+    assert not list(sd.rglob(".*.tmp"))
+    assert not (hang_dir / "run.csv").exists()
+    time.sleep(1)
+    ps = subprocess.run(["pgrep", "-f", f"study.worker {hang_dir}"], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", "the orphaned cell process outlived the killed sweep"
+    # The sweep's runs.csv can always be rebuilt from the per-run files.
+    (sd / "runs.csv").unlink()
+    io.aggregate(sd)
+    assert len(io.read_csv(sd / "runs.csv")) == 1

@@ -1,0 +1,72 @@
+"""Trace reading on real traces captured on the H200 (torch 2.11, B8 H16 S1024 D64 bf16)."""
+
+import pytest
+
+from study import trace
+from tests.conftest import FIXTURES
+
+
+def parse(name):
+    return trace.parse(trace.load_events(FIXTURES / f"{name}.trace.json.gz"), "cuda")
+
+
+def by_class(rows):
+    out = {}
+    for r in rows:
+        out[r["kernel_class"]] = out.get(r["kernel_class"], 0) + r["calls_per_step"]
+    return out
+
+
+def test_naive_shows_the_hidden_memcpy_and_inplace_does_not():
+    rows, s = parse("h200_naive_eager")
+    assert s["profiled_steps"] == 3 and s["steps_consistent"]
+    assert by_class(rows)["copy"] == 1
+    assert any(r["kernel"].startswith("Memcpy DtoD") for r in rows)
+    rows_i, s_i = parse("h200_naive_inplace_eager")
+    assert "copy" not in by_class(rows_i)
+    assert s["kernels_per_step"] == s_i["kernels_per_step"] + 1
+
+
+def test_counts_are_per_step_integers_not_averages():
+    for name in ("h200_naive_eager", "h200_math_eager", "h200_naive_default", "h200_cudnn_eager"):
+        rows, s = parse(name)
+        assert s["steps_consistent"], name
+        assert all(isinstance(r["calls_per_step"], int) and r["calls_consistent"] for r in rows), name
+        assert sum(r["calls_per_step"] for r in rows) == s["kernels_per_step"]
+
+
+def test_math_backend_runs_about_twenty_kernels_with_fp32_gemms():
+    rows, s = parse("h200_math_eager")
+    assert 15 <= s["kernels_per_step"] <= 30
+    gemms = [r for r in rows if r["kernel_class"] == "gemm_cublas"]
+    assert gemms and all("f32f32" in r["kernel"] for r in gemms)
+
+
+def test_cudnn_zero_occupancy_is_unknown_not_zero():
+    rows, _ = parse("h200_cudnn_eager")
+    cudnn = [r for r in rows if r["kernel_class"] == "cudnn"]
+    assert len(cudnn) == 1 and cudnn[0]["occupancy_pct"] is None
+    flash_rows, _ = parse("h200_flash_eager")
+    flash = [r for r in flash_rows if r["kernel_class"] == "flash"][0]
+    assert 0 < flash["occupancy_pct"] < 25  # the blog's "low occupancy, yet fastest"
+    assert flash["registers_per_thread"] and flash["grid"] and flash["block"]
+
+
+def test_kernels_link_to_their_cpu_op_and_compiled_region():
+    rows, s = parse("h200_naive_default")
+    triton = [r for r in rows if r["kernel_class"] == "triton_persistent_reduction"]
+    assert triton and triton[0]["cpu_region"].startswith("Torch-Compiled Region")
+    gemm = [r for r in rows if r["kernel_class"] == "gemm_cublas"]
+    assert gemm and all(r["cpu_op"] == "aten::bmm" for r in gemm)
+    eager, _ = parse("h200_naive_eager")
+    memcpy = [r for r in eager if r["kernel_class"] == "copy"][0]
+    assert memcpy["cpu_op"] in ("aten::copy_", "aten::clone", "aten::masked_fill")
+
+
+def test_step_summary_fields():
+    rows, s = parse("h200_flash_eager")
+    assert s["launches_per_step"] == 1
+    assert s["gpu_us_per_step"] == pytest.approx(rows[0]["us_per_step"], rel=0.05)
+    assert s["idle_us_per_step"] >= 0
+    assert s["cpu_bound"] in (True, False)
+    assert s["dominant_share"] == pytest.approx(1.0)
