@@ -15,6 +15,7 @@ and a 256 MiB copy on the CPU threads torch uses.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -26,7 +27,9 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def cache_path() -> Path:
-    return Path(os.environ.get("STUDY_CEILINGS", Path.home() / ".cache" / "study" / "ceilings.json"))
+    return Path(
+        os.environ.get("STUDY_CEILINGS", Path.home() / ".cache" / "study" / "ceilings.json")
+    )
 
 
 def _key(device_name, dtype, torch_version) -> str:
@@ -88,17 +91,18 @@ def measure(device: str, dtype: str) -> dict:
     gen = torch.Generator(device=device).manual_seed(0)
     a = torch.randn(n, n, device=device, dtype=dt, generator=gen)  # random, never zeros
     b = torch.randn(n, n, device=device, dtype=dt, generator=gen)
-    us = _time_us(lambda: a @ b, device, 10 if device == "cuda" else 5)
+    mm = functools.partial(torch.matmul, a, b)
+    us = _time_us(mm, device, 10 if device == "cuda" else 5)
     out = {"tflops": 2 * n**3 / (us * 1e-6) / 1e12, "matmul_n": n, "matmul_us": us}
     if device == "cuda":
         try:
             from triton.testing import do_bench
 
-            ms = do_bench(lambda: a @ b, warmup=25, rep=200, return_mode="median")
+            ms = do_bench(mm, warmup=25, rep=200, return_mode="median")
             out["matmul_tflops_do_bench"] = 2 * n**3 / (ms * 1e-3) / 1e12
         except ImportError:
             pass
-    del a, b
+    del a, b, mm
     nbytes = (1 << 30) if device == "cuda" else (256 << 20)
     src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(generator=gen)
     dst = torch.empty_like(src)
@@ -122,9 +126,15 @@ def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
         r["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         store(info["device_name"], d, info["torch_version"], r)
         results[d] = r
-        print(f"{info['device_name']} {d}: matmul {r['tflops']:.1f} TFLOP/s (n={r['matmul_n']}), "
-              f"copy {r['gbps']:.0f} GB/s (read+write)"
-              + (f", do_bench {r['matmul_tflops_do_bench']:.1f} TFLOP/s" if "matmul_tflops_do_bench" in r else ""))
+        print(
+            f"{info['device_name']} {d}: matmul {r['tflops']:.1f} TFLOP/s (n={r['matmul_n']}), "
+            f"copy {r['gbps']:.0f} GB/s (read+write)"
+            + (
+                f", do_bench {r['matmul_tflops_do_bench']:.1f} TFLOP/s"
+                if "matmul_tflops_do_bench" in r
+                else ""
+            )
+        )
     print(f"cached in {cache_path()}")
     return results
 
@@ -137,7 +147,9 @@ def main(argv: list[str]) -> None:
         elif a.startswith("dtypes="):
             dtypes = [x for x in a.split("=", 1)[1].strip("[]").split(",") if x]
         else:
-            sys.exit(f"unknown argument {a!r}; usage: python -m study.calibrate [device=cuda|cpu|auto] [dtypes=[bf16,fp32]]")
+            sys.exit(
+                f"unknown argument {a!r}; usage: python -m study.calibrate [device=cuda|cpu|auto] [dtypes=[bf16,fp32]]"
+            )
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
         sys.exit(f"unknown dtype(s) {bad}; allowed: {', '.join(DTYPES)}")

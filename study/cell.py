@@ -33,11 +33,23 @@ from study.config import SHAPE_KEYS, to_plain
 from study.workloads import registry
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-SDPA_BACKENDS = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION", "flash": "FLASH_ATTENTION",
-                 "cudnn": "CUDNN_ATTENTION"}
+SDPA_BACKENDS = {
+    "math": "MATH",
+    "efficient": "EFFICIENT_ATTENTION",
+    "flash": "FLASH_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+}
 OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "outofmemory")
-UNSUPPORTED_PATTERNS = ("no available kernel", "no viable backend", "not supported", "only supports",
-                        "not implemented for", "not compiled with", "is not available", "unsupported")
+UNSUPPORTED_PATTERNS = (
+    "no available kernel",
+    "no viable backend",
+    "not supported",
+    "only supports",
+    "not implemented for",
+    "not compiled with",
+    "is not available",
+    "unsupported",
+)
 
 
 class Unsupported(RuntimeError):
@@ -50,7 +62,9 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested == "cuda" and not torch.cuda.is_available():
-        raise Unsupported("device=cuda but torch.cuda.is_available() is False; use device=cpu or auto")
+        raise Unsupported(
+            "device=cuda but torch.cuda.is_available() is False; use device=cpu or auto"
+        )
     return requested
 
 
@@ -62,7 +76,9 @@ def resolve_shape(entry, cfg: DictConfig, device: str) -> dict:
         v = cfg.shape.get(k)
         v = base.get(k) if v is None and base is not None else v
         if v is None:
-            raise ValueError(f"shape.{k} has no value for {entry.name} on {device}: set shape.{k}=<int>")
+            raise ValueError(
+                f"shape.{k} has no value for {entry.name} on {device}: set shape.{k}=<int>"
+            )
         shape[k] = int(v)
     return shape
 
@@ -84,17 +100,24 @@ def classify_error(e: BaseException, caught_warnings: list[str]) -> tuple[str, s
     first = next((x for x in reversed(chain) if str(x).strip()), e)
     msg = f"{type(first).__name__}: {str(first).strip()}"
     msg = " ".join(msg.split())[:600]
-    if any(isinstance(x, torch.OutOfMemoryError) for x in chain) or any(p in text for p in OOM_PATTERNS):
+    if any(isinstance(x, torch.OutOfMemoryError) for x in chain) or any(
+        p in text for p in OOM_PATTERNS
+    ):
         return "oom", msg
     if isinstance(e, Unsupported) or any(p in text for p in UNSUPPORTED_PATTERNS):
         extra = "; ".join(dict.fromkeys(w for w in caught_warnings if w))[:600]
         return "unsupported", msg + (f" | warnings: {extra}" if extra else "")
-    where = "compile: " if any(type(x).__module__.startswith(("torch._dynamo", "torch._inductor")) for x in chain) else ""
+    where = (
+        "compile: "
+        if any(type(x).__module__.startswith(("torch._dynamo", "torch._inductor")) for x in chain)
+        else ""
+    )
     return "error", where + msg
 
 
-def prove_backend(expected: str | None, kernel_rows: list[dict], op_names: list[str],
-                  generated: dict) -> dict:
+def prove_backend(
+    expected: str | None, kernel_rows: list[dict], op_names: list[str], generated: dict
+) -> dict:
     """Which SDPA backend ran, with the evidence; ``ok`` False when the pinned one did not."""
     seen, proof = [], []
     for backend, cls in BACKEND_CLASS.items():
@@ -109,8 +132,10 @@ def prove_backend(expected: str | None, kernel_rows: list[dict], op_names: list[
         proof.append(f"math: op {math_ops[0]}")
     elif decomposed and not seen:
         seen.append("math")
-        proof.append(f"math: decomposed by Inductor into generated kernels ({', '.join(decomposed)}; "
-                     "Inductor provenance: scaled_dot_product_attention -> these kernels)")
+        proof.append(
+            f"math: decomposed by Inductor into generated kernels ({', '.join(decomposed)}; "
+            "Inductor provenance: scaled_dot_product_attention -> these kernels)"
+        )
     out = {"backend_seen": "+".join(seen), "backend_proof": "; ".join(proof)}
     if expected is None:
         out["ok"] = bool(seen)
@@ -119,7 +144,9 @@ def prove_backend(expected: str | None, kernel_rows: list[dict], op_names: list[
     out["ok"] = expected in seen
     if not out["ok"]:
         top = ", ".join(r["kernel_short"] for r in kernel_rows[:8])
-        out["reason"] = f"pinned backend {expected!r} did not run; trace shows: {top or 'no kernels'}"
+        out["reason"] = (
+            f"pinned backend {expected!r} did not run; trace shows: {top or 'no kernels'}"
+        )
     return out
 
 
@@ -158,7 +185,9 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
     notes: list[str] = []
     try:
         _inject(cfg)
-        device = resolve_device(cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device))
+        device = resolve_device(
+            cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
+        )
         row["device"] = device
         row.update(envinfo.collect(device))
         entry = registry.get(cfg.variant.name)
@@ -181,7 +210,9 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             if wl.sdpa_backend:
                 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-                stack.enter_context(sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[wl.sdpa_backend])]))
+                stack.enter_context(
+                    sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[wl.sdpa_backend])])
+                )
             if wl.sdpa_backend or entry.name == "sdpa":
                 row["sdpa_choice"] = _sdp_choice(wl.inputs[:3])
             torch._dynamo.reset()
@@ -203,7 +234,9 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
 
             res = _check(wl, out, row["dtype"], cfg.tolerance)
             row["_out_bytes"] = res["out_bytes"]
-            row.update({k: res[k] for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance")})
+            row.update(
+                {k: res[k] for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance")}
+            )
             if res.get("flops") is not None and not wl.ref_index:
                 row["flops"], row["flops_source"] = res["flops"], "flop_counter"
             del out
@@ -217,19 +250,30 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
 
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(mode) else 0)
             lat = timing.per_call(step, device, warm, cfg.timing.repeat)
-            row.update(latency_median_us=lat["median"], latency_p10_us=lat["p10"], latency_p90_us=lat["p90"],
-                       latency_samples=lat["n"], latency_method=lat["method"])
+            row.update(
+                latency_median_us=lat["median"],
+                latency_p10_us=lat["p10"],
+                latency_p90_us=lat["p90"],
+                latency_samples=lat["n"],
+                latency_method=lat["method"],
+            )
             if device == "cuda":
                 dtm = _device_time(step, cfg, mode, notes)
-                row.update(device_time_us=dtm["median"], device_time_p10_us=dtm["p10"],
-                           device_time_p90_us=dtm["p90"], device_time_method=dtm["method"])
+                row.update(
+                    device_time_us=dtm["median"],
+                    device_time_p10_us=dtm["p10"],
+                    device_time_p90_us=dtm["p90"],
+                    device_time_method=dtm["method"],
+                )
             else:
                 row["device_time_method"] = "none"
 
             if cfg.profile.enabled:
                 p = cfg.profile
                 trace_path = run_dir / "trace.json.gz"
-                events = tr.profile(step, device, p.wait, p.warmup, p.active, p.record_shapes, trace_path)
+                events = tr.profile(
+                    step, device, p.wait, p.warmup, p.active, p.record_shapes, trace_path
+                )
                 kernel_rows, summary = tr.parse(events, device)
                 if not p.save_trace:
                     trace_path.unlink(missing_ok=True)
@@ -241,12 +285,21 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 ind.join(kernel_rows, generated)
                 if row.get("profiled_step_us") and row.get("latency_median_us"):
                     row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
-                if device == "cuda" and mode in compiling.CUDAGRAPH_MODES and not row.get("kernels_per_step"):
-                    notes.append("no kernels visible in the profiled CUDA-graph steps (kineto#1165)")
+                if (
+                    device == "cuda"
+                    and mode in compiling.CUDAGRAPH_MODES
+                    and not row.get("kernels_per_step")
+                ):
+                    notes.append(
+                        "no kernels visible in the profiled CUDA-graph steps (kineto#1165)"
+                    )
                 status, reason = ("ok", "") if res["ok"] else ("mismatch", res["reason"])
                 if entry.family == "attention" and (wl.sdpa_backend or entry.name == "sdpa"):
                     proof = prove_backend(wl.sdpa_backend, kernel_rows, op_names, generated)
-                    row["backend_seen"], row["backend_proof"] = proof["backend_seen"], proof["backend_proof"]
+                    row["backend_seen"], row["backend_proof"] = (
+                        proof["backend_seen"],
+                        proof["backend_proof"],
+                    )
                     if "decomposed by Inductor" in proof["backend_proof"]:
                         notes.append("Inductor decomposed the SDPA math op into generated kernels")
                     if not proof["ok"] and status == "ok":
@@ -254,7 +307,10 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             else:
                 status, reason = ("ok", "") if res["ok"] else ("mismatch", res["reason"])
                 if wl.sdpa_backend:
-                    status, reason = "invalid", "profile.enabled=false: the pinned backend cannot be proven"
+                    status, reason = (
+                        "invalid",
+                        "profile.enabled=false: the pinned backend cannot be proven",
+                    )
             row["status"], row["reason"] = status, reason
     except Exception as e:  # noqa: BLE001 - every failure becomes the row's status
         row["status"], row["reason"] = classify_error(e, caught)
@@ -325,7 +381,9 @@ def _device_time(step, cfg, mode, notes) -> dict:
     t = cfg.timing
     method = t.device_time.value if hasattr(t.device_time, "value") else str(t.device_time)
     try:
-        return timing.device_time(step, method, compiling.uses_cudagraphs(mode), t.graph_calls, t.graph_replays)
+        return timing.device_time(
+            step, method, compiling.uses_cudagraphs(mode), t.graph_calls, t.graph_replays
+        )
     except Exception as e:  # noqa: BLE001 - a capture failure leaves the other numbers valid
         torch.cuda.synchronize()
         notes.append(f"device time ({method}) failed: {type(e).__name__}: {str(e)[:160]}")
@@ -347,10 +405,15 @@ def _rates(row: dict) -> None:
     peaks = calibrate.lookup(row.get("device_name"), row.get("dtype"), row.get("torch_version"))
     row["peak_tflops"], row["peak_gbps"] = peaks.get("tflops"), peaks.get("gbps")
     use_dev = row.get("tflops_device") is not None
-    row.update(metrics.roofline(
-        row["tflops_device"] if use_dev else row["tflops"],
-        row["gbps_device"] if use_dev else row["gbps"],
-        row["arith_intensity"], row["peak_tflops"], row["peak_gbps"]))
+    row.update(
+        metrics.roofline(
+            row["tflops_device"] if use_dev else row["tflops"],
+            row["gbps_device"] if use_dev else row["gbps"],
+            row["arith_intensity"],
+            row["peak_tflops"],
+            row["peak_gbps"],
+        )
+    )
     row.pop("ridge_intensity", None)
     for k in SHAPE_KEYS:
         row.setdefault(k, None)

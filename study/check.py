@@ -21,18 +21,32 @@ import torch
 TOLERANCE = {"bf16": 3e-2, "fp16": 5e-3, "fp32": 1e-3}
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor, dtype: str, tolerance: float | None = None) -> dict:
+def compare(
+    out: torch.Tensor, ref: torch.Tensor, dtype: str, tolerance: float | None = None
+) -> dict:
     tol = TOLERANCE[dtype] if tolerance is None else tolerance
     o = out.detach().double()
     r = ref.detach().double()
     if o.shape != r.shape:
-        return {"ok": False, "reason": f"shape {tuple(o.shape)} != reference {tuple(r.shape)}",
-                "max_abs_err": None, "max_rel_err": None, "norm_rel_err": None, "tolerance": tol}
+        return {
+            "ok": False,
+            "reason": f"shape {tuple(o.shape)} != reference {tuple(r.shape)}",
+            "max_abs_err": None,
+            "max_rel_err": None,
+            "norm_rel_err": None,
+            "tolerance": tol,
+        }
     finite_o, finite_r = torch.isfinite(o), torch.isfinite(r)
     if not torch.equal(finite_o, finite_r):
         bad = int((finite_o != finite_r).sum())
-        return {"ok": False, "reason": f"{bad} elements are NaN/Inf where the reference is not",
-                "max_abs_err": None, "max_rel_err": None, "norm_rel_err": None, "tolerance": tol}
+        return {
+            "ok": False,
+            "reason": f"{bad} elements are NaN/Inf where the reference is not",
+            "max_abs_err": None,
+            "max_rel_err": None,
+            "norm_rel_err": None,
+            "tolerance": tol,
+        }
     d = (o - r)[finite_r]
     rf = r[finite_r]
     max_abs = float(d.abs().max()) if d.numel() else 0.0
@@ -42,5 +56,11 @@ def compare(out: torch.Tensor, ref: torch.Tensor, dtype: str, tolerance: float |
     norm_rel = float(d.norm()) / norm if norm > 0 else float(d.norm())
     ok = max_rel <= tol
     reason = "" if ok else f"max_rel_err {max_rel:.3g} > tolerance {tol:g} for {dtype}"
-    return {"ok": ok, "reason": reason, "max_abs_err": max_abs, "max_rel_err": max_rel,
-            "norm_rel_err": norm_rel, "tolerance": tol}
+    return {
+        "ok": ok,
+        "reason": reason,
+        "max_abs_err": max_abs,
+        "max_rel_err": max_rel,
+        "norm_rel_err": norm_rel,
+        "tolerance": tol,
+    }

@@ -30,7 +30,13 @@ CLASSES = (
 )
 
 _RULES: list[tuple[str, re.Pattern]] = [
-    ("copy", re.compile(r"^Memcpy|copy_kernel|CatArrayBatchedCopy|^aten::(copy_|clone|_to_copy|contiguous)$", re.I)),
+    (
+        "copy",
+        re.compile(
+            r"^Memcpy|copy_kernel|CatArrayBatchedCopy|^aten::(copy_|clone|_to_copy|contiguous)$",
+            re.I,
+        ),
+    ),
     ("memset", re.compile(r"^Memset|^aten::(zero_|fill_)$", re.I)),
     ("triton_persistent_reduction", re.compile(r"^triton_per_")),
     ("triton_reduction", re.compile(r"^triton_red_")),
@@ -39,13 +45,43 @@ _RULES: list[tuple[str, re.Pattern]] = [
     ("triton_other", re.compile(r"^triton_")),
     ("cpp_generated", re.compile(r"(^|_)cpp_fused_|^graph_\d+_cpp_")),
     ("cudnn", re.compile(r"cudnn|^aten::_scaled_dot_product_cudnn_attention$", re.I)),
-    ("flash", re.compile(r"flash_fwd|flash::|pytorch_flash|^aten::_scaled_dot_product_flash_attention|^aten::_flash_attention_forward$", re.I)),
-    ("mem_efficient", re.compile(r"fmha_cutlass|efficient_attention|^aten::_scaled_dot_product_efficient_attention$|^aten::_efficient_attention_forward$", re.I)),
+    (
+        "flash",
+        re.compile(
+            r"flash_fwd|flash::|pytorch_flash|^aten::_scaled_dot_product_flash_attention|^aten::_flash_attention_forward$",
+            re.I,
+        ),
+    ),
+    (
+        "mem_efficient",
+        re.compile(
+            r"fmha_cutlass|efficient_attention|^aten::_scaled_dot_product_efficient_attention$|^aten::_efficient_attention_forward$",
+            re.I,
+        ),
+    ),
     ("gemm_cutlass", re.compile(r"cutlass.*gemm|gemm.*cutlass|cutlass_\d+_tensorop", re.I)),
-    ("gemm_cublas", re.compile(r"^nvjet|xmma_gemm|gemm|gemv|^sm\d+_xmma|cublas|ampere_.*(s|h)\d+gemm|splitKreduce", re.I)),
-    ("gemm_cpu", re.compile(r"^aten::(mm|bmm|addmm|baddbmm|addbmm|_addmm_activation|mkldnn_\w*linear\w*|_mkl_linear)$|^mkldnn::|onednn", re.I)),
+    (
+        "gemm_cublas",
+        re.compile(
+            r"^nvjet|xmma_gemm|gemm|gemv|^sm\d+_xmma|cublas|ampere_.*(s|h)\d+gemm|splitKreduce",
+            re.I,
+        ),
+    ),
+    (
+        "gemm_cpu",
+        re.compile(
+            r"^aten::(mm|bmm|addmm|baddbmm|addbmm|_addmm_activation|mkldnn_\w*linear\w*|_mkl_linear)$|^mkldnn::|onednn",
+            re.I,
+        ),
+    ),
     ("softmax", re.compile(r"softmax", re.I)),
-    ("aten_reduction", re.compile(r"reduce_kernel|Reduce|^aten::(sum|mean|amax|amin|max|min|norm|var|std|logsumexp|argmax|argmin|prod)$", re.I)),
+    (
+        "aten_reduction",
+        re.compile(
+            r"reduce_kernel|Reduce|^aten::(sum|mean|amax|amin|max|min|norm|var|std|logsumexp|argmax|argmin|prod)$",
+            re.I,
+        ),
+    ),
     ("aten_elementwise", re.compile(r"elementwise|triu_tril|masked_fill|where|^aten::", re.I)),
 ]
 
@@ -84,7 +120,9 @@ def short_name(name: str, width: int = 48) -> str:
     functor = None
     if re.search(r"elementwise_kernel|reduce_kernel", s):
         # The functor tells what an elementwise/reduce kernel does (copy, fill, mul, ...).
-        cands = re.findall(r"(\w+(?:Functor|_kernel_cuda|Ops|_kernel))\b", s[s.find("<"):] if "<" in s else "")
+        cands = re.findall(
+            r"(\w+(?:Functor|_kernel_cuda|Ops|_kernel))\b", s[s.find("<") :] if "<" in s else ""
+        )
         cands = [c for c in cands if c not in _GENERIC and not c.endswith("elementwise_kernel")]
         functor = cands[0] if cands else None
     s = s.replace("(anonymous namespace)::", "")

@@ -37,8 +37,9 @@ def make(fn, mode: str, fullgraph: bool, dynamic):
         return fn
     import torch
 
-    return torch.compile(fn, mode=None if mode == "default" else mode,
-                         fullgraph=fullgraph, dynamic=dynamic)
+    return torch.compile(
+        fn, mode=None if mode == "default" else mode, fullgraph=fullgraph, dynamic=dynamic
+    )
 
 
 def cache_key_tag(plain_cfg: dict) -> str:

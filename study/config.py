@@ -176,7 +176,9 @@ def validate(cfg: DictConfig | CellConf) -> None:
             f"{', '.join(COMPILE_MODES)} (pick one with compile=<mode>)."
         )
     for key in SHAPE_KEYS:
-        positive(f"shape.{key}", c.shape[key] if isinstance(c, DictConfig) else getattr(c.shape, key))
+        positive(
+            f"shape.{key}", c.shape[key] if isinstance(c, DictConfig) else getattr(c.shape, key)
+        )
     for dev, shp in c.family.shapes.items():
         for key in SHAPE_KEYS:
             val = shp[key] if isinstance(shp, DictConfig) else getattr(shp, key)

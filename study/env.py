@@ -12,12 +12,20 @@ from pathlib import Path
 def git_revision() -> str | None:
     root = Path(__file__).resolve().parent.parent
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                             capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         rev = out.stdout.strip() or None
         if rev:
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
             rev += "-dirty" if dirty else ""
         return rev
     except (OSError, subprocess.SubprocessError):
@@ -26,9 +34,18 @@ def git_revision() -> str | None:
 
 def _nvidia_smi(query: str) -> str | None:
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i",
-                              os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                f"--query-gpu={query}",
+                "--format=csv,noheader,nounits",
+                "-i",
+                os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return out.stdout.strip() or None if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None

@@ -26,7 +26,9 @@ from pathlib import Path
 KERNEL_DEF = re.compile(r"^(?P<name>(?:triton|cpp)_\w+) = async_compile\.(?P<kind>\w+)\(", re.M)
 ORIGIN = re.compile(r"Original ATen: \[(?P<ops>[^\]]*)\]")
 FX_LINE = re.compile(r"^\s*(?P<node>\w+)(?:: [^=]*)? = torch\.ops\.(?P<op>[\w.]+)\(", re.M)
-EXTERN_CALL = re.compile(r"^\s*(?:\w+ = )?(?P<call>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?)\(", re.M)
+EXTERN_CALL = re.compile(
+    r"^\s*(?:\w+ = )?(?P<call>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?)\(", re.M
+)
 
 
 def settings(run_dir: Path, device: str) -> dict:
@@ -66,9 +68,14 @@ def apply(patches: dict) -> list[str]:
 
 
 def _inductor_kind(name: str, src_kind: str) -> str:
-    for prefix, kind in (("triton_poi_", "pointwise"), ("triton_red_", "reduction"),
-                         ("triton_per_", "persistent_reduction"), ("triton_tem_", "template"),
-                         ("triton_for_", "foreach"), ("triton_spl_", "split_scan")):
+    for prefix, kind in (
+        ("triton_poi_", "pointwise"),
+        ("triton_red_", "reduction"),
+        ("triton_per_", "persistent_reduction"),
+        ("triton_tem_", "template"),
+        ("triton_for_", "foreach"),
+        ("triton_spl_", "split_scan"),
+    ):
         if name.startswith(prefix):
             return kind
     if name.startswith("cpp_"):
@@ -115,7 +122,9 @@ def harvest(run_dir: Path) -> dict:
     gen = run_dir / "generated"
     kdir = gen / "kernels"
     kdir.mkdir(parents=True, exist_ok=True)
-    files = sorted({Path(m.__file__) for m in _modules(PyCodeCache) if getattr(m, "__file__", None)})
+    files = sorted(
+        {Path(m.__file__) for m in _modules(PyCodeCache) if getattr(m, "__file__", None)}
+    )
     wrappers = []
     for i, f in enumerate(files):
         text = f.read_text()
@@ -129,16 +138,16 @@ def harvest(run_dir: Path) -> dict:
     prov, from_sdpa = _provenance(debug) if debug.exists() else ({}, set())
     kernels = {}
     externs = set()
-    for dst, text in wrappers:
+    for _dst, text in wrappers:
         defs = list(KERNEL_DEF.finditer(text))
         for j, m in enumerate(defs):
             name = m.group("name")
             end = defs[j + 1].start() if j + 1 < len(defs) else len(text)
-            body = text[m.start():end]
+            body = text[m.start() : end]
             ext = ".cpp" if m.group("kind").startswith("cpp") else ".py"
             src = kdir / f"{name}{ext}"
             src.write_text(body)
-            preamble = text[max(0, m.start() - 2000):m.start()].rsplit("\n\n", 1)[-1]
+            preamble = text[max(0, m.start() - 2000) : m.start()].rsplit("\n\n", 1)[-1]
             fused = []
             if name in prov:
                 fused = sorted({node_ops.get(n, n) for n in prov[name]})
@@ -155,8 +164,12 @@ def harvest(run_dir: Path) -> dict:
                 "from_sdpa": bool(from_sdpa.intersection(prov.get(name, ()))),
             }
         externs.update(c.group("call") for c in EXTERN_CALL.finditer(text))
-    return {"kernels": kernels, "externs": sorted(externs), "wrappers": [str(d.relative_to(run_dir)) for d, _ in wrappers],
-            "post_grad_graph": bool(node_ops)}
+    return {
+        "kernels": kernels,
+        "externs": sorted(externs),
+        "wrappers": [str(d.relative_to(run_dir)) for d, _ in wrappers],
+        "post_grad_graph": bool(node_ops),
+    }
 
 
 def _modules(cache):
@@ -202,11 +215,17 @@ def metrics() -> dict:
     backend = total("backend_compile_time_s")
     inductor = total("inductor_compile_time_s")
     breaks = {str(k): v for k, v in counters["graph_break"].items()}
-    skips = sorted({m.cudagraph_skip_reason for m in ms if getattr(m, "cudagraph_skip_reason", None)})
+    skips = sorted(
+        {m.cudagraph_skip_reason for m in ms if getattr(m, "cudagraph_skip_reason", None)}
+    )
     recompiles = [m.recompile_reason for m in ms if getattr(m, "recompile_reason", None)]
     ind = counters["inductor"]
-    hits = (ind.get("fxgraph_cache_hit", 0) or 0) + (counters["aot_autograd"].get("autograd_cache_hit", 0) or 0)
-    misses = (ind.get("fxgraph_cache_miss", 0) or 0) + (counters["aot_autograd"].get("autograd_cache_miss", 0) or 0)
+    hits = (ind.get("fxgraph_cache_hit", 0) or 0) + (
+        counters["aot_autograd"].get("autograd_cache_hit", 0) or 0
+    )
+    misses = (ind.get("fxgraph_cache_miss", 0) or 0) + (
+        counters["aot_autograd"].get("autograd_cache_miss", 0) or 0
+    )
     return {
         "compile_s": frame,
         "dynamo_s": None if frame is None or backend is None else frame - backend,
@@ -254,7 +273,9 @@ class Autotune:
         return False
 
     def _save(self, timings, name, input_nodes, *rest, **kw):
-        finite = {c: t for c, t in timings.items() if t is not None and t == t and t != float("inf")}
+        finite = {
+            c: t for c, t in timings.items() if t is not None and t == t and t != float("inf")
+        }
         best = min(finite.values()) if finite else None
         shapes = ""
         try:
@@ -264,12 +285,14 @@ class Autotune:
         op_id = len({r["op_id"] for r in self.rows})
         for c, t in timings.items():
             desc = getattr(c, "description", "") or ""
-            self.rows.append({
-                "op_id": op_id,
-                "op": name,
-                "input_shapes": shapes,
-                "choice": getattr(c, "name", str(c)),
-                "description": str(desc)[:300],
-                "time_us": None if t is None or t != t or t == float("inf") else t * 1e3,
-                "winner": best is not None and t == best,
-            })
+            self.rows.append(
+                {
+                    "op_id": op_id,
+                    "op": name,
+                    "input_shapes": shapes,
+                    "choice": getattr(c, "name", str(c)),
+                    "description": str(desc)[:300],
+                    "time_us": None if t is None or t != t or t == float("inf") else t * 1e3,
+                    "winner": best is not None and t == best,
+                }
+            )

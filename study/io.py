@@ -19,8 +19,22 @@ from study import metrics, revealed
 from study.schema import columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
-PAIR_KEYS = ("variant", "device", "dtype", "n", "batch", "in_features", "out_features",
-             "seq_len", "dim", "hidden", "heads", "head_dim", "causal", "host")
+PAIR_KEYS = (
+    "variant",
+    "device",
+    "dtype",
+    "n",
+    "batch",
+    "in_features",
+    "out_features",
+    "seq_len",
+    "dim",
+    "hidden",
+    "heads",
+    "head_dim",
+    "causal",
+    "host",
+)
 
 
 def _cell(v):
@@ -95,8 +109,11 @@ def with_speedups(rows: list[dict]) -> list[dict]:
         mine = _num(r.get("latency_median_us"))
         ok = r.get("status") == "ok"
         r["speedup"] = metrics.speedup(base, mine) if ok else None
-        r["payback_calls"] = (metrics.payback_calls(_num(r.get("compile_s")), base, mine)
-                              if ok and r.get("compile") != "off" else None)
+        r["payback_calls"] = (
+            metrics.payback_calls(_num(r.get("compile_s")), base, mine)
+            if ok and r.get("compile") != "off"
+            else None
+        )
     return rows
 
 

@@ -42,8 +42,13 @@ def arith_intensity(flops: float | None, nbytes: float | None) -> float | None:
     return flops / nbytes
 
 
-def roofline(tflops: float | None, gbps: float | None, intensity: float | None,
-             peak_tflops: float | None, peak_gbps: float | None) -> dict:
+def roofline(
+    tflops: float | None,
+    gbps: float | None,
+    intensity: float | None,
+    peak_tflops: float | None,
+    peak_gbps: float | None,
+) -> dict:
     """Percent of each measured ceiling, and which one bounds the cell. Unknown -> None."""
     out = {"pct_peak_compute": None, "pct_peak_bw": None, "bound": None, "ridge_intensity": None}
     if peak_tflops and tflops is not None:
@@ -63,7 +68,9 @@ def speedup(eager_us: float | None, compiled_us: float | None) -> float | None:
     return eager_us / compiled_us
 
 
-def payback_calls(compile_s: float | None, eager_us: float | None, compiled_us: float | None) -> float | None:
+def payback_calls(
+    compile_s: float | None, eager_us: float | None, compiled_us: float | None
+) -> float | None:
     """Calls after which compiling has paid for itself; None when compiled is not faster."""
     if compile_s is None or eager_us is None or compiled_us is None:
         return None

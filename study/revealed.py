@@ -38,15 +38,22 @@ def hidden_copy(run, kernels, ctx=None):
 def fp32_gemm(run, kernels, ctx=None):
     if run.get("dtype") not in LOW_PRECISION:
         return None
-    ks = [k for k in kernels if k["kernel_class"].startswith("gemm") and FP32_GEMM.search(k["kernel"])]
+    ks = [
+        k for k in kernels if k["kernel_class"].startswith("gemm") and FP32_GEMM.search(k["kernel"])
+    ]
     if not ks:
         return None
     return f"FP32 GEMM in a {run['dtype']} run: {len(ks)} kernel(s), e.g. {ks[0]['kernel_short']}"
 
 
 def mask_rebuilt(run, kernels, ctx=None):
-    ks = [k for k in kernels if re.search(r"triu|tril", k["kernel"], re.I) and k["kernel_class"] != "cpp_generated"
-          and not k["kernel"].startswith("triton_")]
+    ks = [
+        k
+        for k in kernels
+        if re.search(r"triu|tril", k["kernel"], re.I)
+        and k["kernel_class"] != "cpp_generated"
+        and not k["kernel"].startswith("triton_")
+    ]
     if not ks:
         return None
     return f"mask rebuilt every call: {ks[0]['kernel_short']}"
@@ -60,15 +67,23 @@ def single_fused(run, kernels, ctx=None):
     if k["kernel_class"] not in ("flash", "mem_efficient", "cudnn") and not _b(k.get("generated")):
         return None
     extra = len(kernels) - 1
-    return f"single fused kernel: {k['kernel_short']}" + (f" (+{extra} memset/copy)" if extra else "")
+    return f"single fused kernel: {k['kernel_short']}" + (
+        f" (+{extra} memset/copy)" if extra else ""
+    )
 
 
 def low_occupancy_fastest(run, kernels, ctx=None):
     """The fastest ok cell of its family and device runs a low-occupancy dominant kernel."""
     if ctx is None or run.get("status") != "ok":
         return None
-    peers = [r for r in ctx if r.get("status") == "ok" and r.get("family") == run.get("family")
-             and r.get("device") == run.get("device") and _f(r.get("latency_median_us")) is not None]
+    peers = [
+        r
+        for r in ctx
+        if r.get("status") == "ok"
+        and r.get("family") == run.get("family")
+        and r.get("device") == run.get("device")
+        and _f(r.get("latency_median_us")) is not None
+    ]
     if not peers or min(peers, key=lambda r: _f(r["latency_median_us"]))["run_id"] != run["run_id"]:
         return None
     dom = max(kernels, key=lambda k: _f(k["us_per_step"]) or 0, default=None)
@@ -107,8 +122,17 @@ def backend_missing(run, kernels, ctx=None):
     return f"pinned backend {run['backend_expected']} did not run (seen: {run.get('backend_seen') or 'none'})"
 
 
-RULES = [hidden_copy, fp32_gemm, mask_rebuilt, single_fused, low_occupancy_fastest, low_occupancy, cpu_above_gpu,
-         cudagraph_input_copies, backend_missing]
+RULES = [
+    hidden_copy,
+    fp32_gemm,
+    mask_rebuilt,
+    single_fused,
+    low_occupancy_fastest,
+    low_occupancy,
+    cpu_above_gpu,
+    cudagraph_input_copies,
+    backend_missing,
+]
 
 
 def reveal(run: dict, kernels: list[dict], ctx: list[dict] | None = None) -> list[str]:
@@ -121,9 +145,18 @@ def table(runs: list[dict], kernels_by_run: dict[str, list[dict]]) -> list[dict]
         found = reveal(r, kernels_by_run.get(r["run_id"], []), runs)
         if r.get("status") not in ("ok", "invalid"):
             found.append(f"{r.get('status')}: {(r.get('reason') or '')[:120]}")
-        out.append({"run_id": r["run_id"], "variant": r.get("variant"), "family": r.get("family"),
-                    "compile": r.get("compile"), "device": r.get("device"), "dtype": r.get("dtype"),
-                    "kernels_per_step": r.get("kernels_per_step"),
-                    "latency_median_us": r.get("latency_median_us"), "speedup": r.get("speedup"),
-                    "revealed": "; ".join(found)})
+        out.append(
+            {
+                "run_id": r["run_id"],
+                "variant": r.get("variant"),
+                "family": r.get("family"),
+                "compile": r.get("compile"),
+                "device": r.get("device"),
+                "dtype": r.get("dtype"),
+                "kernels_per_step": r.get("kernels_per_step"),
+                "latency_median_us": r.get("latency_median_us"),
+                "speedup": r.get("speedup"),
+                "revealed": "; ".join(found),
+            }
+        )
     return out

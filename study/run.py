@@ -66,8 +66,11 @@ def _say_device_once(cfg: DictConfig) -> None:
 
     dev = cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
     if dev == "auto" and not torch.cuda.is_available():
-        print("[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
-              "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.", flush=True)
+        print(
+            "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
+            "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
+            flush=True,
+        )
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
@@ -78,8 +81,10 @@ def main(cfg: DictConfig) -> None:
 
         bad = check_patches(dict(cfg.compile.inductor))
         if bad:
-            raise ConfigError(f"compile.inductor: unknown Inductor config key(s) {bad}; "
-                              "see torch._inductor.config for the names")
+            raise ConfigError(
+                f"compile.inductor: unknown Inductor config key(s) {bad}; "
+                "see torch._inductor.config for the names"
+            )
     except ConfigError as e:
         print(f"[study] config error: {e}", file=sys.stderr, flush=True)
         raise

@@ -100,7 +100,14 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
         print(f"[study] {name}: ok already, skipped (resume=true)")
         io.aggregate(sweep_dir)
         return "ok"
-    for stale in ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz"):
+    for stale in (
+        "run.csv",
+        "kernels.csv",
+        "autotune.csv",
+        "ncu.csv",
+        "error.txt",
+        "trace.json.gz",
+    ):
         (run_dir / stale).unlink(missing_ok=True)
     shutil.rmtree(run_dir / "generated", ignore_errors=True)
     plain = to_plain(cfg)
@@ -124,30 +131,47 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
             status, reason = _subprocess(run_dir, env, cfg.timeout_s)
     wall = time.perf_counter() - t0
     if status is not None:  # the worker wrote no run.csv: record why
-        io.write_csv(run_dir / "run.csv", [_fallback_row(cfg, run_dir, status, reason, wall)], "runs")
+        io.write_csv(
+            run_dir / "run.csv", [_fallback_row(cfg, run_dir, status, reason, wall)], "runs"
+        )
     if plain["cache"] == "cold":
         shutil.rmtree(run_dir / ".compile_cache", ignore_errors=True)
     io.aggregate(sweep_dir)
     row = io.read_csv(run_dir / "run.csv")[0]
     lat = row.get("latency_median_us")
-    print(f"[study] {name}: {row['status']}"
-          + (f", {float(lat):.1f} us/call, {row.get('kernels_per_step') or '?'} kernels/step" if lat else "")
-          + (f" ({row['reason'][:160]})" if row.get("reason") else "") + f" [{wall:.1f}s]")
+    print(
+        f"[study] {name}: {row['status']}"
+        + (
+            f", {float(lat):.1f} us/call, {row.get('kernels_per_step') or '?'} kernels/step"
+            if lat
+            else ""
+        )
+        + (f" ({row['reason'][:160]})" if row.get("reason") else "")
+        + f" [{wall:.1f}s]"
+    )
     return row["status"]
 
 
 def _subprocess(run_dir: Path, env: dict, timeout_s: float):
     log = run_dir / "cell.log"
     with open(log, "w") as f:
-        proc = subprocess.Popen([sys.executable, "-m", "study.worker", str(run_dir)], env=env,
-                                stdout=f, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "study.worker", str(run_dir)],
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             if not (run_dir / "run.csv").exists():
-                return "timeout", f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer"
+                return (
+                    "timeout",
+                    f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer",
+                )
             return None, ""
         else:
             try:  # leftover compile workers of the cell's process group

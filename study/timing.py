@@ -42,12 +42,12 @@ def per_call(step: Callable[[], object], device: str, warmup: int, repeat: int) 
     if device == "cuda":
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
-        for s, e in zip(starts, ends):
+        for s, e in zip(starts, ends, strict=True):
             s.record()
             step()
             e.record()
         torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)]
+        samples = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
         method = "cuda_events_per_call"
     else:
         samples = []
@@ -94,7 +94,9 @@ def do_bench(step: Callable[[], object]) -> dict:
     return {**summarize([m * 1e3 for m in ms]), "method": "do_bench_l2_flush"}
 
 
-def device_time(step: Callable[[], object], method: str, uses_cudagraphs: bool, calls: int, replays: int) -> dict:
+def device_time(
+    step: Callable[[], object], method: str, uses_cudagraphs: bool, calls: int, replays: int
+) -> dict:
     """Device time per call by the chosen method; the method actually used is returned.
 
     A compiled function that already replays CUDA graphs (reduce-overhead, max-autotune)

@@ -29,7 +29,9 @@ from study.classify import classify, is_generated, short_name
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
-LAUNCH_RE = re.compile(r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|Memcpy|Memset)")
+LAUNCH_RE = re.compile(
+    r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|Memcpy|Memset)"
+)
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 REGION_RE = re.compile(r"^Torch-Compiled Region|CompiledFxGraph|^CUDAGraphNode|cudagraph", re.I)
 # aten ops that only make views, allocate or inspect: they launch no kernel.
@@ -54,15 +56,24 @@ WRAPPER_OPS = {
 }
 
 
-def profile(step: Callable[[], object], device: str, wait: int, warmup: int, active: int,
-            record_shapes: bool, trace_path: Path) -> list[dict]:
+def profile(
+    step: Callable[[], object],
+    device: str,
+    wait: int,
+    warmup: int,
+    active: int,
+    record_shapes: bool,
+    trace_path: Path,
+) -> list[dict]:
     """Run ``wait + warmup + active`` steps under the profiler; write and return the trace."""
     import torch
     from torch.profiler import ProfilerActivity, schedule
 
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     sched = schedule(wait=wait, warmup=warmup, active=active, repeat=1)
-    with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=record_shapes) as prof:
+    with torch.profiler.profile(
+        activities=acts, schedule=sched, record_shapes=record_shapes
+    ) as prof:
         for _ in range(wait + warmup + active):
             step()
             prof.step()
@@ -96,8 +107,13 @@ class _Intervals:
 
 def _steps(events: list[dict]) -> list[dict]:
     # CPU-side step ranges only: the GPU-side copies (gpu_user_annotation) share the name.
-    steps = [e for e in events if e.get("ph") == "X" and STEP_RE.match(e.get("name", ""))
-             and e.get("cat") != "gpu_user_annotation"]
+    steps = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and STEP_RE.match(e.get("name", ""))
+        and e.get("cat") != "gpu_user_annotation"
+    ]
     return sorted(steps, key=lambda e: e["ts"])
 
 
@@ -146,8 +162,11 @@ def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
         return [], {"profile_note": "no ProfilerStep ranges in the trace"}
     cpu_ranges = defaultdict(list)
     for e in events:
-        if (e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
-                and not STEP_RE.match(e.get("name", ""))):
+        if (
+            e.get("ph") == "X"
+            and e.get("cat") in ("cpu_op", "user_annotation")
+            and not STEP_RE.match(e.get("name", ""))
+        ):
             cpu_ranges[e.get("tid")].append(e)
     ranges = {tid: _Intervals(evs) for tid, evs in cpu_ranges.items()}
     op_names = sorted({e["name"] for evs in cpu_ranges.values() for e in evs})
@@ -217,7 +236,7 @@ def _parse_cuda(events, steps, ranges):
     summary.update(
         launches_per_step=_med(launches_per_step),
         gpu_us_per_step=_med(busy),
-        idle_us_per_step=_med([sp - b for sp, b in zip(span, busy)]),
+        idle_us_per_step=_med([sp - b for sp, b in zip(span, busy, strict=True)]),
         profiled_step_us=_med(wall),
         unattributed_events=unattributed,
         graph_launched=any(r["graph_launched"] for r in rows),
@@ -231,8 +250,12 @@ def _is_compute(e: dict) -> bool:
     name = e["name"]
     if classify(name) == "cpp_generated":
         return True
-    return (name.startswith("aten::") and name not in METADATA_OPS and name not in WRAPPER_OPS
-            and not _scalar_only(e))
+    return (
+        name.startswith("aten::")
+        and name not in METADATA_OPS
+        and name not in WRAPPER_OPS
+        and not _scalar_only(e)
+    )
 
 
 def _parse_cpu(steps, cpu_ranges):
@@ -245,7 +268,9 @@ def _parse_cpu(steps, cpu_ranges):
     for tid, evs in cpu_ranges.items():
         if tid not in main_tids:
             continue
-        evs = sorted((e for e in evs if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e["dur"]))
+        evs = sorted(
+            (e for e in evs if e.get("cat") == "cpu_op"), key=lambda e: (e["ts"], -e["dur"])
+        )
         stack, children, parent = [], defaultdict(list), {}
         for e in evs:
             while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
@@ -255,10 +280,10 @@ def _parse_cpu(steps, cpu_ranges):
                 parent[id(e)] = stack[-1]
             stack.append(e)
 
-        def compute_inside(e):
+        def compute_inside(e, children=children):
             out = []
             for c in children[id(e)]:
-                out += [c] if _is_compute(c) else compute_inside(c)
+                out += [c] if _is_compute(c) else compute_inside(c, children)
             return out
 
         for e in evs:
@@ -280,9 +305,11 @@ def _parse_cpu(steps, cpu_ranges):
                     chain.append(p["name"])
                     p = parent.get(id(p))
                 regions = [n for n in reversed(chain) if REGION_RE.search(n)]
-                info[name] = {"cpu_op": chain[0] if chain else None,
-                              "cpu_region": regions[0] if regions else None,
-                              "graph_launched": False}
+                info[name] = {
+                    "cpu_op": chain[0] if chain else None,
+                    "cpu_region": regions[0] if regions else None,
+                    "graph_launched": False,
+                }
     rows = _kernel_rows(per_step, lambda e: e["self"], info)
     kernel_sum = [sum(e["self"] for e in evs) for evs in per_step]
     summary = _summary(per_step, rows, steps, kernel_sum)
@@ -319,20 +346,22 @@ def _kernel_rows(per_step, dur_of, info) -> list[dict]:
         c = counts[name]
         us_per_step = sum(ds) / n
         cls = classify(name)
-        rows.append({
-            "kernel": name,
-            "kernel_short": short_name(name),
-            "kernel_class": cls,
-            "generated": is_generated(name),
-            "calls_per_step": c[0] if len(set(c)) == 1 else statistics.median(c),
-            "calls_consistent": len(set(c)) == 1,
-            "us_per_step": us_per_step,
-            "mean_us": sum(ds) / len(ds),
-            "min_us": min(ds),
-            "max_us": max(ds),
-            "share": us_per_step / step_total if step_total > 0 else None,
-            **{k: v for k, v in info.get(name, {}).items() if k != "bytes"},
-        })
+        rows.append(
+            {
+                "kernel": name,
+                "kernel_short": short_name(name),
+                "kernel_class": cls,
+                "generated": is_generated(name),
+                "calls_per_step": c[0] if len(set(c)) == 1 else statistics.median(c),
+                "calls_consistent": len(set(c)) == 1,
+                "us_per_step": us_per_step,
+                "mean_us": sum(ds) / len(ds),
+                "min_us": min(ds),
+                "max_us": max(ds),
+                "share": us_per_step / step_total if step_total > 0 else None,
+                **{k: v for k, v in info.get(name, {}).items() if k != "bytes"},
+            }
+        )
     rows.sort(key=lambda r: -r["us_per_step"])
     return rows
 

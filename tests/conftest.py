@@ -18,8 +18,14 @@ TINY = ["+experiment=tiny"]  # conf/experiment/tiny.yaml
 def cli(*args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run ``python -m study.run ARGS`` as a user would; returns the completed process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
-    return subprocess.run([sys.executable, "-m", "study.run", *args], cwd=cwd or ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "study.run", *args],
+        cwd=cwd or ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def compose(*overrides: str):
@@ -42,7 +48,9 @@ def run_inline(tmp_path):
 
     def _run(*overrides: str, name: str = "cell"):
         cfg = compose(*TINY, *overrides)
-        cfg = OmegaConf.merge(OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"})
+        cfg = OmegaConf.merge(
+            OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+        )
         run_dir = tmp_path / name
         run_dir.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor_cache"))

@@ -5,7 +5,17 @@ import pytest
 from study.cell import classify_error, prove_backend
 from tests.conftest import ROOT
 
-EAGER_OK = ["matmul_add", "linear", "mlp", "naive", "naive_inplace", "naive_break", "math", "flash", "sdpa"]
+EAGER_OK = [
+    "matmul_add",
+    "linear",
+    "mlp",
+    "naive",
+    "naive_inplace",
+    "naive_break",
+    "math",
+    "flash",
+    "sdpa",
+]
 
 
 @pytest.mark.parametrize("variant", EAGER_OK)
@@ -41,7 +51,10 @@ def test_pinned_backend_is_proven_on_cpu(run_inline):
     row, kernels, _ = run_inline("variant=flash", name="flash")
     assert row["backend_seen"] == "flash" and "flash_attention_for_cpu" in row["backend_proof"]
     row, _, _ = run_inline("variant=math", name="math")
-    assert row["backend_seen"] == "math" and "_scaled_dot_product_attention_math" in row["backend_proof"]
+    assert (
+        row["backend_seen"] == "math"
+        and "_scaled_dot_product_attention_math" in row["backend_proof"]
+    )
     row, _, _ = run_inline("variant=sdpa", name="sdpa")
     assert row["status"] == "ok" and row["backend_seen"] and row["backend_expected"] == ""
 
@@ -63,8 +76,14 @@ def test_cuda_requested_without_gpu_is_unsupported(run_inline):
 
 
 def test_shape_that_cannot_fit_is_an_oom_row(run_inline):
-    row, _, _ = run_inline("variant=naive", "shape.batch=1", "shape.heads=1", "shape.seq_len=1048576",
-                           "shape.head_dim=1", name="oom")
+    row, _, _ = run_inline(
+        "variant=naive",
+        "shape.batch=1",
+        "shape.heads=1",
+        "shape.seq_len=1048576",
+        "shape.head_dim=1",
+        name="oom",
+    )
     assert row["status"] == "oom", row["reason"]
     assert "allocate" in row["reason"]
 
@@ -72,7 +91,10 @@ def test_shape_that_cannot_fit_is_an_oom_row(run_inline):
 def test_flash_refuses_fp32_on_cuda_only_as_a_row():
     # The SDPA "no kernel" message, as CUDA raises it, is classified as unsupported.
     e = RuntimeError("No available kernel. Aborting execution.")
-    assert classify_error(e, ["Flash attention only supports dtype in [fp16, bf16]"])[0] == "unsupported"
+    assert (
+        classify_error(e, ["Flash attention only supports dtype in [fp16, bf16]"])[0]
+        == "unsupported"
+    )
     assert "only supports" in classify_error(e, ["Flash attention only supports fp16"])[1]
     import torch
 
@@ -81,8 +103,13 @@ def test_flash_refuses_fp32_on_cuda_only_as_a_row():
 
 
 def test_proof_of_backend_rules():
-    flash = [{"kernel": "void pytorch_flash::flash_fwd_kernel<...>", "kernel_short": "flash_fwd",
-              "kernel_class": "flash"}]
+    flash = [
+        {
+            "kernel": "void pytorch_flash::flash_fwd_kernel<...>",
+            "kernel_short": "flash_fwd",
+            "kernel_class": "flash",
+        }
+    ]
     assert prove_backend("flash", flash, [], {})["ok"]
     p = prove_backend("cudnn", flash, [], {})
     assert not p["ok"] and "did not run" in p["reason"] and "flash_fwd" in p["reason"]

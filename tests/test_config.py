@@ -5,7 +5,7 @@ from omegaconf import OmegaConf
 
 from study.config import COMPILE_MODES, ConfigError, validate
 from study.workloads.registry import names
-from tests.conftest import ROOT, compose, cli
+from tests.conftest import ROOT, cli, compose
 
 VARIANTS = sorted(p.stem for p in (ROOT / "conf" / "variant").glob("*.yaml"))
 MODES = sorted(p.stem for p in (ROOT / "conf" / "compile").glob("*.yaml"))
@@ -13,8 +13,18 @@ MODES = sorted(p.stem for p in (ROOT / "conf" / "compile").glob("*.yaml"))
 
 def test_variant_yaml_and_registry_agree():
     assert VARIANTS == names()
-    assert {"matmul_add", "linear", "mlp", "naive", "naive_inplace", "math", "efficient", "flash",
-            "cudnn", "sdpa"} <= set(VARIANTS)
+    assert {
+        "matmul_add",
+        "linear",
+        "mlp",
+        "naive",
+        "naive_inplace",
+        "math",
+        "efficient",
+        "flash",
+        "cudnn",
+        "sdpa",
+    } <= set(VARIANTS)
     assert sorted(MODES) == sorted(COMPILE_MODES)
 
 
@@ -28,18 +38,27 @@ def test_every_group_composes(variant, mode):
 
 
 def test_overrides_reach_the_config():
-    cfg = compose("variant=flash", "shape.seq_len=512", "dtype=fp16", "device=cpu",
-                  "+compile.inductor.coordinate_descent_tuning=true", "compile=default")
+    cfg = compose(
+        "variant=flash",
+        "shape.seq_len=512",
+        "dtype=fp16",
+        "device=cpu",
+        "+compile.inductor.coordinate_descent_tuning=true",
+        "compile=default",
+    )
     assert cfg.shape.seq_len == 512 and cfg.dtype.name == "fp16" and cfg.device.name == "cpu"
     assert cfg.compile.inductor == {"coordinate_descent_tuning": True}
 
 
-@pytest.mark.parametrize("override,key", [
-    ("shape.seq_len=0", "shape.seq_len"),
-    ("shape.head_dim=-8", "shape.head_dim"),
-    ("compile.mode=turbo", "compile.mode"),
-    ("timing.repeat=1", "timing.repeat"),
-])
+@pytest.mark.parametrize(
+    "override,key",
+    [
+        ("shape.seq_len=0", "shape.seq_len"),
+        ("shape.head_dim=-8", "shape.head_dim"),
+        ("compile.mode=turbo", "compile.mode"),
+        ("timing.repeat=1", "timing.repeat"),
+    ],
+)
 def test_bad_values_raise_config_error_naming_the_key(override, key):
     cfg = compose(override)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):

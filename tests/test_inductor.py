@@ -20,7 +20,10 @@ def test_deliberate_graph_break_is_reported_with_its_reason(tmp_path):
     row, _ = run(tmp_path, "break", "variant=naive_break", "compile=default")
     assert row["status"] == "ok", row["reason"]
     assert int(row["graph_breaks"]) >= 1
-    assert "graph_break" in row["graph_break_reasons"].lower() or "graph break" in row["graph_break_reasons"].lower()
+    assert (
+        "graph_break" in row["graph_break_reasons"].lower()
+        or "graph break" in row["graph_break_reasons"].lower()
+    )
     assert int(row["graphs"]) >= 2
 
 

@@ -33,7 +33,9 @@ def test_analytic_flops_match_flop_counter():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel([SDPBackend.MATH]):
-        sdpa = counted(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+        sdpa = counted(
+            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        )
     assert sdpa == metrics.flops_analytic("attention", shp)
 
 

@@ -8,7 +8,8 @@ from tests.conftest import ROOT
 
 def test_schema_md_is_in_sync():
     assert (ROOT / "SCHEMA.md").read_text() == schema.markdown(), (
-        "SCHEMA.md is stale: run `python -m study.schema > SCHEMA.md`")
+        "SCHEMA.md is stale: run `python -m study.schema > SCHEMA.md`"
+    )
 
 
 def test_columns_are_unique_and_documented():
@@ -21,7 +22,11 @@ def test_columns_are_unique_and_documented():
 def test_writer_rejects_undeclared_columns(tmp_path):
     with pytest.raises(KeyError, match="not in study/schema.py"):
         io.write_csv(tmp_path / "x.csv", [{"run_id": "a", "bogus": 1}], "runs")
-    p = io.write_csv(tmp_path / "x.csv", [{"run_id": "a", "status": "ok", "latency_median_us": float("nan")}], "runs")
+    p = io.write_csv(
+        tmp_path / "x.csv",
+        [{"run_id": "a", "status": "ok", "latency_median_us": float("nan")}],
+        "runs",
+    )
     row = io.read_csv(p)[0]
     assert row["status"] == "ok" and row["latency_median_us"] == ""  # unknown is empty, never 0
     assert not list(tmp_path.glob(".*.tmp"))  # atomic: no temp file left behind

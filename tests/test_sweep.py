@@ -34,24 +34,42 @@ def test_2x2_multirun_gives_four_ok_rows(quick_sweep):
     sd = sweep_dir(out)
     rows = io.read_csv(sd / "runs.csv")
     assert sorted((x["variant"], x["compile"]) for x in rows) == [
-        ("flash", "default"), ("flash", "off"), ("naive", "default"), ("naive", "off")]
+        ("flash", "default"),
+        ("flash", "off"),
+        ("naive", "default"),
+        ("naive", "off"),
+    ]
     assert all(x["status"] == "ok" for x in rows), [x["reason"] for x in rows]
     for x in rows:
         run = sd / x["run_id"]
-        assert run.name in ("compile=off,variant=naive", "compile=default,variant=naive",
-                            "compile=off,variant=flash", "compile=default,variant=flash")
+        assert run.name in (
+            "compile=off,variant=naive",
+            "compile=default,variant=naive",
+            "compile=off,variant=flash",
+            "compile=default,variant=flash",
+        )
         for f in ("cell.yaml", "run.csv", "kernels.csv", "trace.json.gz"):
             assert (run / f).stat().st_size > 0, f
         ks = io.read_csv(run / "kernels.csv")
         assert ks and all(k["kernel_class"] for k in ks)
         assert all(float(k["calls_per_step"]).is_integer() for k in ks)
-        assert float(x["latency_p10_us"]) <= float(x["latency_median_us"]) <= float(x["latency_p90_us"])
+        assert (
+            float(x["latency_p10_us"])
+            <= float(x["latency_median_us"])
+            <= float(x["latency_p90_us"])
+        )
     eager = {x["variant"]: x for x in rows if x["compile"] == "off"}
     assert all(float(eager[v]["speedup"]) == 1.0 for v in eager)
     revealed = io.read_csv(sd / "revealed.csv")
     assert len(revealed) == 4
-    assert any("hidden copy" in x["revealed"] for x in revealed if x["variant"] == "naive" and x["compile"] == "off")
-    assert not (sd / "compile=default,variant=naive" / ".compile_cache").exists()  # cold cache removed
+    assert any(
+        "hidden copy" in x["revealed"]
+        for x in revealed
+        if x["variant"] == "naive" and x["compile"] == "off"
+    )
+    assert not (
+        sd / "compile=default,variant=naive" / ".compile_cache"
+    ).exists()  # cold cache removed
 
 
 def test_compiled_run_lists_generated_cpp_kernels_with_source_and_fused_ops(quick_sweep):
@@ -66,7 +84,9 @@ def test_compiled_run_lists_generated_cpp_kernels_with_source_and_fused_ops(quic
         src = run / k["source_file"]
         assert src.exists() and src.stat().st_size > 0
         assert k["fused_ops"] and "aten." in k["fused_ops"]
-    assert (run / "generated" / "output_code_0.py").exists() or list((run / "generated").glob("output_code_*.py"))
+    assert (run / "generated" / "output_code_0.py").exists() or list(
+        (run / "generated").glob("output_code_*.py")
+    )
     assert list((run / "generated").rglob("fx_graph_transformed.py"))  # the post-grad graph
 
 
@@ -77,7 +97,9 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
     rows = io.read_csv(bad)
     rows[0]["status"] = "error"
     io.write_csv(bad, rows, "runs")
-    r = cli("-m", "variant=naive,flash", "compile=off,default", f"out_root={out}", "resume=true", *TINY)
+    r = cli(
+        "-m", "variant=naive,flash", "compile=off,default", f"out_root={out}", "resume=true", *TINY
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.count("skipped (resume=true)") == 3
     assert sweep_dir(out) == sd  # the same sweep dir, no new one
@@ -86,7 +108,14 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
 
 
 def test_crash_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
-    r = cli("-m", "variant=naive", "fault=crash,hang,none", "timeout_s=30", f"out_root={tmp_path}", *TINY)
+    r = cli(
+        "-m",
+        "variant=naive",
+        "fault=crash,hang,none",
+        "timeout_s=30",
+        f"out_root={tmp_path}",
+        *TINY,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {x["run_id"]: x for x in io.read_csv(sweep_dir(tmp_path) / "runs.csv")}
     assert rows["fault=crash,variant=naive"]["status"] == "crash"
@@ -98,9 +127,22 @@ def test_crash_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
 
 def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "study.run", "-m", "variant=naive", "fault=none,hang",
-                             f"out_root={tmp_path}", *TINY], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "study.run",
+            "-m",
+            "variant=naive",
+            "fault=none,hang",
+            f"out_root={tmp_path}",
+            *TINY,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     hang_dir = None
     while time.time() < deadline:

@@ -31,7 +31,9 @@ def test_counts_are_per_step_integers_not_averages():
     for name in ("h200_naive_eager", "h200_math_eager", "h200_naive_default", "h200_cudnn_eager"):
         rows, s = parse(name)
         assert s["steps_consistent"], name
-        assert all(isinstance(r["calls_per_step"], int) and r["calls_consistent"] for r in rows), name
+        assert all(isinstance(r["calls_per_step"], int) and r["calls_consistent"] for r in rows), (
+            name
+        )
         assert sum(r["calls_per_step"] for r in rows) == s["kernels_per_step"]
 
 

@@ -59,14 +59,20 @@ def naive_inplace(q, k, v, mask):
 
 @register("naive", family="attention", shape_keys=SHAPE)
 def build_naive(shape, dtype, device, gen, causal=True, **_):
-    return Workload(fn=naive, inputs=_qkv_mask(shape, dtype, device, gen, causal), reference=reference,
-                    ref_index=_ref_index(shape))
+    return Workload(
+        fn=naive,
+        inputs=_qkv_mask(shape, dtype, device, gen, causal),
+        reference=reference,
+        ref_index=_ref_index(shape),
+    )
 
 
 @register("naive_inplace", family="attention", shape_keys=SHAPE)
 def build_naive_inplace(shape, dtype, device, gen, causal=True, **_):
     return Workload(
-        fn=naive_inplace, inputs=_qkv_mask(shape, dtype, device, gen, causal), reference=reference,
+        fn=naive_inplace,
+        inputs=_qkv_mask(shape, dtype, device, gen, causal),
+        reference=reference,
         ref_index=_ref_index(shape),
     )
 
@@ -81,8 +87,12 @@ def naive_break(q, k, v, mask):
 @register("naive_break", family="attention", shape_keys=SHAPE)
 def build_naive_break(shape, dtype, device, gen, causal=True, **_):
     """naive with a deliberate graph break between the scores and the softmax."""
-    return Workload(fn=naive_break, inputs=_qkv_mask(shape, dtype, device, gen, causal),
-                    reference=reference, ref_index=_ref_index(shape))
+    return Workload(
+        fn=naive_break,
+        inputs=_qkv_mask(shape, dtype, device, gen, causal),
+        reference=reference,
+        ref_index=_ref_index(shape),
+    )
 
 
 def _sdpa_workload(shape, dtype, device, gen, causal):
