@@ -248,6 +248,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 row["generated_kernels"] = len(generated["kernels"])
                 row["generated_dir"] = "generated"
 
+            t_measure = time.perf_counter()
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(mode) else 0)
             lat = timing.per_call(step, device, warm, cfg.timing.repeat)
             row.update(
@@ -267,7 +268,9 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 )
             else:
                 row["device_time_method"] = "none"
+            row["measure_s"] = time.perf_counter() - t_measure
 
+            t_profile = time.perf_counter()
             if cfg.profile.enabled:
                 p = cfg.profile
                 trace_path = run_dir / "trace.json.gz"
@@ -312,6 +315,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                         "profile.enabled=false: the pinned backend cannot be proven",
                     )
             row["status"], row["reason"] = status, reason
+            row["profile_s"] = time.perf_counter() - t_profile
     except Exception as e:  # noqa: BLE001 - every failure becomes the row's status
         row["status"], row["reason"] = classify_error(e, caught)
         (run_dir / "error.txt").write_text("".join(traceback.format_exception(e)))

@@ -127,7 +127,13 @@ class NcuConf:
     top_n: int = 3
     launch_count: int = 1
     binary: str = "ncu"
-    timeout_s: float = 300.0
+    timeout_s: float = 300.0  # ncu and nsys, each
+
+
+@dataclass
+class NsysConf:
+    enabled: bool = False
+    binary: str = "nsys"
 
 
 @dataclass
@@ -139,6 +145,7 @@ class CellConf:
     timing: TimingConf = field(default_factory=TimingConf)
     profile: ProfileConf = field(default_factory=ProfileConf)
     ncu: NcuConf = field(default_factory=NcuConf)
+    nsys: NsysConf = field(default_factory=NsysConf)
     device: Device = Device.auto
     dtype: Dtype = Dtype.bf16
     cache: Cache = Cache.cold

@@ -206,7 +206,17 @@ RUN = (
         Col("python_version", "", "Python version"),
         Col("git_rev", "", "the study's git revision (-dirty when modified)"),
         Col("started_at", "", "UTC time the cell started"),
-        Col("wall_s", "s", "wall time of the whole cell, process start to rows written"),
+        Col(
+            "wall_s",
+            "s",
+            "wall time of the cell inside its process (torch import and process start excluded)",
+        ),
+        Col(
+            "measure_s",
+            "s",
+            "wall time of the steady-state timing phases (warm-up, per-call latency, device time)",
+        ),
+        Col("profile_s", "s", "wall time of the profiler pass, trace parsing and proof included"),
         Col("trace_file", "", "profiler trace, relative to the run dir (opens in Perfetto)"),
     ]
 )
@@ -281,7 +291,7 @@ NCU = [
     Col("section", "", "ncu section"),
     Col("metric", "", "metric name"),
     Col("unit", "", "ncu's unit"),
-    Col("value", "", "value as a number when it parses"),
+    Col("value", "", "value as a number when it parses (occupancy_limiter: the limiting resource)"),
 ]
 
 TABLES = {"runs": RUN, "kernels": KERNEL, "autotune": AUTOTUNE, "revealed": REVEALED, "ncu": NCU}

@@ -22,10 +22,16 @@ def main(run_dir: Path) -> dict:
     io.write_csv(run_dir / "kernels.csv", kernels, "kernels")
     if autotune:
         io.write_csv(run_dir / "autotune.csv", autotune, "autotune")
-    if cfg.ncu.enabled and row["status"] == "ok":
-        from study import ncu
+    if cfg.ncu.enabled or cfg.nsys.enabled:
+        if row["status"] == "ok" and row["device"] == "cuda":
+            from study import ncu
 
-        row.update(ncu.run(cfg, run_dir, kernels))
+            row.update(ncu.run(cfg, run_dir, kernels))
+        else:
+            why = f"cell status {row['status']}" if row["status"] != "ok" else "needs a CUDA device"
+            for tool in ("ncu", "nsys"):
+                if cfg[tool].enabled:
+                    row[f"{tool}_status"], row[f"{tool}_note"] = "unavailable", f"not run: {why}"
     io.write_csv(run_dir / "run.csv", [row], "runs")
     return row
 

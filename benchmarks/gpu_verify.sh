@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The GPU verification runs behind the README's figures and the issues' closing notes.
+#   bash benchmarks/gpu_verify.sh STAGE OUTDIR      (STAGE: features | parallel | serial)
+# features: attention x off,default,reduce-overhead; naive,mlp x max-autotune-no-cudagraphs;
+#           an OOM in the middle of a sweep; ncu on the top kernels; the harness benchmark.
+# parallel / serial: the core 18-cell sweep, on 2 GPUs with hydra/launcher=gpus, or on one.
+set -uo pipefail
+stage=$1; out=$2; mkdir -p "$out"
+export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
+V=matmul_add,linear,mlp,naive,naive_inplace,math,efficient,flash,cudnn
+ATT=naive,naive_inplace,math,efficient,flash,cudnn,sdpa
+t() { local s=$SECONDS; "$@"; echo "WALL $((SECONDS - s)) s: $*"; }
+case $stage in
+  features)
+    t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
+    t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$ATT \
+      compile=off,default,reduce-overhead out_root=$out/attn timeout_s=300 | grep '\[study\]'
+    t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=naive,mlp \
+      compile=default,max-autotune-no-cudagraphs out_root=$out/autotune timeout_s=400 | grep '\[study\]'
+    t python3 -m study.run -m variant=naive compile=off shape.seq_len=1024,131072,2048 \
+      out_root=$out/oom | grep '\[study\]'
+    t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=flash,naive,cudnn \
+      compile=off,default ncu.enabled=true nsys.enabled=true out_root=$out/ncu | grep '\[study\]'
+    t python3 benchmarks/harness.py 5 2>&1 | grep -v -E 'USDT|Warning'
+    ;;
+  parallel)
+    t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$V compile=off,default \
+      out_root=$out/par timeout_s=300 | grep '\[study\]'
+    ;;
+  serial)
+    t python3 -m study.run -m variant=$V compile=off,default out_root=$out/ser timeout_s=300 | grep '\[study\]'
+    ;;
+esac
+for d in "$out"/*/sweeps/*; do [ -d "$d" ] && python3 -m analysis.report "$d" | head -3; done

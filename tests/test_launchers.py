@@ -1,0 +1,62 @@
+"""Scale-out launchers: the configs compose, and submitit's local executor runs a cell."""
+
+import pytest
+from hydra import compose as hcompose
+from hydra import initialize_config_dir
+
+from study import io
+from study.sweep import gpu_slot
+from tests.conftest import ROOT, TINY, cli
+
+
+def compose_hydra(*overrides):
+    import study.run  # noqa: F401
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return hcompose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def test_gpus_launcher_composes_on_joblib():
+    cfg = compose_hydra("hydra/launcher=gpus", "hydra.launcher.n_jobs=4")
+    assert "JoblibLauncher" in cfg.hydra.launcher._target_ and cfg.hydra.launcher.n_jobs == 4
+
+
+def test_slurm_launcher_composes_on_submitit():
+    cfg = compose_hydra("hydra/launcher=slurm", "hydra.launcher.partition=gpu")
+    assert "SlurmLauncher" in cfg.hydra.launcher._target_
+    assert cfg.hydra.launcher.gpus_per_node == 1 and cfg.hydra.launcher.partition == "gpu"
+
+
+def test_gpu_slots_are_exclusive(tmp_path):
+    with gpu_slot(tmp_path, 2) as a, gpu_slot(tmp_path, 2) as b:
+        assert {a, b} == {0, 1}
+    with gpu_slot(tmp_path, 0) as none:
+        assert none is None
+
+
+@pytest.mark.slow
+def test_joblib_gpus_launcher_runs_cells_in_parallel_slots(tmp_path):
+    r = cli(
+        "-m", "hydra/launcher=gpus", "variant=naive,naive_inplace", f"out_root={tmp_path}", *TINY
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    sweep = next((tmp_path / "sweeps").iterdir())
+    rows = io.read_csv(sweep / "runs.csv")
+    assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
+    assert {x["host"] for x in rows} and all(x["host"] for x in rows)
+
+
+@pytest.mark.slow
+def test_submitit_local_executor_runs_a_cell(tmp_path):
+    r = cli(
+        "-m",
+        "hydra/launcher=submitit_local",
+        "variant=naive",
+        f"out_root={tmp_path}",
+        *TINY,
+        f"hydra.launcher.submitit_folder={tmp_path}/submitit",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    sweep = next((tmp_path / "sweeps").iterdir())
+    rows = io.read_csv(sweep / "runs.csv")
+    assert [x["status"] for x in rows] == ["ok"]
