@@ -47,6 +47,7 @@ CLASS_ORDER = [
     "other",
 ]
 CLASS_COLORS = dict(zip(CLASS_ORDER, sns.color_palette("tab20", len(CLASS_ORDER)), strict=True))
+SHAPE_COLS = ["n", "batch", "in_features", "out_features", "seq_len", "dim", "hidden", "heads", "head_dim"]
 FAMILY_MARKERS = {"matmul": "s", "linear": "D", "mlp": "^", "attention": "o"}
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -126,10 +127,13 @@ def latency(d) -> tuple:
     )
     for ax, fam in zip(axes[0], fams, strict=True):
         g = r[r["family"] == fam]
-        variants = list(dict.fromkeys(g["variant"]))
         if g["source"].nunique() > 1:
             g = g.assign(variant=g["source"] + ":" + g["variant"])
-            variants = list(dict.fromkeys(g["variant"]))
+        varied = [c for c in SHAPE_COLS if c in g and g.groupby(["variant", "compile"])[c].nunique().max() > 1]
+        for c in varied:  # one bar per shape when the sweep varies one
+            g = g.assign(variant=g["variant"] + f" {c}=" + g[c].astype("Int64").astype(str))
+        g = g.drop_duplicates(["variant", "compile"])
+        variants = list(dict.fromkeys(g["variant"]))
         w = 0.8 / max(1, len(modes))
         for j, m in enumerate(modes):
             gm = g[g["compile"] == m].set_index("variant").reindex(variants)

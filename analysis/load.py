@@ -117,10 +117,11 @@ def _labels(dirs: list[Path]) -> list[str]:
 def _tag(df: pd.DataFrame, label: str) -> None:
     if "source" not in df:  # a combined CSV from an earlier report keeps its own sources
         df.insert(0, "source", label)
+    return df
 
 
 def _read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True)
+    return pd.read_csv(path, keep_default_na=True).copy()
 
 
 def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:

@@ -222,6 +222,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 return fn(*wl.inputs)
 
             stack.enter_context(tuner)
+            row["setup_s"] = time.perf_counter() - t_cell
             with warnings.catch_warnings(record=True) as ws:
                 warnings.simplefilter("always")
                 try:
@@ -232,7 +233,9 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 finally:
                     caught += [str(w.message).split("\n")[0][:200] for w in ws]
 
+            t_check = time.perf_counter()
             res = _check(wl, out, row["dtype"], cfg.tolerance)
+            row["check_s"] = time.perf_counter() - t_check
             row["_out_bytes"] = res["out_bytes"]
             row.update(
                 {k: res[k] for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance")}

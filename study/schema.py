@@ -193,6 +193,8 @@ RUN = (
             "ok, unavailable (with ncu's message in reason-like ncu_note) or empty when off",
         ),
         Col("ncu_note", "", "ncu's own message when unavailable"),
+    Col("nsys_status", "", "Nsight Systems pass: ok, unavailable, or empty when off (nsys.enabled)"),
+    Col("nsys_note", "", "the report file, or nsys's own message when unavailable"),
         Col("torch_version", "", "torch.__version__"),
         Col("triton_version", "", "triton.__version__"),
         Col("cuda_version", "", "torch.version.cuda"),
@@ -211,6 +213,8 @@ RUN = (
             "s",
             "wall time of the cell inside its process (torch import and process start excluded)",
         ),
+        Col("setup_s", "s", "wall time before the first call: environment, inputs, CUDA init"),
+        Col("check_s", "s", "wall time of the float64 reference check and FLOP count"),
         Col(
             "measure_s",
             "s",
