@@ -47,7 +47,17 @@ CLASS_ORDER = [
     "other",
 ]
 CLASS_COLORS = dict(zip(CLASS_ORDER, sns.color_palette("tab20", len(CLASS_ORDER)), strict=True))
-SHAPE_COLS = ["n", "batch", "in_features", "out_features", "seq_len", "dim", "hidden", "heads", "head_dim"]
+SHAPE_COLS = [
+    "n",
+    "batch",
+    "in_features",
+    "out_features",
+    "seq_len",
+    "dim",
+    "hidden",
+    "heads",
+    "head_dim",
+]
 FAMILY_MARKERS = {"matmul": "s", "linear": "D", "mlp": "^", "attention": "o"}
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -129,7 +139,11 @@ def latency(d) -> tuple:
         g = r[r["family"] == fam]
         if g["source"].nunique() > 1:
             g = g.assign(variant=g["source"] + ":" + g["variant"])
-        varied = [c for c in SHAPE_COLS if c in g and g.groupby(["variant", "compile"])[c].nunique().max() > 1]
+        varied = [
+            c
+            for c in SHAPE_COLS
+            if c in g and g.groupby(["variant", "compile"])[c].nunique().max() > 1
+        ]
         for c in varied:  # one bar per shape when the sweep varies one
             g = g.assign(variant=g["variant"] + f" {c}=" + g[c].astype("Int64").astype(str))
         g = g.drop_duplicates(["variant", "compile"])
@@ -457,7 +471,7 @@ def roofline(d) -> tuple:
 def ncu_occupancy(d) -> tuple:
     n = need(d["ncu"], ["metric", "value"], "ncu occupancy")
     want = {"achieved_occupancy", "sm_throughput_pct", "dram_throughput_pct"}
-    n = n[n["metric"].isin(want)]
+    n = n[n["metric"].isin(want)].assign(value=lambda x: pd.to_numeric(x["value"], errors="coerce"))
     if n.empty:
         raise Skip("ncu: no achieved occupancy / throughput metrics")
     piv = n.pivot_table(

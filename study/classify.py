@@ -33,7 +33,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     (
         "copy",
         re.compile(
-            r"^Memcpy|copy_kernel|CatArrayBatchedCopy|^aten::(copy_|clone|_to_copy|contiguous)$",
+            r"^Memcpy|copy_kernel|CatArrayBatchedCopy|at::native::Copy<|^aten::(copy_|clone|_to_copy|contiguous|_foreach_copy_)$",
             re.I,
         ),
     ),

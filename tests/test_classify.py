@@ -55,6 +55,12 @@ H200_NAMES = [
     ("aten::_scaled_dot_product_flash_attention_for_cpu", "flash"),
     ("aten::_softmax", "softmax"),
     ("aten::masked_fill_", "aten_elementwise"),
+    (
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+        "TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<c10::BFloat16, 2, 1, 1>, "
+        "at::native::Copy<c10::BFloat16, c10::BFloat16> >(...)",
+        "copy",
+    ),
     ("some_unknown_kernel", "other"),
 ]
 

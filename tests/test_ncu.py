@@ -70,7 +70,9 @@ def test_ncu_error_message_is_kept(tmp_path):
 
 @pytest.mark.slow
 def test_ncu_on_a_cpu_cell_is_a_clear_unavailable_row(tmp_path):
-    cfg = compose(*TINY, "variant=naive", "ncu.enabled=true", "nsys.enabled=true", f"out_root={tmp_path}")
+    cfg = compose(
+        *TINY, "variant=naive", "ncu.enabled=true", "nsys.enabled=true", f"out_root={tmp_path}"
+    )
     run_job(cfg, tmp_path / "s" / "cell", tmp_path / "s")
     row = next(csv.DictReader(open(tmp_path / "s" / "cell" / "run.csv")))
     assert row["status"] == "ok"

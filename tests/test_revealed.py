@@ -1,0 +1,122 @@
+"""The blog table's named rules, each on real H200 kernel rows (fixtures) or minimal rows."""
+
+import csv
+
+from study import revealed, trace
+from study.classify import classify
+from tests.conftest import FIXTURES
+
+
+def kernels_from_trace(name):
+    rows, summary = trace.parse(trace.load_events(FIXTURES / f"{name}.trace.json.gz"), "cuda")
+    return [{k: ("" if v is None else str(v)) for k, v in r.items()} for r in rows], summary
+
+
+def kernels_csv(name):
+    """kernels.csv rows from an H200 run, re-classified with today's rules."""
+    rows = list(csv.DictReader(open(FIXTURES / f"{name}.kernels.csv")))
+    return [{**r, "kernel_class": classify(r["kernel"])} for r in rows]
+
+
+RUN = {"run_id": "r", "status": "ok", "dtype": "bf16", "device": "cuda", "family": "attention"}
+
+
+def test_hidden_copy_fires_for_naive_not_inplace():
+    k, _ = kernels_from_trace("h200_naive_eager")
+    assert "Memcpy DtoD" in revealed.hidden_copy(RUN, k)
+    k, _ = kernels_from_trace("h200_naive_inplace_eager")
+    assert revealed.hidden_copy(RUN, k) is None
+
+
+def test_fp32_gemm_in_bf16_run():
+    k, _ = kernels_from_trace("h200_math_eager")
+    assert "FP32 GEMM" in revealed.fp32_gemm(RUN, k)
+    assert revealed.fp32_gemm({**RUN, "dtype": "fp32"}, k) is None
+    k, _ = kernels_from_trace("h200_naive_eager")
+    assert revealed.fp32_gemm(RUN, k) is None
+
+
+def test_mask_rebuilt_each_call():
+    k, _ = kernels_from_trace("h200_math_eager")
+    assert "triu_tril" in revealed.mask_rebuilt(RUN, k)
+    k, _ = kernels_from_trace("h200_naive_eager")  # the mask is built once, outside the call
+    assert revealed.mask_rebuilt(RUN, k) is None
+
+
+def test_single_fused_kernel():
+    k, _ = kernels_from_trace("h200_flash_eager")
+    assert "flash_fwd_kernel" in revealed.single_fused(RUN, k)
+    k, _ = kernels_from_trace("h200_cudnn_eager")
+    assert "(+1 memset/copy)" in revealed.single_fused(RUN, k)
+    k, _ = kernels_from_trace("h200_naive_eager")
+    assert revealed.single_fused(RUN, k) is None
+
+
+def test_low_occupancy_on_the_fastest_kernel():
+    k, _ = kernels_from_trace("h200_flash_eager")
+    fast = {**RUN, "run_id": "flash", "latency_median_us": "96"}
+    slow = {**RUN, "run_id": "naive", "latency_median_us": "1063"}
+    assert "fastest cell" in revealed.low_occupancy_fastest(fast, k, [fast, slow])
+    assert (
+        revealed.low_occupancy_fastest(fast, k, [fast, {**slow, "latency_median_us": "50"}]) is None
+    )
+    assert "13% estimated occupancy" in revealed.low_occupancy(
+        fast, k, [fast, {**slow, "latency_median_us": "50"}]
+    )
+
+
+def test_cpu_time_above_gpu_time():
+    assert "CPU-bound" in revealed.cpu_above_gpu(
+        {**RUN, "cpu_us_per_step": "300", "gpu_us_per_step": "96"}, []
+    )
+    assert (
+        revealed.cpu_above_gpu({**RUN, "cpu_us_per_step": "30", "gpu_us_per_step": "96"}, [])
+        is None
+    )
+    assert (
+        revealed.cpu_above_gpu(
+            {**RUN, "device": "cpu", "cpu_us_per_step": "300", "gpu_us_per_step": "9"}, []
+        )
+        is None
+    )
+
+
+def test_cudagraph_input_copies_are_not_called_hidden_copies():
+    for name, n in (("h200_naive_reduce_overhead", 4), ("h200_flash_reduce_overhead", 2)):
+        k = kernels_csv(name)
+        assert f"CUDA-graph input copies: {n}/step" in revealed.cudagraph_input_copies(RUN, k), name
+        assert revealed.hidden_copy(RUN, k) is None, name
+    k, _ = kernels_from_trace("h200_naive_eager")
+    assert revealed.cudagraph_input_copies(RUN, k) is None
+
+
+def test_graph_replayed_kernels_are_attributed_to_their_step():
+    rows, s = trace.parse(
+        trace.load_events(FIXTURES / "h200_naive_reduce_overhead.trace.json.gz"), "cuda"
+    )
+    assert s["steps_consistent"] and s["graph_launched"]
+    replayed = [r for r in rows if r["graph_launched"]]
+    assert {r["kernel_class"] for r in replayed} >= {"gemm_cublas", "triton_persistent_reduction"}
+    assert all(r["calls_per_step"] == 1 for r in replayed)
+
+
+def test_pinned_backend_missing():
+    bad = {**RUN, "status": "invalid", "backend_expected": "flash", "backend_seen": "math"}
+    assert "flash did not run" in revealed.backend_missing(bad, [])
+    assert revealed.backend_missing(RUN, []) is None
+
+
+def test_table_lists_failures_with_reason():
+    rows = revealed.table(
+        [
+            {
+                **RUN,
+                "variant": "efficient",
+                "compile": "off",
+                "status": "unsupported",
+                "reason": "No viable backend",
+            }
+        ],
+        {},
+    )
+    assert "unsupported: No viable backend" in rows[0]["revealed"]
