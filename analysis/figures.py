@@ -120,37 +120,45 @@ def _log_if_wide(ax, values, axis="y"):
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
 
 
+def _bar_labels(g: pd.DataFrame) -> pd.Series:
+    """variant (with its source when several), plus the shape where a sweep varied one."""
+    lab = g["variant"].astype(str)
+    if g["source"].nunique() > 1:
+        lab = g["source"].astype(str) + ":" + lab
+    dup = pd.concat([lab, g["compile"]], axis=1).duplicated(keep=False)
+    for c in SHAPE_COLS:
+        if c in g and dup.any() and g.loc[dup, c].nunique() > 1:
+            lab = lab.where(~dup, lab + f" {c}=" + g[c].astype("Int64").astype(str))
+    return lab
+
+
 def latency(d) -> tuple:
     r = need(ok(d["runs"]), ["latency_median_us"], "latency")
+    r = r.assign(label=_bar_labels(r)).drop_duplicates(["label", "compile"])
     fams = list(dict.fromkeys(r["family"]))
     modes = modes_in(r)
     widths = [
-        max(2.5, 0.9 * r[r["family"] == f]["variant"].nunique() * max(1, len(modes)) * 0.35 + 1.5)
+        max(
+            2.5,
+            0.22 * len(modes) * r[r["family"] == f]["label"].nunique()
+            + 0.25 * r[r["family"] == f]["label"].nunique()
+            + 1.2,
+        )
         for f in fams
     ]
     fig, axes = plt.subplots(
         1,
         len(fams),
-        figsize=(sum(widths) + 1, 5.2),
+        figsize=(sum(widths) + 1.5, 6),
         squeeze=False,
         gridspec_kw={"width_ratios": widths},
     )
     for ax, fam in zip(axes[0], fams, strict=True):
         g = r[r["family"] == fam]
-        if g["source"].nunique() > 1:
-            g = g.assign(variant=g["source"] + ":" + g["variant"])
-        varied = [
-            c
-            for c in SHAPE_COLS
-            if c in g and g.groupby(["variant", "compile"])[c].nunique().max() > 1
-        ]
-        for c in varied:  # one bar per shape when the sweep varies one
-            g = g.assign(variant=g["variant"] + f" {c}=" + g[c].astype("Int64").astype(str))
-        g = g.drop_duplicates(["variant", "compile"])
-        variants = list(dict.fromkeys(g["variant"]))
+        variants = list(dict.fromkeys(g["label"]))
         w = 0.8 / max(1, len(modes))
         for j, m in enumerate(modes):
-            gm = g[g["compile"] == m].set_index("variant").reindex(variants)
+            gm = g[g["compile"] == m].set_index("label").reindex(variants)
             x = np.arange(len(variants)) + (j - (len(modes) - 1) / 2) * w
             y = gm["latency_median_us"].to_numpy(dtype=float)
             lo = y - gm["latency_p10_us"].to_numpy(dtype=float)
@@ -165,9 +173,9 @@ def latency(d) -> tuple:
                 elinewidth=0.8,
                 capsize=2,
             )
-        ax.set_xticks(np.arange(len(variants)), variants, rotation=35, ha="right")
+        ax.set_xticks(np.arange(len(variants)), variants, rotation=90, fontsize=8)
         ax.set_title(fam)
-        ax.set_ylabel("per-call latency, µs (median, p10–p90)")
+        ax.set_ylabel("per-call latency, µs\n(median, p10–p90)")
         _log_if_wide(ax, g["latency_median_us"])
     handles = [plt.Rectangle((0, 0), 1, 1, color=MODE_COLORS[m]) for m in modes]
     fig.legend(

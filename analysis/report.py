@@ -125,6 +125,9 @@ def build(dirs: list[Path], out: Path) -> Path:
     d["runs"].to_csv(out / "runs.csv", index=False)
     d["kernels"].to_csv(out / "kernels.csv", index=False)
     d["revealed"].to_csv(out / "revealed.csv", index=False)
+    for extra in ("autotune", "ncu"):
+        if not d[extra].empty:
+            d[extra].to_csv(out / f"{extra}.csv", index=False)
     made, skipped = [], []
     for key, name, fn in figures.FIGURES:
         try:

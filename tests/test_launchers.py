@@ -60,3 +60,18 @@ def test_submitit_local_executor_runs_a_cell(tmp_path):
     sweep = next((tmp_path / "sweeps").iterdir())
     rows = io.read_csv(sweep / "runs.csv")
     assert [x["status"] for x in rows] == ["ok"]
+
+
+def test_experiments_pin_whole_studies():
+    expect = {
+        "part1": {"compile": 5, "shape.n": 2},
+        "part2": {"variant": 2, "compile": 5},
+        "part3": {"variant": 7, "compile": 5},
+        "scaling": {"variant": 6, "compile": 2, "shape.seq_len": 6},
+    }
+    for name, counts in expect.items():
+        cfg = compose_hydra(f"+experiment={name}")
+        params = cfg.hydra.sweeper.params
+        for key, n in counts.items():
+            assert len(str(params[key]).split(",")) == n, (name, key)
+    assert compose_hydra("+experiment=part1").variant.name == "matmul_add"
