@@ -17,6 +17,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from study.schema import SHAPE_KEYS  # noqa: E402
+
 MODES = ["off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 _PAL = sns.color_palette("colorblind", 8)
 MODE_COLORS = {
@@ -47,17 +49,6 @@ CLASS_ORDER = [
     "other",
 ]
 CLASS_COLORS = dict(zip(CLASS_ORDER, sns.color_palette("tab20", len(CLASS_ORDER)), strict=True))
-SHAPE_COLS = [
-    "n",
-    "batch",
-    "in_features",
-    "out_features",
-    "seq_len",
-    "dim",
-    "hidden",
-    "heads",
-    "head_dim",
-]
 FAMILY_MARKERS = {"matmul": "s", "linear": "D", "mlp": "^", "attention": "o"}
 sns.set_theme(style="whitegrid", context="notebook")
 
@@ -113,6 +104,22 @@ def title(runs: pd.DataFrame, width: float = 12.0) -> str:
     return head + "\n" + "\n".join(textwrap.wrap("; ".join(shapes), max(40, int(width * 10))))
 
 
+def _scatter_modes(ax, r: pd.DataFrame, x: str, y: str) -> None:
+    """One point per cell: colour = compile mode, marker = family (same in every figure)."""
+    for m, g in r.groupby("compile"):
+        for fam, gf in g.groupby("family"):
+            ax.scatter(
+                gf[x],
+                gf[y],
+                color=MODE_COLORS.get(m),
+                marker=FAMILY_MARKERS.get(fam, "o"),
+                s=48,
+                label=f"{m} · {fam}",
+                edgecolor="black",
+                linewidth=0.4,
+            )
+
+
 def _log_if_wide(ax, values, axis="y"):
     v = pd.Series(values).dropna()
     v = v[v > 0]
@@ -126,7 +133,7 @@ def _bar_labels(g: pd.DataFrame) -> pd.Series:
     if g["source"].nunique() > 1:
         lab = g["source"].astype(str) + ":" + lab
     dup = pd.concat([lab, g["compile"]], axis=1).duplicated(keep=False)
-    for c in SHAPE_COLS:
+    for c in SHAPE_KEYS:
         if c in g and dup.any() and g.loc[dup, c].nunique() > 1:
             lab = lab.where(~dup, lab + f" {c}=" + g[c].astype("Int64").astype(str))
     return lab
@@ -379,18 +386,7 @@ def payback(d) -> tuple:
         raise Skip("payback: no compiled cell with compile time and an eager baseline")
     r["gain_us"] = r["latency_median_us"] * (r["speedup"] - 1)  # eager - compiled
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for m, g in r.groupby("compile"):
-        for fam, gf in g.groupby("family"):
-            ax.scatter(
-                gf["gain_us"],
-                gf["compile_s"],
-                color=MODE_COLORS.get(m),
-                marker=FAMILY_MARKERS.get(fam, "o"),
-                s=50,
-                label=f"{m} · {fam}",
-                edgecolor="black",
-                linewidth=0.4,
-            )
+    _scatter_modes(ax, r, "gain_us", "compile_s")
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_yscale("log")
@@ -439,18 +435,7 @@ def roofline(d) -> tuple:
             va="bottom",
             ha="right",
         )
-    for m, g in r.groupby("compile"):
-        for fam, gf in g.groupby("family"):
-            ax.scatter(
-                gf["arith_intensity"],
-                gf["achieved"],
-                color=MODE_COLORS.get(m),
-                marker=FAMILY_MARKERS.get(fam, "o"),
-                s=45,
-                label=f"{m} · {fam}",
-                edgecolor="black",
-                linewidth=0.4,
-            )
+    _scatter_modes(ax, r, "arith_intensity", "achieved")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity, FLOP/byte (bytes_min)")

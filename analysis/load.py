@@ -68,17 +68,6 @@ NUMERIC = [
         "causal",
     }
 ]
-SHAPE_COLS = [
-    "n",
-    "batch",
-    "in_features",
-    "out_features",
-    "seq_len",
-    "dim",
-    "hidden",
-    "heads",
-    "head_dim",
-]
 
 
 def newest_sweep(root: Path = Path("outputs")) -> Path:

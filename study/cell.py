@@ -215,7 +215,8 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 )
             if wl.sdpa_backend or entry.name == "sdpa":
                 row["sdpa_choice"] = _sdp_choice(wl.inputs[:3])
-            torch._dynamo.reset()
+            if mode != "off":  # eager cells never import Dynamo (seconds of setup)
+                torch._dynamo.reset()
             fn = compiling.make(wl.fn, mode, cfg.compile.fullgraph, cfg.compile.dynamic)
 
             def step():

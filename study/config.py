@@ -15,18 +15,9 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from study.schema import SHAPE_KEYS
+
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-SHAPE_KEYS = (
-    "n",
-    "batch",
-    "in_features",
-    "out_features",
-    "seq_len",
-    "dim",
-    "hidden",
-    "heads",
-    "head_dim",
-)
 
 
 class ConfigError(ValueError):

@@ -16,25 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from study import metrics, revealed
-from study.schema import columns
+from study.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
-PAIR_KEYS = (
-    "variant",
-    "device",
-    "dtype",
-    "n",
-    "batch",
-    "in_features",
-    "out_features",
-    "seq_len",
-    "dim",
-    "hidden",
-    "heads",
-    "head_dim",
-    "causal",
-    "host",
-)
+PAIR_KEYS = ("variant", "device", "dtype", *SHAPE_KEYS, "causal", "host")
 
 
 def _cell(v):

@@ -8,6 +8,19 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# The shape parameters a workload can have (config keys shape.*, and CSV columns).
+SHAPE_KEYS = (
+    "n",
+    "batch",
+    "in_features",
+    "out_features",
+    "seq_len",
+    "dim",
+    "hidden",
+    "heads",
+    "head_dim",
+)
+
 
 class Col(NamedTuple):
     name: str

@@ -57,26 +57,6 @@ def naive_inplace(q, k, v, mask):
     return torch.softmax(s, dim=-1) @ v
 
 
-@register("naive", family="attention", shape_keys=SHAPE)
-def build_naive(shape, dtype, device, gen, causal=True, **_):
-    return Workload(
-        fn=naive,
-        inputs=_qkv_mask(shape, dtype, device, gen, causal),
-        reference=reference,
-        ref_index=_ref_index(shape),
-    )
-
-
-@register("naive_inplace", family="attention", shape_keys=SHAPE)
-def build_naive_inplace(shape, dtype, device, gen, causal=True, **_):
-    return Workload(
-        fn=naive_inplace,
-        inputs=_qkv_mask(shape, dtype, device, gen, causal),
-        reference=reference,
-        ref_index=_ref_index(shape),
-    )
-
-
 def naive_break(q, k, v, mask):
     s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, H, S, S)
     torch._dynamo.graph_break()  # deliberate: shows how a break splits the compiled graph
@@ -84,15 +64,25 @@ def naive_break(q, k, v, mask):
     return torch.softmax(s, dim=-1) @ v
 
 
-@register("naive_break", family="attention", shape_keys=SHAPE)
-def build_naive_break(shape, dtype, device, gen, causal=True, **_):
-    """naive with a deliberate graph break between the scores and the softmax."""
-    return Workload(
-        fn=naive_break,
-        inputs=_qkv_mask(shape, dtype, device, gen, causal),
-        reference=reference,
-        ref_index=_ref_index(shape),
-    )
+def _register_primitive(name: str, fn):
+    """naive-style attention from primitives: (q, k, v, mask) against the float64 reference."""
+
+    @register(name, family="attention", shape_keys=SHAPE)
+    def build(shape, dtype, device, gen, causal=True, **_):
+        return Workload(
+            fn=fn,
+            inputs=_qkv_mask(shape, dtype, device, gen, causal),
+            reference=reference,
+            ref_index=_ref_index(shape),
+        )
+
+    build.__name__ = f"build_{name}"
+    return build
+
+
+_register_primitive("naive", naive)
+_register_primitive("naive_inplace", naive_inplace)
+_register_primitive("naive_break", naive_break)  # a deliberate graph break, for compile diagnostics
 
 
 def _sdpa_workload(shape, dtype, device, gen, causal):
