@@ -72,10 +72,14 @@ def modes_in(df: pd.DataFrame) -> list[str]:
     return [m for m in MODES if m in set(df["compile"])]
 
 
-def cell_label(df: pd.DataFrame) -> pd.Series:
-    multi = df["source"].nunique() > 1 if "source" in df else False
-    lab = df["variant"].astype(str) + " / " + df["compile"].astype(str)
-    return (df["source"].astype(str) + ": " + lab) if multi else lab
+def cell_labels(runs: pd.DataFrame) -> pd.Series:
+    """One readable, unique label per run: [source:]variant[ shape=..] / compile."""
+    return _bar_labels(runs) + " / " + runs["compile"].astype(str)
+
+
+def label_kernels(k: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    lab = runs.assign(cell=cell_labels(runs))[["source", "run_id", "cell"]]
+    return k.merge(lab, on=["source", "run_id"])
 
 
 def title(runs: pd.DataFrame, width: float = 12.0) -> str:
@@ -102,6 +106,12 @@ def title(runs: pd.DataFrame, width: float = 12.0) -> str:
 
     head = f"{uniq('device_name')} | {uniq('dtype')} | torch {uniq('torch_version')}"
     return head + "\n" + "\n".join(textwrap.wrap("; ".join(shapes), max(40, int(width * 10))))
+
+
+def _suptitle(fig, text: str) -> None:
+    fig.suptitle(text, fontsize=9)
+    lines = text.count("\n") + 1
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.18 * lines + 0.1) / fig.get_figheight()))
 
 
 def _scatter_modes(ax, r: pd.DataFrame, x: str, y: str) -> None:
@@ -203,7 +213,7 @@ def speedup(d) -> tuple:
     r = r[(r["compile"] != "off") & r["speedup"].notna()]
     if r.empty:
         raise Skip("speedup: no compiled cell with an ok eager baseline in the same sweep")
-    r = r.assign(cell=cell_label(r.assign(compile="")).str.rstrip(" /"))
+    r = r.assign(cell=_bar_labels(r))
     piv = r.pivot_table(index="cell", columns="compile", values="speedup", aggfunc="first")
     piv = piv[[m for m in MODES if m in piv.columns]]
     fig, ax = plt.subplots(figsize=(1.6 * len(piv.columns) + 3, 0.45 * len(piv) + 2))
@@ -213,14 +223,13 @@ def speedup(d) -> tuple:
         fmt="",
         center=0,
         cmap="RdBu",
-        cbar_kws={"label": "log2 speedup over eager"},
+        cbar_kws={"label": "log2(speedup)", "shrink": 0.8},
         ax=ax,
         annot_kws={"fontsize": 8},
     )
     ax.set_xlabel("compile mode")
     ax.set_ylabel("")
-    ax.set_title(title(r, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    _suptitle(fig, title(r, fig.get_figwidth()))
     best = r.loc[r["speedup"].idxmax()]
     worst = r.loc[r["speedup"].idxmin()]
     s = (
@@ -233,10 +242,9 @@ def speedup(d) -> tuple:
 def kernel_classes(d) -> tuple:
     k = need(d["kernels"], ["kernel_class", "calls_per_step"], "kernels per forward")
     r = ok(d["runs"])
-    k = k[k["run_id"].isin(r["run_id"])].merge(r[["source", "run_id"]], on=["source", "run_id"])
+    k = label_kernels(k, r)
     if k.empty:
         raise Skip("kernels per forward: no kernels for ok cells")
-    k = k.assign(cell=cell_label(k))
     piv = k.pivot_table(
         index="cell", columns="kernel_class", values="calls_per_step", aggfunc="sum"
     ).fillna(0)
@@ -251,8 +259,7 @@ def kernel_classes(d) -> tuple:
         ax.text(tot + 0.2, y, f"{tot:g}", va="center", fontsize=8)
     ax.set_xlabel("kernels per forward (per profiled step)")
     ax.legend(fontsize=7, loc="lower right", ncol=2)
-    ax.set_title(title(r, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    _suptitle(fig, title(r, fig.get_figwidth()))
     most = piv.sum(axis=1).idxmax()
     s = f"Kernels per forward by kernel class: from {left.min():g} to {left.max():g} ({most} launches the most)."
     return fig, s
@@ -260,7 +267,8 @@ def kernel_classes(d) -> tuple:
 
 def cpu_gpu(d) -> tuple:
     r = need(ok(d["runs"]), ["cpu_us_per_step", "gpu_us_per_step"], "CPU vs GPU")
-    r = r.dropna(subset=["cpu_us_per_step", "gpu_us_per_step"]).assign(cell=lambda x: cell_label(x))
+    r = r.dropna(subset=["cpu_us_per_step", "gpu_us_per_step"])
+    r = r.assign(cell=cell_labels(r))
     if r.empty:
         raise Skip("CPU vs GPU: no profiled ok cell")
     r = r.sort_values("gpu_us_per_step")
@@ -283,8 +291,7 @@ def cpu_gpu(d) -> tuple:
     ax.set_xlabel("µs per profiled step")
     _log_if_wide(ax, pd.concat([r["cpu_us_per_step"], r["gpu_us_per_step"]]), axis="x")
     ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(title(r, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    _suptitle(fig, title(r, fig.get_figwidth()))
     s = (
         f"CPU time against device time per step: {int(bound.sum())} of {len(r)} cells are CPU-bound "
         "(CPU time above device time under the profiler)."
@@ -295,7 +302,7 @@ def cpu_gpu(d) -> tuple:
 def top_kernels(d, n: int = 5) -> tuple:
     k = need(d["kernels"], ["us_per_step", "kernel_short"], "top kernels")
     r = ok(d["runs"])
-    k = k.merge(r[["source", "run_id"]], on=["source", "run_id"])
+    k = label_kernels(k, r)
     if k.empty:
         raise Skip("top kernels: no kernels for ok cells")
     cells = list(dict.fromkeys(zip(k["source"], k["run_id"], strict=True)))
@@ -319,20 +326,14 @@ def top_kernels(d, n: int = 5) -> tuple:
         )
         ax.barh(range(len(vals))[::-1], vals, color=colors)
         ax.set_yticks(range(len(vals))[::-1], names, fontsize=7)
-        row = g.iloc[0]
-        ax.set_title(
-            f"{row['variant']} / {row['compile']}"
-            + (f" [{src}]" if k["source"].nunique() > 1 else ""),
-            fontsize=9,
-        )
+        ax.set_title(g["cell"].iloc[0], fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
         ax.set_xlabel("µs per step", fontsize=7)
-    fig.suptitle(
+    _suptitle(
+        fig,
         title(r, fig.get_figwidth())
         + f"\ntop {n} kernels per cell by device time (colour = kernel class)",
-        fontsize=9,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
     dom = k.loc[k.groupby(["source", "run_id"])["us_per_step"].idxmax()]
     s = (
         f"Device time by kernel for {len(cells)} cells; the dominant kernel takes a median "
@@ -372,8 +373,7 @@ def scaling(d) -> tuple:
         _log_if_wide(ax, r[y])
         ax.set_ylabel(lab)
         ax.legend(fontsize=7)
-    fig.suptitle(title(r, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    _suptitle(fig, title(r, fig.get_figwidth()))
     big = r.loc[r[x].idxmax()]
     s = f"Scaling over {x} ({int(r[x].min())} to {int(r[x].max())}); at {x}={int(big[x])} the rows are {len(r[r[x] == big[x]])} ok cells."
     return fig, s
@@ -393,8 +393,7 @@ def payback(d) -> tuple:
     ax.set_xlabel("steady-state gain per call, µs (eager − compiled; < 0: compiled is slower)")
     ax.set_ylabel("compile time, s")
     ax.legend(fontsize=7, ncol=2)
-    ax.set_title(title(r, fig.get_figwidth()), fontsize=9)
-    fig.tight_layout()
+    _suptitle(fig, title(r, fig.get_figwidth()))
     pays = r.dropna(subset=["payback_calls"])
     s = (
         f"Compile time against the per-call gain: {len(pays)} of {len(r)} compiled cells ever pay back"
@@ -441,12 +440,11 @@ def roofline(d) -> tuple:
     ax.set_xlabel("arithmetic intensity, FLOP/byte (bytes_min)")
     ax.set_ylabel("achieved TFLOP/s (device time when measured)")
     ax.legend(fontsize=7, ncol=2, loc="lower right")
-    ax.set_title(
+    _suptitle(
+        fig,
         title(r, fig.get_figwidth())
         + ("" if len(ceilings) else "\nno calibrated ceilings: run python -m study.calibrate"),
-        fontsize=9,
     )
-    fig.tight_layout()
     top = r.loc[r["achieved"].idxmax()]
     s = (
         f"Roofline of {len(r)} ok cells; the highest rate is {top['variant']}/{top['compile']} at "
@@ -504,12 +502,11 @@ def ncu_occupancy(d) -> tuple:
     axes[1].set_yticks(y, [""] * len(y))
     axes[1].set_xlabel("% of peak (ncu)")
     axes[1].legend(fontsize=7)
-    fig.suptitle(
+    _suptitle(
+        fig,
         title(ok(d["runs"]), fig.get_figwidth())
         + "\nNsight Compute: occupancy (trace vs measured) and throughput",
-        fontsize=9,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
     s = f"Nsight Compute for {len(piv)} kernels: achieved occupancy {piv['achieved_occupancy'].min():.1f}–{piv['achieved_occupancy'].max():.1f}%."
     return fig, s
 
