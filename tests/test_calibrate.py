@@ -21,32 +21,27 @@ def test_calibration_on_cpu_caches_its_result(tmp_path, monkeypatch):
     assert calibrate.lookup(name, "bf16", torch_version) == {}  # never guessed from another dtype
 
 
+ROW = {
+    "flops": 2e9,
+    "_in_bytes": 1000,
+    "_out_bytes": 1000,
+    "latency_median_us": 100.0,
+    "device_name": "dev",
+    "dtype": "bf16",
+    "torch_version": "t",
+}
+
+
 def test_rows_get_percentages_only_from_a_calibrated_ceiling(tmp_path, monkeypatch):
     monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "none.json"))
-    row = {
-        "flops": 2e9,
-        "_in_bytes": 1000,
-        "_out_bytes": 1000,
-        "latency_median_us": 100.0,
-        "device_name": "dev",
-        "dtype": "bf16",
-        "torch_version": "t",
-    }
+    row = dict(ROW)
     cell._rates(row)
     assert row["tflops"] == pytest.approx(2e9 / 100e-6 / 1e12)
     assert row["gbps"] == pytest.approx(2000 / 100e-6 / 1e9)
     assert row["pct_peak_compute"] is None and row["pct_peak_bw"] is None and row["bound"] is None
     monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "ceilings.json"))
     calibrate.store("dev", "bf16", "t", {"tflops": 40.0, "gbps": 100.0})
-    row = {
-        "flops": 2e9,
-        "_in_bytes": 1000,
-        "_out_bytes": 1000,
-        "latency_median_us": 100.0,
-        "device_name": "dev",
-        "dtype": "bf16",
-        "torch_version": "t",
-    }
+    row = dict(ROW)
     cell._rates(row)
     assert row["pct_peak_compute"] == pytest.approx(100 * 20.0 / 40.0)
     assert row["bound"] == "compute"  # 1e6 FLOP/B against a ridge of 400
