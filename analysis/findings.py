@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from study import metrics
+
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
 MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 
@@ -155,9 +157,11 @@ def findings(d: Path) -> str:
             e, label = _cell(runs, r["variant"], source=src), f"{r['source']} (eager from {src})"
         if e is None:
             continue
-        sp = e["latency_median_us"] / r["latency_median_us"]
-        gain = e["latency_median_us"] - r["latency_median_us"]
-        pay = f"{r['compile_s'] * 1e6 / gain:,.0f}" if gain > 0 else ""
+        sp = metrics.speedup(e["latency_median_us"], r["latency_median_us"])
+        calls = metrics.payback_calls(
+            r["compile_s"], e["latency_median_us"], r["latency_median_us"]
+        )
+        pay = f"{calls:,.0f}" if calls is not None else ""
         out.append(
             f"| {label} | {r['variant']} | {r['compile']} | {int(e['kernels_per_step'])} → "
             f"{int(r['kernels_per_step'])} | {e['latency_median_us']:.1f} → {r['latency_median_us']:.1f} | "

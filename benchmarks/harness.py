@@ -32,31 +32,26 @@ def pct(a, b):
     return 100.0 * (a - b) / b if a is not None and b else float("nan")
 
 
+def compose(*overrides: str):
+    from hydra import compose as hcompose
+    from hydra import initialize_config_dir
+
+    import study.run  # noqa: F401 - registers the config schema
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return hcompose(config_name="config", overrides=list(overrides))
+
+
 def fidelity(variant: str, mode: str) -> None:
     import torch
 
     from study import compiling, timing, trace
-    from study.cell import SDPA_BACKENDS
-    from study.workloads import registry
+    from study.cell import build_workload, resolve_device, sdpa_pin
 
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
-    entry = registry.get(variant)
-    shapes = {
-        "attention": {"batch": 8, "heads": 16, "seq_len": 1024, "head_dim": 64},
-        "mlp": {"batch": 64, "seq_len": 128, "dim": 768, "hidden": 3072},
-    }[entry.family]
-    if dev == "cpu":
-        shapes = {k: min(v, 128) for k, v in shapes.items()}
-    gen = torch.Generator(device=dev).manual_seed(0)
-    wl = entry.build(shape=shapes, dtype=torch.bfloat16, device=dev, gen=gen, causal=True)
-    ctx = (
-        torch.nn.attention.sdpa_kernel(
-            [getattr(torch.nn.attention.SDPBackend, SDPA_BACKENDS[wl.sdpa_backend])]
-        )
-        if wl.sdpa_backend
-        else torch.autograd.grad_mode.no_grad()
-    )
-    with ctx:
+    cfg = compose(f"variant={variant}", f"compile={mode}")  # the family's shapes for this device
+    dev = resolve_device("auto")
+    _, _, wl = build_workload(cfg, dev)
+    with sdpa_pin(wl.sdpa_backend):
         fn = compiling.make(wl.fn, mode, False, False)
 
         def step():

@@ -29,7 +29,7 @@ from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
 from study.classify import BACKEND_CLASS
-from study.config import SHAPE_KEYS, to_plain
+from study.config import to_plain
 from study.workloads import registry
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -81,6 +81,45 @@ def resolve_shape(entry, cfg: DictConfig, device: str) -> dict:
             )
         shape[k] = int(v)
     return shape
+
+
+def sdpa_pin(backend: str | None):
+    """The context that pins SDPA to ``backend`` (math, efficient, flash, cudnn); a no-op for None."""
+    from contextlib import nullcontext
+
+    if backend is None:
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[backend])])
+
+
+def build_workload(cfg: DictConfig, device: str):
+    """(registry entry, resolved shape, seeded workload) for a cell: the one way to build it,
+    shared by the cell and by the Nsight pass that must replay exactly the same work."""
+    import torch
+
+    entry = registry.get(cfg.variant.name)
+    shape = resolve_shape(entry, cfg, device)
+    dtype = cfg.dtype.value if hasattr(cfg.dtype, "value") else str(cfg.dtype)
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
+    wl = entry.build(
+        shape=shape,
+        dtype=getattr(torch, DTYPES[dtype]),
+        device=device,
+        gen=gen,
+        causal=cfg.family.causal,
+    )
+    return entry, shape, wl
+
+
+def input_bytes(wl) -> int:
+    """Bytes of every input and parameter, each read once."""
+    nbytes = sum(t.numel() * t.element_size() for t in wl.inputs)
+    if wl.module is not None:
+        nbytes += sum(p.numel() * p.element_size() for p in wl.module.parameters())
+    return nbytes
 
 
 def _chain(e: BaseException):
@@ -190,29 +229,20 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
         )
         row["device"] = device
         row.update(envinfo.collect(device))
-        entry = registry.get(cfg.variant.name)
-        shape = resolve_shape(entry, cfg, device)
+        entry, shape, wl = build_workload(cfg, device)
         row.update(shape)
         mode = cfg.compile.mode
-        dtype = getattr(torch, DTYPES[row["dtype"]])
-        torch.manual_seed(cfg.seed)
-        gen = torch.Generator(device=device).manual_seed(cfg.seed)
-        wl = entry.build(shape=shape, dtype=dtype, device=device, gen=gen, causal=cfg.family.causal)
         notes += wl.notes
         row["backend_expected"] = wl.sdpa_backend or ""
-        _sizes(row, wl, entry.family, shape)
+        row["flops"] = metrics.flops_analytic(entry.family, shape)
+        row["flops_source"] = "analytic" if row["flops"] is not None else None
 
         if mode != "off":
             bad = ind.apply({**ind.settings(run_dir, device), **dict(cfg.compile.inductor)})
             if bad:
                 raise ValueError(f"unknown Inductor config key(s) {bad} in compile.inductor")
         with ExitStack() as stack:
-            if wl.sdpa_backend:
-                from torch.nn.attention import SDPBackend, sdpa_kernel
-
-                stack.enter_context(
-                    sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[wl.sdpa_backend])])
-                )
+            stack.enter_context(sdpa_pin(wl.sdpa_backend))
             if wl.sdpa_backend or entry.name == "sdpa":
                 row["sdpa_choice"] = _sdp_choice(wl.inputs[:3])
             if mode != "off":  # eager cells never import Dynamo (seconds of setup)
@@ -222,7 +252,9 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             def step():
                 return fn(*wl.inputs)
 
-            if mode != "off":  # the autotune hook imports Inductor: seconds an eager cell never needs
+            if (
+                mode != "off"
+            ):  # the autotune hook imports Inductor: seconds an eager cell never needs
                 stack.enter_context(tuner)
             row["setup_s"] = time.perf_counter() - t_cell
             with warnings.catch_warnings(record=True) as ws:
@@ -238,7 +270,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             t_check = time.perf_counter()
             res = _check(wl, out, row["dtype"], cfg.tolerance)
             row["check_s"] = time.perf_counter() - t_check
-            row["_out_bytes"] = res["out_bytes"]
+            row["bytes_min"] = input_bytes(wl) + res["out_bytes"]
             row.update(
                 {k: res[k] for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance")}
             )
@@ -356,15 +388,6 @@ def _sdp_choice(qkv) -> str | None:
         return None
 
 
-def _sizes(row: dict, wl, family: str, shape: dict) -> None:
-    nbytes = sum(t.numel() * t.element_size() for t in wl.inputs)
-    if wl.module is not None:
-        nbytes += sum(p.numel() * p.element_size() for p in wl.module.parameters())
-    row["_in_bytes"] = nbytes
-    row["flops"] = metrics.flops_analytic(family, shape)
-    row["flops_source"] = "analytic" if row["flops"] is not None else None
-
-
 def _check(wl, out, dtype: str, tolerance) -> dict:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -402,10 +425,6 @@ def _device_time(step, cfg, mode, notes) -> dict:
 def _rates(row: dict) -> None:
     from study import calibrate
 
-    out_bytes = row.pop("_out_bytes", None)
-    in_bytes = row.pop("_in_bytes", None)
-    if in_bytes is not None and out_bytes is not None:
-        row["bytes_min"] = in_bytes + out_bytes
     row["arith_intensity"] = metrics.arith_intensity(row.get("flops"), row.get("bytes_min"))
     row["tflops"] = metrics.rate(row.get("flops"), row.get("latency_median_us"), 1e12)
     row["gbps"] = metrics.rate(row.get("bytes_min"), row.get("latency_median_us"), 1e9)
@@ -424,5 +443,3 @@ def _rates(row: dict) -> None:
         )
     )
     row.pop("ridge_intensity", None)
-    for k in SHAPE_KEYS:
-        row.setdefault(k, None)

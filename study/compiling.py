@@ -56,13 +56,3 @@ def cache_env(cache: str, run_dir: Path, out_root: Path, plain_cfg: dict) -> dic
         "TRITON_CACHE_DIR": str((root / "triton").resolve()),
         "TORCH_COMPILE_CACHE_KEY_TAG": cache_key_tag(plain_cfg),
     }
-
-
-def check_patches(patches: dict) -> list[str]:
-    """Inductor config keys in ``patches`` that this torch does not have."""
-    if not patches:
-        return []
-    import torch._inductor.config as ic
-
-    known = set(ic.get_config_copy())
-    return sorted(k for k in patches if k not in known)

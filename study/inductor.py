@@ -31,9 +31,18 @@ EXTERN_CALL = re.compile(
 )
 
 
-def settings(run_dir: Path, device: str) -> dict:
+def unknown_keys(patches: dict) -> list[str]:
+    """Keys of ``patches`` that this torch's Inductor config does not have."""
+    if not patches:
+        return []
     import torch._inductor.config as ic
 
+    known = set(ic.get_config_copy())
+    return sorted(k for k in patches if k not in known)
+
+
+def settings(run_dir: Path, device: str) -> dict:
+    """Capture settings this torch knows (older versions lack some trace.* keys)."""
     s = {
         "trace.enabled": True,
         "trace.debug_dir": str(run_dir / "generated" / "debug"),
@@ -46,16 +55,15 @@ def settings(run_dir: Path, device: str) -> dict:
     }
     if device == "cpu":
         s["cpp.enable_kernel_profile"] = True
-    known = set(ic.get_config_copy())
-    return {k: v for k, v in s.items() if k in known}
+    missing = set(unknown_keys(s))
+    return {k: v for k, v in s.items() if k not in missing}
 
 
 def apply(patches: dict) -> list[str]:
     """Set Inductor config keys in this (the cell's own) process. Returns unknown keys."""
     import torch._inductor.config as ic
 
-    known = set(ic.get_config_copy())
-    bad = [k for k in patches if k not in known]
+    bad = unknown_keys(patches)
     if bad:
         return bad
     for k, v in patches.items():

@@ -250,32 +250,18 @@ def _call(cmd: list[str], timeout_s: float) -> tuple[str, str, str]:
 
 def target(run_dir: Path) -> None:
     """The process ncu/nsys profile: the cell's workload, warm-up, then calls in an NVTX range."""
-    from contextlib import ExitStack
-
     import torch
 
     from study import compiling
-    from study.cell import DTYPES, SDPA_BACKENDS, resolve_device, resolve_shape
+    from study import inductor as ind
+    from study.cell import build_workload, resolve_device, sdpa_pin
     from study.config import load_cell_config
-    from study.workloads import registry
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     device = resolve_device(cfg.device.value)
-    entry = registry.get(cfg.variant.name)
-    shape = resolve_shape(entry, cfg, device)
-    gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    wl = entry.build(
-        shape=shape,
-        dtype=getattr(torch, DTYPES[cfg.dtype.value]),
-        device=device,
-        gen=gen,
-        causal=cfg.family.causal,
-    )
-    with ExitStack() as stack:
-        if wl.sdpa_backend:
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-
-            stack.enter_context(sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[wl.sdpa_backend])]))
+    _, _, wl = build_workload(cfg, device)
+    ind.apply(dict(cfg.compile.inductor))  # the same compiled code as the cell (same cache key)
+    with sdpa_pin(wl.sdpa_backend):
         fn = compiling.make(wl.fn, cfg.compile.mode, cfg.compile.fullgraph, cfg.compile.dynamic)
         for _ in range(5):
             fn(*wl.inputs)

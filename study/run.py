@@ -77,9 +77,9 @@ def _say_device_once(cfg: DictConfig) -> None:
 def main(cfg: DictConfig) -> None:
     try:
         validate(cfg)
-        from study.compiling import check_patches
+        from study.inductor import unknown_keys
 
-        bad = check_patches(dict(cfg.compile.inductor))
+        bad = unknown_keys(dict(cfg.compile.inductor))
         if bad:
             raise ConfigError(
                 f"compile.inductor: unknown Inductor config key(s) {bad}; "

@@ -23,8 +23,7 @@ def test_calibration_on_cpu_caches_its_result(tmp_path, monkeypatch):
 
 ROW = {
     "flops": 2e9,
-    "_in_bytes": 1000,
-    "_out_bytes": 1000,
+    "bytes_min": 2000,
     "latency_median_us": 100.0,
     "device_name": "dev",
     "dtype": "bf16",
