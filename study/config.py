@@ -147,7 +147,7 @@ class CellConf:
     resume: bool = False
     out_root: str = "outputs"
     calibration_file: str | None = None  # null: ~/.cache/study/ceilings.json
-    gpu_slots: int = 0  # >0: run cells on this many GPUs at once, one GPU each
+    gpu_slots: int = 0  # >0: share this many GPUs among the running cells, one cell per GPU
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 

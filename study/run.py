@@ -50,11 +50,15 @@ register_configs()
 
 
 def _gpu_slots(cfg: DictConfig) -> int:
+    """GPUs to share among the cells run at once: gpu_slots, or under the joblib launcher
+    every GPU this process sees (n_jobs may exceed it: the extra cells prepare meanwhile)."""
     if cfg.gpu_slots > 0:
         return cfg.gpu_slots
     launcher = HydraConfig.get().launcher
-    if "JoblibLauncher" in str(launcher.get("_target_", "")) and int(launcher.get("n_jobs", 0)) > 0:
-        return int(launcher.n_jobs)
+    if "JoblibLauncher" in str(launcher.get("_target_", "")):
+        import torch
+
+        return torch.cuda.device_count()
     return 0
 
 

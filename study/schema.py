@@ -230,6 +230,19 @@ RUN = (
             "s",
             "wall time of the cell inside its process (torch import and process start excluded)",
         ),
+        Col(
+            "prepare_s",
+            "s",
+            "wall time from the cell's process start to the end of its imports (torch, Dynamo for "
+            "compiled cells): work that touches no GPU and overlaps other cells' GPU time",
+        ),
+        Col(
+            "gpu_wait_s",
+            "s",
+            "wall time waiting for a free GPU slot after preparing (hydra/launcher=gpus); "
+            "not counted against timeout_s",
+        ),
+        Col("gpu_index", "", "GPU the cell was pinned to (CUDA_VISIBLE_DEVICES), blank if none"),
         Col("setup_s", "s", "wall time before the first call: environment, inputs, CUDA init"),
         Col("check_s", "s", "wall time of the float64 reference check and FLOP count"),
         Col(

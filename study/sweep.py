@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 
 from study import compiling, io
 from study.config import to_plain
+from study.worker import SLOT_TAKEN, SLOT_WAIT
 
 PR_SET_PDEATHSIG = 1
 
@@ -107,6 +108,8 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
         "ncu.csv",
         "error.txt",
         "trace.json.gz",
+        SLOT_WAIT,
+        SLOT_TAKEN,
     ):
         (run_dir / stale).unlink(missing_ok=True)
     shutil.rmtree(run_dir / "generated", ignore_errors=True)
@@ -122,13 +125,20 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     t0 = time.perf_counter()
     status, reason = None, ""
-    with gpu_slot(sweep_dir, slots) as slot:
-        if slot is not None:
-            env["CUDA_VISIBLE_DEVICES"] = str(slot)
-        if plain["isolation"] == "inline":
+    if plain["isolation"] == "inline":
+        with gpu_slot(sweep_dir, slots) as slot:
+            if slot is not None:
+                env["CUDA_VISIBLE_DEVICES"] = str(slot)
             status, reason = _inline(run_dir, env)
-        else:
-            status, reason = _subprocess(run_dir, env, cfg.timeout_s)
+    else:  # the worker takes its GPU slot itself, after the imports (study.worker)
+        env.update(
+            STUDY_GPU_SLOTS=str(slots),
+            STUDY_GPU_LOCK_DIR=str(sweep_dir),
+            STUDY_LAUNCHED_AT=f"{time.time():.3f}",
+        )
+        status, reason = _subprocess(run_dir, env, cfg.timeout_s)
+        for marker in (SLOT_WAIT, SLOT_TAKEN):
+            (run_dir / marker).unlink(missing_ok=True)
     wall = time.perf_counter() - t0
     if status is not None:  # the worker wrote no run.csv: record why
         io.write_csv(
@@ -153,6 +163,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
 
 
 def _subprocess(run_dir: Path, env: dict, timeout_s: float):
+    """Run the worker; kill it once it has spent ``timeout_s`` outside the wait for a GPU slot."""
     log = run_dir / "cell.log"
     with open(log, "w") as f:
         proc = subprocess.Popen(
@@ -162,9 +173,21 @@ def _subprocess(run_dir: Path, env: dict, timeout_s: float):
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent,
         )
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        t0 = time.monotonic()
+        wait_began = taken = None
+        while True:
+            try:
+                rc = proc.wait(timeout=0.25)
+                break
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+                if wait_began is None and (run_dir / SLOT_WAIT).exists():
+                    wait_began = now
+                if taken is None and wait_began is not None and (run_dir / SLOT_TAKEN).exists():
+                    taken = now
+                waited = (taken or now) - wait_began if wait_began is not None else 0.0
+                if now - t0 - waited <= timeout_s:
+                    continue
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             if not (run_dir / "run.csv").exists():
@@ -173,11 +196,10 @@ def _subprocess(run_dir: Path, env: dict, timeout_s: float):
                     f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer",
                 )
             return None, ""
-        else:
-            try:  # leftover compile workers of the cell's process group
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        try:  # leftover compile workers of the cell's process group
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     if (run_dir / "run.csv").exists():
         return None, ""
     how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"

@@ -4,21 +4,78 @@ Reads ``RUN_DIR/cell.yaml`` (written by study.sweep), runs the cell and writes i
 ``kernels.csv`` and ``autotune.csv`` first, ``run.csv`` last, each atomically, so a run dir
 with a ``run.csv`` is a finished cell. The parent chose the compile caches through this
 process's environment before torch was imported.
+
+Under the multi-GPU launcher the process first does everything that touches no GPU (the
+interpreter, torch, Dynamo and Inductor imports: seconds per cell), then waits for a free GPU
+slot (a file lock in the sweep dir), pins ``CUDA_VISIBLE_DEVICES`` to it before CUDA is
+initialised, and only then runs the cell. With more jobs than GPUs, the next cells' start-up
+overlaps the running cells' GPU work, and no two cells ever share a GPU. The parent does not
+count the wait for a slot against ``timeout_s``: ``SLOT_WAIT`` and ``SLOT_TAKEN`` in the run dir
+tell it when the wait began and ended.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from pathlib import Path
 
+SLOT_WAIT, SLOT_TAKEN = ".slot_wait", ".slot_taken"
 
-def main(run_dir: Path) -> dict:
+
+def prepare(cfg) -> None:
+    """Imports that touch no GPU, done before a GPU slot is taken."""
+    import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401  - FlopCounterMode imports it on first use, eager too
+    import torch.utils.flop_counter  # noqa: F401
+
+    import study.cell  # noqa: F401
+
+    if cfg.compile.mode != "off":
+        import torch._inductor.compile_fx  # noqa: F401
+
+
+def pin_gpu(slot: int | None) -> str | None:
+    """Pin this process to slot ``slot``: the slot-th GPU the sweep could see (its own
+    ``CUDA_VISIBLE_DEVICES`` list when it had one, else GPU ``slot``). Returns the GPU id."""
+    if slot is None:
+        return None
+    visible = [
+        g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()
+    ]
+    if visible and slot >= len(visible):
+        raise SystemExit(
+            f"GPU slot {slot} but CUDA_VISIBLE_DEVICES lists {len(visible)} GPU(s): "
+            f"set gpu_slots<={len(visible)} or widen CUDA_VISIBLE_DEVICES."
+        )
+    gpu = visible[slot] if visible else str(slot)
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    return gpu
+
+
+def check_pinned(gpu: str | None) -> None:
+    """Fail loudly if CUDA was initialised before the pin, so the cell would see every GPU."""
+    if gpu is None:
+        return
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.device_count() != 1:
+        raise SystemExit(
+            f"GPU pinning failed: CUDA_VISIBLE_DEVICES={gpu} was set after CUDA was initialised "
+            f"(the cell sees {torch.cuda.device_count()} GPUs). Something in study.worker.prepare "
+            "touched CUDA; run with hydra.launcher.n_jobs equal to the GPU count meanwhile."
+        )
+
+
+def main(run_dir: Path, extra: dict | None = None) -> dict:
     from study import io
     from study.cell import run_cell
     from study.config import load_cell_config
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     row, kernels, autotune = run_cell(cfg, run_dir)
+    row.update(extra or {})
     io.write_csv(run_dir / "kernels.csv", kernels, "kernels")
     if autotune:
         io.write_csv(run_dir / "autotune.csv", autotune, "autotune")
@@ -36,8 +93,37 @@ def main(run_dir: Path) -> dict:
     return row
 
 
+def _touch(path: Path) -> None:
+    path.write_text(f"{time.time():.3f}\n")
+
+
+def cli(run_dir: Path) -> None:
+    from study.config import load_cell_config
+    from study.sweep import gpu_slot
+
+    launched = float(os.environ.get("STUDY_LAUNCHED_AT") or time.time())
+    prepare(load_cell_config(str(run_dir / "cell.yaml")))
+    ready = time.time()
+    slots = int(os.environ.get("STUDY_GPU_SLOTS") or 0)
+    lock_dir = Path(os.environ.get("STUDY_GPU_LOCK_DIR") or run_dir)
+    _touch(run_dir / SLOT_WAIT)
+    with gpu_slot(lock_dir, slots) as slot:
+        taken = time.time()
+        _touch(run_dir / SLOT_TAKEN)
+        gpu = pin_gpu(slot)
+        check_pinned(gpu)
+        main(
+            run_dir,
+            {
+                "prepare_s": ready - launched,
+                "gpu_wait_s": taken - ready if slots else None,
+                "gpu_index": gpu,
+            },
+        )
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m study.worker RUN_DIR   (RUN_DIR holds cell.yaml)")
-    r = main(Path(sys.argv[1]))
+    cli(Path(sys.argv[1]))
     sys.exit(0)

@@ -75,3 +75,66 @@ def test_experiments_pin_whole_studies():
         for key, n in counts.items():
             assert len(str(params[key]).split(",")) == n, (name, key)
     assert compose_hydra("+experiment=part1").variant.name == "matmul_add"
+
+
+@pytest.mark.parametrize(
+    "visible, slot, want",
+    [(None, 1, "1"), ("4,6", 1, "6"), ("GPU-aaa,GPU-bbb", 0, "GPU-aaa"), (None, None, None)],
+)
+def test_a_slot_pins_the_slot_th_gpu_the_sweep_could_see(monkeypatch, visible, slot, want):
+    from study.worker import pin_gpu
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible or "")  # restored after the test
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert pin_gpu(slot) == want
+    if want is not None:
+        import os
+
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == want
+
+
+def test_a_slot_beyond_the_visible_gpus_says_how_to_fix_it(monkeypatch):
+    from study.worker import pin_gpu
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    with pytest.raises(SystemExit, match="gpu_slots<=1"):
+        pin_gpu(1)
+
+
+@pytest.mark.slow
+def test_waiting_for_a_gpu_slot_does_not_count_against_timeout_s(tmp_path, monkeypatch):
+    """The cell prepares, waits for the (held) only slot longer than timeout_s, then runs ok."""
+    import threading
+    import time
+
+    from omegaconf import OmegaConf
+
+    from study.config import CellConf
+    from study.sweep import run_job
+    from tests.conftest import compose
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cfg = compose(*TINY, "timeout_s=12")
+    cfg = OmegaConf.merge(
+        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+    )
+    cfg.out_root = str(tmp_path)
+    sweep = tmp_path / "sweep"
+    held = threading.Event()
+
+    def hold():
+        with gpu_slot(sweep, 1):
+            held.set()
+            time.sleep(18)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait()
+    status = run_job(cfg, sweep / "cell", sweep, slots=1)
+    t.join()
+    row = io.read_csv(sweep / "cell" / "run.csv")[0]
+    assert status == "ok", row["reason"]
+    assert float(row["gpu_wait_s"]) > 5 and row["gpu_index"] == "0"
+    assert float(row["prepare_s"]) > 0
+    assert not (sweep / "cell" / ".slot_wait").exists()
