@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The reference study behind results/h200 and the README's Findings (issue 8), on a 2-GPU host.
 #   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part1, part2, part3
-#   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 512..16384
+#   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 512..32768
+#   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME  # finish an interrupted sweep
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
-#              python -m analysis.findings results/h200 --write README.md
+#              python -m analysis.findings results/h200   # the README's Findings block
 # Four jobs on two GPUs: each cell imports torch while another holds its GPU (study.worker).
 set -uo pipefail
 stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
@@ -29,6 +30,9 @@ case $stage in
     ;;
   scaling)
     sweep scaling +experiment=scaling
+    ;;
+  ncu)
+    sweep ncu variant=flash,naive compile=off,default ncu.enabled=true
     ;;
   resume)
     sweep "$3" +experiment="$3" resume=true

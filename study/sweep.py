@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 
 from study import compiling, io
 from study.config import to_plain
-from study.worker import SLOT_TAKEN, SLOT_WAIT
+from study.worker import SLOT_WAIT
 
 PR_SET_PDEATHSIG = 1
 
@@ -47,28 +47,58 @@ def finished_ok(run_dir: Path) -> bool:
         return False
 
 
+def try_slot(lock_dir: Path, slots: int):
+    """(slot, open lock file) for the first free one of ``slots`` GPU slots, or None."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    for i in range(slots):
+        f = open(lock_dir / f".gpu{i}.lock", "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            continue
+        return i, f
+    return None
+
+
+def release_slot(held) -> None:
+    if held is not None:
+        fcntl.flock(held[1], fcntl.LOCK_UN)
+        held[1].close()
+
+
 @contextmanager
 def gpu_slot(lock_dir: Path, slots: int):
-    """Hold one of ``slots`` GPU slots (a file lock each) for the duration of a cell."""
+    """Hold one of ``slots`` GPU slots (a file lock each) for the duration of a block."""
     if slots <= 0:
         yield None
         return
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    while True:
-        for i in range(slots):
-            f = open(lock_dir / f".gpu{i}.lock", "a")
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                f.close()
-                continue
-            try:
-                yield i
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
-                f.close()
-            return
+    while (held := try_slot(lock_dir, slots)) is None:
         time.sleep(0.2)
+    try:
+        yield held[0]
+    finally:
+        release_slot(held)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process of group ``pgid`` is left. Zombies hold no memory,
+    and an orphan's zombie may never be reaped in a container whose init does not reap."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited while we looked
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def _wait_group_gone(pgid: int, limit_s: float = 30.0) -> None:
+    """Wait until no live process of the cell's group is left (killed ones may be exiting)."""
+    deadline = time.monotonic() + limit_s
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _tail(path: Path, n: int = 800) -> str:
@@ -109,7 +139,6 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
         "error.txt",
         "trace.json.gz",
         SLOT_WAIT,
-        SLOT_TAKEN,
     ):
         (run_dir / stale).unlink(missing_ok=True)
     shutil.rmtree(run_dir / "generated", ignore_errors=True)
@@ -130,15 +159,10 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
             if slot is not None:
                 env["CUDA_VISIBLE_DEVICES"] = str(slot)
             status, reason = _inline(run_dir, env)
-    else:  # the worker takes its GPU slot itself, after the imports (study.worker)
-        env.update(
-            STUDY_GPU_SLOTS=str(slots),
-            STUDY_GPU_LOCK_DIR=str(sweep_dir),
-            STUDY_LAUNCHED_AT=f"{time.time():.3f}",
-        )
-        status, reason = _subprocess(run_dir, env, cfg.timeout_s)
-        for marker in (SLOT_WAIT, SLOT_TAKEN):
-            (run_dir / marker).unlink(missing_ok=True)
+    else:  # the worker gets its GPU slot once it has imported torch (study.worker)
+        env.update(STUDY_GPU_SLOTS=str(slots), STUDY_LAUNCHED_AT=f"{time.time():.3f}")
+        status, reason = _subprocess(run_dir, env, cfg.timeout_s, slots, sweep_dir)
+        (run_dir / SLOT_WAIT).unlink(missing_ok=True)
     wall = time.perf_counter() - t0
     if status is not None:  # the worker wrote no run.csv: record why
         io.write_csv(
@@ -162,44 +186,60 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
     return row["status"]
 
 
-def _subprocess(run_dir: Path, env: dict, timeout_s: float):
-    """Run the worker; kill it once it has spent ``timeout_s`` outside the wait for a GPU slot."""
+def _subprocess(run_dir: Path, env: dict, timeout_s: float, slots: int, lock_dir: Path):
+    """Run the worker. With GPU slots, hand it a free one once it has prepared (it says so
+    with ``SLOT_WAIT`` and reads the slot from stdin), and hold that slot until the worker's
+    whole process group is gone: a GPU is free only when the last cell's memory is. The
+    worker is killed once it has spent ``timeout_s`` outside the wait for a slot."""
     log = run_dir / "cell.log"
+    held = None
     with open(log, "w") as f:
         proc = subprocess.Popen(
             [sys.executable, "-m", "study.worker", str(run_dir)],
             env=env,
+            stdin=subprocess.PIPE if slots > 0 else subprocess.DEVNULL,
             stdout=f,
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent,
+            text=True,
         )
         t0 = time.monotonic()
         wait_began = taken = None
-        while True:
-            try:
-                rc = proc.wait(timeout=0.25)
-                break
-            except subprocess.TimeoutExpired:
-                now = time.monotonic()
-                if wait_began is None and (run_dir / SLOT_WAIT).exists():
-                    wait_began = now
-                if taken is None and wait_began is not None and (run_dir / SLOT_TAKEN).exists():
-                    taken = now
-                waited = (taken or now) - wait_began if wait_began is not None else 0.0
-                if now - t0 - waited <= timeout_s:
-                    continue
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            if not (run_dir / "run.csv").exists():
-                return (
-                    "timeout",
-                    f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer",
-                )
-            return None, ""
-        try:  # leftover compile workers of the cell's process group
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    if slots > 0 and held is None and (run_dir / SLOT_WAIT).exists():
+                        wait_began = wait_began or now
+                        held = try_slot(lock_dir, slots)
+                        if held is not None:
+                            taken = now
+                            try:
+                                proc.stdin.write(f"{held[0]}\n")
+                                proc.stdin.close()
+                            except BrokenPipeError:
+                                pass  # the worker died meanwhile: its exit is seen next
+                    waited = (taken or now) - wait_began if wait_began is not None else 0.0
+                    if now - t0 - waited <= timeout_s:
+                        continue
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                if not (run_dir / "run.csv").exists():
+                    return (
+                        "timeout",
+                        f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer",
+                    )
+                return None, ""
+            try:  # leftover compile workers of the cell's process group
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        finally:
+            _wait_group_gone(proc.pid)
+            release_slot(held)
     if (run_dir / "run.csv").exists():
         return None, ""
     how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"

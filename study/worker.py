@@ -6,12 +6,13 @@ with a ``run.csv`` is a finished cell. The parent chose the compile caches throu
 process's environment before torch was imported.
 
 Under the multi-GPU launcher the process first does everything that touches no GPU (the
-interpreter, torch, Dynamo and Inductor imports: seconds per cell), then waits for a free GPU
-slot (a file lock in the sweep dir), pins ``CUDA_VISIBLE_DEVICES`` to it before CUDA is
-initialised, and only then runs the cell. With more jobs than GPUs, the next cells' start-up
-overlaps the running cells' GPU work, and no two cells ever share a GPU. The parent does not
-count the wait for a slot against ``timeout_s``: ``SLOT_WAIT`` and ``SLOT_TAKEN`` in the run dir
-tell it when the wait began and ended.
+interpreter, torch, Dynamo and Inductor imports: seconds per cell), then says so (``SLOT_WAIT``
+in the run dir) and reads a GPU slot from stdin. The parent (study.sweep) hands out a free slot
+(a file lock per GPU in the sweep dir) and holds it until this process and its children are
+gone, so the next cell on that GPU never meets this one's memory. ``CUDA_VISIBLE_DEVICES`` is
+pinned before CUDA is initialised. With more jobs than GPUs, the next cells' start-up overlaps
+the running cells' GPU work, and no two cells ever share a GPU. The wait for a slot does not
+count against ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-SLOT_WAIT, SLOT_TAKEN = ".slot_wait", ".slot_taken"
+SLOT_WAIT = ".slot_wait"
 
 
 def prepare(cfg) -> None:
@@ -99,27 +100,28 @@ def _touch(path: Path) -> None:
 
 def cli(run_dir: Path) -> None:
     from study.config import load_cell_config
-    from study.sweep import gpu_slot
 
     launched = float(os.environ.get("STUDY_LAUNCHED_AT") or time.time())
     prepare(load_cell_config(str(run_dir / "cell.yaml")))
     ready = time.time()
-    slots = int(os.environ.get("STUDY_GPU_SLOTS") or 0)
-    lock_dir = Path(os.environ.get("STUDY_GPU_LOCK_DIR") or run_dir)
-    _touch(run_dir / SLOT_WAIT)
-    with gpu_slot(lock_dir, slots) as slot:
-        taken = time.time()
-        _touch(run_dir / SLOT_TAKEN)
-        gpu = pin_gpu(slot)
-        check_pinned(gpu)
-        main(
-            run_dir,
-            {
-                "prepare_s": ready - launched,
-                "gpu_wait_s": taken - ready if slots else None,
-                "gpu_index": gpu,
-            },
-        )
+    slot = None
+    if int(os.environ.get("STUDY_GPU_SLOTS") or 0) > 0:
+        _touch(run_dir / SLOT_WAIT)  # prepared: the parent answers with a free GPU slot
+        line = sys.stdin.readline().strip()
+        if not line.isdigit():
+            raise SystemExit(f"expected a GPU slot on stdin from study.sweep, got {line!r}")
+        slot = int(line)
+    taken = time.time()
+    gpu = pin_gpu(slot)
+    check_pinned(gpu)
+    main(
+        run_dir,
+        {
+            "prepare_s": ready - launched,
+            "gpu_wait_s": taken - ready if slot is not None else None,
+            "gpu_index": gpu,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -138,3 +138,41 @@ def test_waiting_for_a_gpu_slot_does_not_count_against_timeout_s(tmp_path, monke
     assert float(row["gpu_wait_s"]) > 5 and row["gpu_index"] == "0"
     assert float(row["prepare_s"]) > 0
     assert not (sweep / "cell" / ".slot_wait").exists()
+
+
+def test_a_cells_process_group_counts_as_alive_until_its_last_process_exits():
+    import subprocess
+
+    from study.sweep import group_alive
+
+    p = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert group_alive(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    assert not group_alive(p.pid)
+
+
+@pytest.mark.slow
+def test_the_gpu_slot_is_held_until_the_cell_process_is_gone(tmp_path, monkeypatch):
+    """The slot is free again only after run_job returns, and the cell got slot 0."""
+    from omegaconf import OmegaConf
+
+    from study.config import CellConf
+    from study.sweep import release_slot, run_job, try_slot
+    from tests.conftest import compose
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cfg = compose(*TINY)
+    cfg = OmegaConf.merge(
+        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+    )
+    cfg.out_root = str(tmp_path)
+    sweep = tmp_path / "sweep"
+    assert run_job(cfg, sweep / "cell", sweep, slots=1) == "ok"
+    held = try_slot(sweep, 1)
+    assert held is not None, "run_job returned but the GPU slot is still locked"
+    release_slot(held)
+    row = io.read_csv(sweep / "cell" / "run.csv")[0]
+    assert row["gpu_index"] == "0" and float(row["gpu_wait_s"]) < 5
