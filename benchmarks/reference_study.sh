@@ -23,10 +23,12 @@ case $stage in
     t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
     # Pinning check: 4 tiny cells on the GPUs; a cell that saw every GPU fails loudly.
     sweep pin variant=naive,flash compile=off,default +experiment=tiny
-    if grep -rq "GPU pinning failed" "$out/pin"; then NJ=$GPUS; echo "pinning failed: n_jobs=$NJ"; fi
-    sweep part1 +experiment=part1
-    sweep part2 +experiment=part2
-    sweep part3 +experiment=part3
+    if grep -rq "GPU pinning failed" "$out/pin"; then
+      NJ=$GPUS; set -- overlap_startup=false; echo "pinning failed: n_jobs=$NJ, overlap_startup=false"
+    else set --; fi
+    sweep part3 +experiment=part3 "$@"
+    sweep part1 +experiment=part1 "$@"
+    sweep part2 +experiment=part2 "$@"
     ;;
   scaling)
     sweep scaling +experiment=scaling

@@ -148,6 +148,7 @@ class CellConf:
     out_root: str = "outputs"
     calibration_file: str | None = None  # null: ~/.cache/study/ceilings.json
     gpu_slots: int = 0  # >0: share this many GPUs among the running cells, one cell per GPU
+    overlap_startup: bool = True  # with GPU slots: import torch before taking a GPU (see worker)
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 

@@ -160,8 +160,17 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
                 env["CUDA_VISIBLE_DEVICES"] = str(slot)
             status, reason = _inline(run_dir, env)
     else:  # the worker gets its GPU slot once it has imported torch (study.worker)
-        env.update(STUDY_GPU_SLOTS=str(slots), STUDY_LAUNCHED_AT=f"{time.time():.3f}")
-        status, reason = _subprocess(run_dir, env, cfg.timeout_s, slots, sweep_dir)
+        env["STUDY_LAUNCHED_AT"] = f"{time.time():.3f}"
+        held = None
+        if slots > 0 and not cfg.overlap_startup:  # pin before the process starts
+            while (held := try_slot(sweep_dir, slots)) is None:
+                time.sleep(0.2)
+            from study.worker import gpu_id
+
+            env["CUDA_VISIBLE_DEVICES"] = env["STUDY_GPU_ID"] = gpu_id(held[0])
+            slots = 0
+        env["STUDY_GPU_SLOTS"] = str(slots)
+        status, reason = _subprocess(run_dir, env, cfg.timeout_s, slots, sweep_dir, held)
         (run_dir / SLOT_WAIT).unlink(missing_ok=True)
     wall = time.perf_counter() - t0
     if status is not None:  # the worker wrote no run.csv: record why
@@ -186,13 +195,12 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
     return row["status"]
 
 
-def _subprocess(run_dir: Path, env: dict, timeout_s: float, slots: int, lock_dir: Path):
+def _subprocess(run_dir: Path, env: dict, timeout_s: float, slots: int, lock_dir: Path, held=None):
     """Run the worker. With GPU slots, hand it a free one once it has prepared (it says so
     with ``SLOT_WAIT`` and reads the slot from stdin), and hold that slot until the worker's
     whole process group is gone: a GPU is free only when the last cell's memory is. The
     worker is killed once it has spent ``timeout_s`` outside the wait for a slot."""
     log = run_dir / "cell.log"
-    held = None
     with open(log, "w") as f:
         proc = subprocess.Popen(
             [sys.executable, "-m", "study.worker", str(run_dir)],

@@ -33,15 +33,13 @@ def prepare(cfg) -> None:
 
     import study.cell  # noqa: F401
 
-    if cfg.compile.mode != "off":
-        import torch._inductor.compile_fx  # noqa: F401
+    # Not torch._inductor.compile_fx: on a CUDA build its imports initialise CUDA (Triton's
+    # device checks), after which CUDA_VISIBLE_DEVICES is ignored and the cell runs on GPU 0
+    # whatever its slot (seen on the H200 pair; check_pinned now catches it).
 
 
-def pin_gpu(slot: int | None) -> str | None:
-    """Pin this process to slot ``slot``: the slot-th GPU the sweep could see (its own
-    ``CUDA_VISIBLE_DEVICES`` list when it had one, else GPU ``slot``). Returns the GPU id."""
-    if slot is None:
-        return None
+def gpu_id(slot: int) -> str:
+    """The slot-th GPU the sweep can see: its ``CUDA_VISIBLE_DEVICES`` entry, else ``slot``."""
     visible = [
         g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()
     ]
@@ -50,22 +48,47 @@ def pin_gpu(slot: int | None) -> str | None:
             f"GPU slot {slot} but CUDA_VISIBLE_DEVICES lists {len(visible)} GPU(s): "
             f"set gpu_slots<={len(visible)} or widen CUDA_VISIBLE_DEVICES."
         )
-    gpu = visible[slot] if visible else str(slot)
+    return visible[slot] if visible else str(slot)
+
+
+def pin_gpu(slot: int | None) -> str | None:
+    """Pin this process to GPU slot ``slot`` (see gpu_id); returns the GPU id."""
+    if slot is None:
+        return None
+    gpu = gpu_id(slot)
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     return gpu
 
 
 def check_pinned(gpu: str | None) -> None:
-    """Fail loudly if CUDA was initialised before the pin, so the cell would see every GPU."""
+    """Fail loudly unless CUDA really runs on GPU ``gpu``: an import that initialised CUDA before
+    the pin would leave the cell on GPU 0, sharing it with another cell. Compares the device's
+    UUID with nvidia-smi's for that GPU (device_count alone is no proof: it reads the variable)."""
     if gpu is None:
         return
+    import subprocess
+
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.device_count() != 1:
+    if not torch.cuda.is_available():
+        return
+    got = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", gpu],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        want = out.stdout.strip().removeprefix("GPU-") if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        want = ""  # no nvidia-smi: fall back to the count
+    if torch.cuda.device_count() != 1 or (want and got != want):
         raise SystemExit(
-            f"GPU pinning failed: CUDA_VISIBLE_DEVICES={gpu} was set after CUDA was initialised "
-            f"(the cell sees {torch.cuda.device_count()} GPUs). Something in study.worker.prepare "
-            "touched CUDA; run with hydra.launcher.n_jobs equal to the GPU count meanwhile."
+            f"GPU pinning failed: the cell asked for GPU {gpu} (uuid {want or '?'}) but CUDA runs "
+            f"on {got} and sees {torch.cuda.device_count()} GPU(s): CUDA was initialised before "
+            "CUDA_VISIBLE_DEVICES was set. Something in study.worker.prepare touched CUDA; "
+            "use overlap_startup=false meanwhile."
         )
 
 
@@ -112,7 +135,7 @@ def cli(run_dir: Path) -> None:
             raise SystemExit(f"expected a GPU slot on stdin from study.sweep, got {line!r}")
         slot = int(line)
     taken = time.time()
-    gpu = pin_gpu(slot)
+    gpu = pin_gpu(slot) if slot is not None else os.environ.get("STUDY_GPU_ID")  # parent-pinned
     check_pinned(gpu)
     main(
         run_dir,

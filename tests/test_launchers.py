@@ -67,7 +67,7 @@ def test_experiments_pin_whole_studies():
         "part1": {"compile": 5, "shape.n": 2},
         "part2": {"variant": 2, "compile": 5},
         "part3": {"variant": 7, "compile": 5},
-        "scaling": {"variant": 6, "compile": 2, "shape.seq_len": 6},
+        "scaling": {"variant": 6, "compile": 2, "shape.seq_len": 7},
     }
     for name, counts in expect.items():
         cfg = compose_hydra(f"+experiment={name}")
@@ -176,3 +176,26 @@ def test_the_gpu_slot_is_held_until_the_cell_process_is_gone(tmp_path, monkeypat
     release_slot(held)
     row = io.read_csv(sweep / "cell" / "run.csv")[0]
     assert row["gpu_index"] == "0" and float(row["gpu_wait_s"]) < 5
+
+
+@pytest.mark.slow
+def test_without_overlap_the_parent_pins_the_gpu_before_the_cell_starts(tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+
+    from study.config import CellConf
+    from study.sweep import run_job
+    from tests.conftest import compose
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    cfg = compose(*TINY, "overlap_startup=false")
+    cfg = OmegaConf.merge(
+        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+    )
+    cfg.out_root = str(tmp_path)
+    sweep = tmp_path / "sweep"
+    assert run_job(cfg, sweep / "cell", sweep, slots=1) == "ok"
+    import os
+
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "7"  # the sweep's own view is untouched
+    row = io.read_csv(sweep / "cell" / "run.csv")[0]
+    assert row["gpu_index"] == "7" and row["gpu_wait_s"] == ""
