@@ -199,3 +199,31 @@ def test_without_overlap_the_parent_pins_the_gpu_before_the_cell_starts(tmp_path
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "7"  # the sweep's own view is untouched
     row = io.read_csv(sweep / "cell" / "run.csv")[0]
     assert row["gpu_index"] == "7" and row["gpu_wait_s"] == ""
+
+
+def test_a_cell_on_another_gpu_than_its_slot_fails_loudly(monkeypatch):
+    """CUDA initialised before the pin: the device's UUID is not the slot's -> SystemExit."""
+    import subprocess
+    import types
+
+    import torch
+
+    from study import worker
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(uuid="aaaa-0000")
+    )
+
+    def smi(cmd, **kw):
+        assert cmd[-1] == "1"
+        return subprocess.CompletedProcess(cmd, 0, stdout="GPU-bbbb-1111\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", smi)
+    with pytest.raises(SystemExit, match="GPU pinning failed.*asked for GPU 1"):
+        worker.check_pinned("1")
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(uuid="bbbb-1111")
+    )
+    worker.check_pinned("1")  # the right GPU: no error
