@@ -293,6 +293,17 @@ KERNEL = [
     Col("graph_launched", "bool", "replayed from a CUDA graph"),
     Col("cpu_op", "", "innermost CPU op around the launch (aten op or compiled wrapper)"),
     Col("cpu_region", "", "compiled region around the launch, if any"),
+    Col(
+        "launches_per_op_call",
+        "",
+        "launches of this kernel per call of its launching CPU op (median over steps); above 1, "
+        "one op call split its work (e.g. TensorIterator's 32-bit indexing over 2^31 elements)",
+    ),
+    Col(
+        "op_max_input_numel",
+        "",
+        "elements of the launching op's largest input (profiler record_shapes), one call",
+    ),
     Col("source_file", "", "generated source of the kernel, relative to the run dir"),
     Col("fused_ops", "", "aten ops fused into it (Inductor provenance or origin comments)"),
 ]

@@ -194,6 +194,7 @@ def _parse_cuda(events, steps, ranges):
                 launches_per_step[i] += 1
     unattributed = 0
     info = {}  # kernel name -> launch context
+    op_calls = defaultdict(lambda: [set() for _ in steps])  # kernel -> launching op calls/step
     for e in events:
         if e.get("cat") not in DEVICE_CATS or e.get("ph") != "X":
             continue
@@ -205,13 +206,17 @@ def _parse_cuda(events, steps, ranges):
             continue
         per_step[i].append(e)
         name = e["name"]
+        ctx = ranges.get(launch.get("tid"))
+        around = [r for r in (ctx.containing(launch["ts"]) if ctx else []) if r["name"] != name]
+        op_events = [r for r in around if r.get("cat") == "cpu_op"]
+        if op_events:
+            op_calls[name][i].add(id(op_events[-1]))
         if name not in info:
-            ctx = ranges.get(launch.get("tid"))
-            around = [r for r in (ctx.containing(launch["ts"]) if ctx else []) if r["name"] != name]
-            ops = [r["name"] for r in around if r.get("cat") == "cpu_op"]
+            ops = [r["name"] for r in op_events]
             regions = [r["name"] for r in around if REGION_RE.search(r["name"])]
             info[name] = {
                 "cpu_op": ops[-1] if ops else None,
+                "op_max_input_numel": _max_numel(op_events[-1]) if op_events else None,
                 "cpu_region": regions[0] if regions else None,
                 "graph_launched": launch["name"] == "cudaGraphLaunch",
                 "grid": _fmt_dim(args.get("grid")),
@@ -223,6 +228,15 @@ def _parse_cuda(events, steps, ranges):
             }
         elif launch["name"] == "cudaGraphLaunch":
             info[name]["graph_launched"] = True
+    for name, calls in op_calls.items():  # launches of this kernel per call of its op
+        ratios = [
+            sum(1 for e in per_step[i] if e["name"] == name) / len(c)
+            for i, c in enumerate(calls)
+            if c
+        ]
+        if ratios:
+            r = _med(ratios)
+            info[name]["launches_per_op_call"] = int(r) if float(r).is_integer() else r
     durs = {i: [(e["ts"], e["ts"] + e["dur"]) for e in evs] for i, evs in enumerate(per_step)}
     rows = _kernel_rows(per_step, lambda e: e["dur"], info)
     kernel_sum = [sum(e["dur"] for e in evs) for evs in per_step]
@@ -324,6 +338,18 @@ def _parse_cpu(steps, cpu_ranges):
         cpu_bound=None,
     )
     return rows, summary
+
+
+def _max_numel(op: dict) -> int | None:
+    """Elements of an op's largest input, from the trace's ``Input Dims`` (record_shapes)."""
+    best = None
+    for d in op.get("args", {}).get("Input Dims") or []:
+        if isinstance(d, list) and d and all(isinstance(x, int) for x in d):
+            n = 1
+            for x in d:
+                n *= x
+            best = n if best is None else max(best, n)
+    return best
 
 
 def _scalar_only(e: dict) -> bool:

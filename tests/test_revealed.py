@@ -120,3 +120,32 @@ def test_table_lists_failures_with_reason():
         {},
     )
     assert "unsupported: No viable backend" in rows[0]["revealed"]
+
+
+def test_split_launches_names_the_op_and_the_2_31_limit():
+    k = [
+        {
+            "kernel": "void at::native::elementwise_kernel<128, 4, masked_fill>(...)",
+            "kernel_short": "elementwise_kernel[masked_fill_kernel]",
+            "kernel_class": "aten_elementwise",
+            "calls_per_step": "32",
+            "us_per_step": "95233.6",
+            "cpu_op": "aten::masked_fill_",
+            "launches_per_op_call": "32",
+            "op_max_input_numel": str(8 * 16 * 16384**2),
+            "graph_launched": "False",
+        }
+    ]
+    s = revealed.split_launches(RUN, k)
+    assert "one aten::masked_fill_ call launches 32 x elementwise_kernel[masked_fill_kernel]" in s
+    assert "34,359,738,368 elements, over 2^31-1" in s
+    k[0]["op_max_input_numel"] = "1000"
+    assert "2^31" not in revealed.split_launches(RUN, k)
+    k[0]["launches_per_op_call"] = "1"
+    assert revealed.split_launches(RUN, k) is None
+
+
+def test_split_launches_stays_silent_on_real_h200_traces():
+    for name in ("h200_naive_eager", "h200_math_eager", "h200_naive_default", "h200_cudnn_eager"):
+        k, _ = kernels_from_trace(name)
+        assert revealed.split_launches(RUN, k) is None, name

@@ -72,3 +72,45 @@ def test_step_summary_fields():
     assert s["idle_us_per_step"] >= 0
     assert s["cpu_bound"] in (True, False)
     assert s["dominant_share"] == pytest.approx(1.0)
+
+
+def _split_masked_fill(events, pieces):
+    """The naive trace as if masked_fill_ had been split into ``pieces`` launches of its kernel
+    inside the same op call (what TensorIterator does past 2^31 elements)."""
+    import copy
+
+    kern = [e for e in events if e.get("cat") == "kernel" and "masked_fill" in e["name"]]
+    corr = {e["args"]["correlation"] for e in kern}
+    launch = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in trace.LAUNCH_CATS and e.get("args", {}).get("correlation") in corr
+    }
+    extra, next_corr = [], max(e.get("args", {}).get("correlation", 0) for e in events) + 1
+    for k in kern:
+        lk = launch[k["args"]["correlation"]]
+        for j in range(1, pieces):
+            nl, nk = copy.deepcopy(lk), copy.deepcopy(k)
+            nl["args"]["correlation"] = nk["args"]["correlation"] = next_corr
+            nl["ts"] = lk["ts"] + 0.001 * j  # the same op call, a moment later
+            nk["ts"] = k["ts"] + k["dur"] * j
+            extra += [nl, nk]
+            next_corr += 1
+    return events + extra
+
+
+def test_one_op_call_launching_a_kernel_several_times_is_counted_per_call():
+    events = trace.load_events(FIXTURES / "h200_naive_eager.trace.json.gz")
+    rows, s = trace.parse(_split_masked_fill(events, 4), "cuda")
+    mf = next(r for r in rows if "masked_fill" in r["kernel"])
+    assert mf["calls_per_step"] == 4 and mf["launches_per_op_call"] == 4
+    assert mf["cpu_op"] == "aten::masked_fill_" and mf["op_max_input_numel"] == 8 * 16 * 1024**2
+    assert all(r["launches_per_op_call"] == 1 for r in rows if r is not mf)
+
+
+@pytest.mark.parametrize(
+    "name", ["h200_naive_eager", "h200_math_eager", "h200_naive_default", "h200_cudnn_eager"]
+)
+def test_real_traces_launch_each_kernel_once_per_op_call(name):
+    rows, _ = parse(name)
+    assert all(r["launches_per_op_call"] == 1 for r in rows if r["cpu_op"]), name
