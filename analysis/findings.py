@@ -8,15 +8,24 @@ No torch.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from study import metrics
+from study.schema import SHAPE_KEYS
 
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
 MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+# Where each variant's compiled rows are taken from, best first: the experiment that covers it,
+# then the earlier sweeps. One row per variant, shape and mode: the first source that has it.
+PRIORITY = ["part1", "part2", "part3", "core", "attention_modes", "autotune", "ncu"]
+SHAPE_COLS = list(SHAPE_KEYS)
+# A speedup within this of 1 is no change: compiled GPU-bound cells repeat within ~1% across
+# processes on the H200 (README, "How fast, how faithful").
+NOISE = 0.02
 
 
 def _load(d: Path):
@@ -45,9 +54,22 @@ def verdict(ok: bool) -> str:
     return "**holds**" if ok else "**differs**"
 
 
+CLAIM_VARIANTS = {"naive", "naive_inplace", "math", "efficient", "flash", "cudnn"}
+
+
+def claims_source(runs: pd.DataFrame) -> str:
+    """The blog's claims come from one sweep that has every eager attention variant:
+    part3 when it is complete, else core."""
+    for src in ("part3", "core"):
+        mine = runs[(runs["source"] == src) & (runs["compile"] == "off") & (runs["status"] == "ok")]
+        if CLAIM_VARIANTS <= set(mine["variant"]):
+            return src
+    return runs["source"].iloc[0]
+
+
 def findings(d: Path) -> str:
     runs, kernels, ncu = _load(d)
-    src = "core" if "core" in set(runs["source"]) else runs["source"].iloc[0]
+    src = claims_source(runs)
     env = runs[runs["source"] == src].iloc[0]
     out = [
         f"Measured on {env['device_name']}, torch {env['torch_version']}, bf16, B8 H16 S1024 D64 causal "
@@ -141,33 +163,130 @@ def findings(d: Path) -> str:
         f"{flash['cpu_us_per_step']:.0f} µs for flash; but it does not reach the per-call latency: latency "
         f"minus device time is {gap_c:.1f} µs for cuDNN and {gap_f:.1f} µs for flash."
     )
-    out += [
-        "",
-        "What torch.compile changes (speedup = eager latency / compiled latency; payback = calls until the "
-        "compile time is repaid; empty when compiled is slower):",
-        "",
-        "| source | variant | mode | kernels eager → compiled | latency eager → compiled, µs | speedup | compile s | payback calls |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    comp = runs[(runs["compile"] != "off") & (runs["status"] == "ok")].copy()
-    comp["_m"] = comp["compile"].map({m: i for i, m in enumerate(MODES)})
-    for _, r in comp.sort_values(["source", "family", "variant", "_m"]).iterrows():
-        e, label = _cell(runs, r["variant"], source=r["source"]), r["source"]
-        if e is None:  # a sweep without eager cells: compare with the core sweep's eager row
-            e, label = _cell(runs, r["variant"], source=src), f"{r['source']} (eager from {src})"
-        if e is None:
+    out += compile_effects(runs)
+    out += scaling(runs, kernels)
+    return "\n".join(out) + "\n"
+
+
+def _shape_label(r, varying) -> str:
+    return ", ".join(f"{k}={int(r[k])}" for k in varying if k in r and pd.notna(r[k]))
+
+
+def compile_effects(runs: pd.DataFrame) -> list[str]:
+    """One row per variant, shape and compile mode, from the best source that has it (PRIORITY),
+    compared with the eager row of the same source and shape; then when compiling pays."""
+    ok = runs[runs["status"] == "ok"].copy()
+    if "seq_len" in ok:
+        ok = ok[~((ok["family"] == "attention") & (ok["seq_len"] != 1024))]
+    rank = {src: i for i, src in enumerate(PRIORITY)}
+    ok["_src"] = ok["source"].map(lambda x: rank.get(x, len(rank)))
+    cols = [c for c in SHAPE_COLS if c in ok]
+    mode_i = {m: i for i, m in enumerate(MODES)}
+    rows, seen = [], set()
+    for _, r in ok[ok["compile"] != "off"].sort_values("_src", kind="stable").iterrows():
+        shape = tuple(r[c] if pd.notna(r[c]) else None for c in cols)
+        if (r["variant"], shape, r["compile"]) in seen:
             continue
+        mine = ok[(ok["source"] == r["source"]) & (ok["variant"] == r["variant"])]
+        eager = mine["compile"] == "off"
+        for c, v in zip(cols, shape, strict=True):
+            eager &= mine[c].isna() if v is None else mine[c] == v
+        if not eager.any():  # never compare across sweeps: processes differ (README)
+            continue
+        seen.add((r["variant"], shape, r["compile"]))
+        e = mine[eager].iloc[0]
+        varying = [c for c in cols if mine[c].nunique() > 1]
         sp = metrics.speedup(e["latency_median_us"], r["latency_median_us"])
         calls = metrics.payback_calls(
             r["compile_s"], e["latency_median_us"], r["latency_median_us"]
         )
-        pay = f"{calls:,.0f}" if calls is not None else ""
-        out.append(
-            f"| {label} | {r['variant']} | {r['compile']} | {int(e['kernels_per_step'])} → "
-            f"{int(r['kernels_per_step'])} | {e['latency_median_us']:.1f} → {r['latency_median_us']:.1f} | "
-            f"{sp:.2f}x | {r['compile_s']:.1f} | {pay} |"
+        rows.append(
+            {
+                "label": r["variant"] + (f" ({_shape_label(r, varying)})" if varying else ""),
+                "mode": r["compile"],
+                "source": r["source"],
+                "kernels": f"{int(e['kernels_per_step'])} → {int(r['kernels_per_step'])}",
+                "latency": f"{e['latency_median_us']:.1f} → {r['latency_median_us']:.1f}",
+                "speedup": sp,
+                "compile_s": r["compile_s"],
+                "payback": calls if sp is not None and sp >= 1 + NOISE else None,
+            }
         )
-    return "\n".join(out) + "\n"
+    rows.sort(key=lambda x: (x["label"], mode_i.get(x["mode"], 99)))
+    out = [
+        "",
+        "What torch.compile changes, per variant and mode (speedup = eager latency / compiled "
+        "latency, per-call medians from the same sweep; payback = calls until the compile time "
+        f"is repaid, empty unless compiled is more than {NOISE:.0%} faster; source = the sweep "
+        f"the row comes from, the first of {', '.join(PRIORITY)} that has it):",
+        "",
+        "| variant | mode | source | kernels eager → compiled | latency eager → compiled, µs "
+        "| speedup | compile s | payback calls |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for x in rows:
+        pay = f"{x['payback']:,.0f}" if x["payback"] is not None else ""
+        out.append(
+            f"| {x['label']} | {x['mode']} | {x['source']} | {x['kernels']} | {x['latency']} | "
+            f"{x['speedup']:.2f}x | {x['compile_s']:.1f} | {pay} |"
+        )
+    pays, flat, never = [], [], []
+    for label in dict.fromkeys(x["label"] for x in rows):
+        mine = [x for x in rows if x["label"] == label]
+        paying = [x for x in mine if x["payback"] is not None]
+        if paying:
+            b = min(paying, key=lambda x: x["payback"])
+            pays.append(
+                f"{label} after {b['payback']:,.0f} calls ({b['mode']}, {b['speedup']:.2f}x)"
+            )
+        elif any(x["speedup"] >= 1 - NOISE for x in mine):
+            flat.append(label)
+        else:
+            each = ", ".join(f"{x['mode']} {x['speedup']:.2f}x" for x in mine)
+            never.append(f"{label} ({each})")
+    out += [
+        "",
+        "When compiling pays for itself (the fewest calls over the modes measured): "
+        + ("; ".join(pays) or "never")
+        + "."
+        + (f" No gain beyond ±{NOISE:.0%} in any mode: {', '.join(flat)}." if flat else "")
+        + (f" Slower than eager in every mode measured: {'; '.join(never)}." if never else ""),
+    ]
+    return out
+
+
+def scaling(runs: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
+    """Attention over seq_len (source `scaling`): how far each variant goes, and its kernels."""
+    sc = runs[runs["source"] == "scaling"] if "source" in runs else runs.iloc[0:0]
+    if sc.empty:
+        return []
+    out = [
+        "",
+        f"Attention over sequence length (source `scaling`, seq_len {int(sc['seq_len'].min())}–"
+        f"{int(sc['seq_len'].max())}, B{int(sc['batch'].iloc[0])} H{int(sc['heads'].iloc[0])} "
+        f"D{int(sc['head_dim'].iloc[0])}):",
+        "",
+        "| variant | mode | longest that ran | latency there, ms | kernels per forward, shortest → longest | first out of memory |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for (variant, mode), g in sc.groupby(["variant", "compile"], sort=False):
+        g = g.sort_values("seq_len")
+        okr = g[g["status"] == "ok"]
+        oom = g[g["status"] == "oom"]
+        first_oom = ""
+        if len(oom):
+            o = oom.iloc[0]
+            asked = re.search(r"Tried to allocate ([\d.]+ [GMK]iB)", str(o["reason"]))
+            first_oom = f"{int(o['seq_len'])}" + (f" (asked for {asked.group(1)})" if asked else "")
+        if okr.empty:
+            out.append(f"| {variant} | {mode} | none | | | {first_oom} |")
+            continue
+        lo, hi = okr.iloc[0], okr.iloc[-1]
+        out.append(
+            f"| {variant} | {mode} | {int(hi['seq_len'])} | {hi['latency_median_us'] / 1e3:.2f} | "
+            f"{int(lo['kernels_per_step'])} → {int(hi['kernels_per_step'])} | {first_oom} |"
+        )
+    return out
 
 
 def readme_block(readme: Path) -> str:

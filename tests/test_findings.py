@@ -15,3 +15,71 @@ def test_committed_results_are_csv_png_svg_md_only():
     files = list((ROOT / "results").rglob("*"))
     assert files
     assert all(f.suffix in {".csv", ".png", ".svg", ".md"} for f in files if f.is_file())
+
+
+def _with_fake_sources(tmp_path):
+    """The committed results plus a two-shape part1 and a scaling sweep, built from real rows."""
+    import pandas as pd
+
+    src = ROOT / "results" / "h200"
+    runs = pd.read_csv(src / "runs.csv")
+    core = runs[(runs["source"] == "core") & (runs["variant"] == "matmul_add")]
+    fake = []
+    for n, scale in ((64, 0.1), (4096, 1.0)):
+        for _, r in core.iterrows():
+            r = r.copy()
+            r["source"], r["n"] = "part1", n
+            r["latency_median_us"] *= scale
+            r["run_id"] = f"{r['run_id']}-n{n}"
+            fake.append(r)
+    naive = runs[(runs["source"] == "core") & (runs["variant"] == "naive")]
+    eager = naive[naive["compile"] == "off"].iloc[0]
+    for seq, status, kernels in ((512, "ok", 7), (16384, "ok", 70), (32768, "oom", None)):
+        r = eager.copy()
+        r["source"], r["seq_len"], r["status"], r["kernels_per_step"] = (
+            "scaling",
+            seq,
+            status,
+            kernels,
+        )
+        r["latency_median_us"] = 278343.2 if seq == 16384 else r["latency_median_us"]
+        r["reason"] = (
+            "OutOfMemoryError: CUDA out of memory. Tried to allocate 256.00 GiB."
+            if status == "oom"
+            else ""
+        )
+        r["run_id"] = f"scaling-{seq}"
+        fake.append(r)
+    out = tmp_path / "res"
+    out.mkdir()
+    pd.concat([runs, pd.DataFrame(fake)]).to_csv(out / "runs.csv", index=False)
+    for f in ("kernels.csv", "ncu.csv"):
+        (out / f).write_bytes((src / f).read_bytes())
+    return out
+
+
+def test_compile_table_keeps_shapes_apart_and_compares_within_one_sweep(tmp_path):
+    text = findings(_with_fake_sources(tmp_path))
+    assert "| matmul_add (n=64) | default | part1 |" in text
+    assert "| matmul_add (n=4096) | default | part1 | 3 → 2 | 217.4 → 173.3 | 1.25x |" in text
+    assert "| matmul_add | default | core |" not in text  # part1 comes first
+    assert "matmul_add (n=4096) after 33,398 calls (default, 1.25x)" in text
+
+
+def test_scaling_section_gives_the_longest_run_and_the_first_oom(tmp_path):
+    text = findings(_with_fake_sources(tmp_path))
+    assert "| naive | off | 16384 | 278.34 | 7 → 70 | 32768 (asked for 256.00 GiB) |" in text
+    assert "source `scaling`, seq_len 512–32768" in text
+    assert "source `scaling`" not in findings(ROOT / "results" / "h200")
+
+
+def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():
+    import pandas as pd
+
+    from analysis.findings import claims_source
+
+    runs = pd.read_csv(ROOT / "results" / "h200" / "runs.csv")
+    assert claims_source(runs) == "core"  # part3 has no cudnn row yet
+    cud = runs[(runs["source"] == "core") & (runs["variant"] == "cudnn")].copy()
+    cud["source"] = "part3"
+    assert claims_source(pd.concat([runs, cud])) == "part3"
