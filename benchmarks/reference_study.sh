@@ -7,16 +7,33 @@
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200   # the README's Findings block
 # Four jobs on two GPUs: each cell imports torch while another holds its GPU (study.worker).
+# LIMIT=SECONDS stops the stage by then (each sweep runs under `timeout`; finished cells keep
+# their rows), so a device command can still pack the results: on nvidia-h200-x2, part3 took
+# about 5 min, part1 + part2 about 2.5 min, scaling about 9 min; `resume OUT NAME` finishes a
+# cut sweep.
 set -uo pipefail
 stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
+deadline=$((SECONDS + ${LIMIT:-86400}))
 export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
 GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")
-NJ=${NJ:-$((2 * GPUS))}
+NJ=${NJ:-$((GPUS > 0 ? 2 * GPUS : 1))}
 t() { local s=$SECONDS; "$@"; echo "WALL $((SECONDS - s)) s: $*"; }
+limited() {  # SECONDS CMD...: run CMD in its own process group, kill the group at SECONDS
+  local left=$1; shift
+  setsid "$@" &
+  local pid=$!
+  ( sleep "$left"; kill -TERM -- -"$pid" 2>/dev/null; sleep 10; kill -KILL -- -"$pid" 2>/dev/null ) &
+  local watch=$!
+  wait "$pid"; local rc=$?
+  kill "$watch" 2>/dev/null
+  return $rc
+}
 sweep() {  # NAME EXTRA...
   local name=$1; shift
-  t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs="$NJ" out_root="$out/$name" "$@" \
-    2>&1 | tee -a "$out/$name.log" | grep -E '^\[study\]|Error|error:'
+  local left=$((deadline - SECONDS))
+  if [ "$left" -le 10 ]; then echo "LIMIT reached: $name not started"; return; fi
+  t limited "$left" python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs="$NJ" \
+    out_root="$out/$name" "$@" 2>&1 | tee -a "$out/$name.log" | grep -E '^\[study\]|Error|error:'
 }
 case $stage in
   parts)
@@ -36,7 +53,8 @@ case $stage in
   ncu)
     sweep ncu variant=flash,naive compile=off,default ncu.enabled=true
     ;;
-  resume)
-    sweep "$3" +experiment="$3" resume=true
+  resume)  # resume OUTDIR NAME [OVERRIDES...]
+    name=$3; shift 3
+    sweep "$name" +experiment="$name" resume=true "$@"
     ;;
 esac
