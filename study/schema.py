@@ -233,8 +233,8 @@ RUN = (
         Col(
             "prepare_s",
             "s",
-            "wall time from the cell's process start to the end of its imports (torch, Dynamo for "
-            "compiled cells): work that touches no GPU and overlaps other cells' GPU time",
+            "wall time from the cell's process start to the end of its imports (torch, Dynamo, "
+            "the study): work that touches no GPU and overlaps other cells' GPU time",
         ),
         Col(
             "gpu_wait_s",

@@ -157,7 +157,9 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
     if plain["isolation"] == "inline":
         with gpu_slot(sweep_dir, slots) as slot:
             if slot is not None:
-                env["CUDA_VISIBLE_DEVICES"] = str(slot)
+                from study.worker import gpu_id
+
+                env["CUDA_VISIBLE_DEVICES"] = gpu_id(slot)
             status, reason = _inline(run_dir, env)
     else:  # the worker gets its GPU slot once it has imported torch (study.worker)
         env["STUDY_LAUNCHED_AT"] = f"{time.time():.3f}"

@@ -6,7 +6,7 @@ with a ``run.csv`` is a finished cell. The parent chose the compile caches throu
 process's environment before torch was imported.
 
 Under the multi-GPU launcher the process first does everything that touches no GPU (the
-interpreter, torch, Dynamo and Inductor imports: seconds per cell), then says so (``SLOT_WAIT``
+interpreter, torch and Dynamo imports: seconds per cell), then says so (``SLOT_WAIT``
 in the run dir) and reads a GPU slot from stdin. The parent (study.sweep) hands out a free slot
 (a file lock per GPU in the sweep dir) and holds it until this process and its children are
 gone, so the next cell on that GPU never meets this one's memory. ``CUDA_VISIBLE_DEVICES`` is
@@ -25,7 +25,7 @@ from pathlib import Path
 SLOT_WAIT = ".slot_wait"
 
 
-def prepare(cfg) -> None:
+def prepare() -> None:
     """Imports that touch no GPU, done before a GPU slot is taken."""
     import torch  # noqa: F401
     import torch._dynamo  # noqa: F401  - FlopCounterMode imports it on first use, eager too
@@ -33,9 +33,9 @@ def prepare(cfg) -> None:
 
     import study.cell  # noqa: F401
 
-    # Not torch._inductor.compile_fx: on a CUDA build its imports initialise CUDA (Triton's
-    # device checks), after which CUDA_VISIBLE_DEVICES is ignored and the cell runs on GPU 0
-    # whatever its slot (seen on the H200 pair; check_pinned now catches it).
+    # Not torch._inductor.compile_fx: with it imported here, every compiled cell on the H200
+    # pair ran on GPU 0 whatever its slot, so its imports initialise CUDA (which one was not
+    # traced), after which CUDA_VISIBLE_DEVICES is ignored. check_pinned now catches that.
 
 
 def gpu_id(slot: int) -> str:
@@ -122,10 +122,8 @@ def _touch(path: Path) -> None:
 
 
 def cli(run_dir: Path) -> None:
-    from study.config import load_cell_config
-
     launched = float(os.environ.get("STUDY_LAUNCHED_AT") or time.time())
-    prepare(load_cell_config(str(run_dir / "cell.yaml")))
+    prepare()
     ready = time.time()
     slot = None
     if int(os.environ.get("STUDY_GPU_SLOTS") or 0) > 0:
