@@ -3,7 +3,8 @@
 #   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part1, part2, part3
 #   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 512..32768
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
-#   bash benchmarks/reference_study.sh resume OUTDIR NAME  # finish an interrupted sweep
+#   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep
+#   bash benchmarks/reference_study.sh probe OUTDIR     # which imports initialise CUDA (pin_probe)
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200   # the README's Findings block
 # Four jobs on two GPUs: each cell imports torch while another holds its GPU (study.worker).
@@ -52,6 +53,9 @@ case $stage in
     ;;
   ncu)
     sweep ncu variant=flash,naive compile=off,default ncu.enabled=true
+    ;;
+  probe)
+    t python3 benchmarks/pin_probe.py | tee "$out/pin_probe.txt"
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     name=$3; shift 3
