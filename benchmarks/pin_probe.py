@@ -45,11 +45,14 @@ print(f"{sys.argv[1]:40s} {dt:6.2f} s  " + ("pin holds" if got == want else "pin
 
 
 def main(mods: list[str]) -> None:
-    out = subprocess.run(
-        ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-    )
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
+    except FileNotFoundError:
+        sys.exit("pin_probe needs nvidia-smi on PATH and a host with at least 2 GPUs")
     gpus = out.stdout.split()
     if len(gpus) < 2:
         sys.exit("pin_probe needs a host with at least 2 GPUs (nvidia-smi lists fewer)")
