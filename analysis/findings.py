@@ -35,12 +35,19 @@ def _load(d: Path):
     return runs, kernels, ncu
 
 
+BLOG_SEQ_LEN = 1024  # the blog's attention shape; other lengths belong to the scaling section
+
+
+def _blog_shapes(runs):
+    """Rows at the blog's shapes: attention at seq_len 1024, every other family as measured."""
+    if "seq_len" not in runs:
+        return runs
+    return runs[(runs["family"] != "attention") | (runs["seq_len"] == BLOG_SEQ_LEN)]
+
+
 def _cell(runs, variant, compile_="off", source=None):
-    r = runs[
-        (runs["variant"] == variant) & (runs["compile"] == compile_) & (runs["status"] == "ok")
-    ]
-    if "seq_len" in r and variant not in ("matmul_add", "linear", "mlp"):
-        r = r[r["seq_len"] == 1024]
+    r = _blog_shapes(runs)
+    r = r[(r["variant"] == variant) & (r["compile"] == compile_) & (r["status"] == "ok")]
     if source is not None:
         r = r[r["source"] == source]
     return r.iloc[0] if len(r) else None
@@ -175,9 +182,7 @@ def _shape_label(r, varying) -> str:
 def compile_effects(runs: pd.DataFrame) -> list[str]:
     """One row per variant, shape and compile mode, from the best source that has it (PRIORITY),
     compared with the eager row of the same source and shape; then when compiling pays."""
-    ok = runs[runs["status"] == "ok"].copy()
-    if "seq_len" in ok:
-        ok = ok[~((ok["family"] == "attention") & (ok["seq_len"] != 1024))]
+    ok = _blog_shapes(runs[runs["status"] == "ok"]).copy()
     rank = {src: i for i, src in enumerate(PRIORITY)}
     ok["_src"] = ok["source"].map(lambda x: rank.get(x, len(rank)))
     cols = [c for c in SHAPE_COLS if c in ok]

@@ -66,6 +66,7 @@ NUMERIC = [
         "started_at",
         "trace_file",
         "causal",
+        "gpu_index",
     }
 ]
 

@@ -245,7 +245,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             stack.enter_context(sdpa_pin(wl.sdpa_backend))
             if wl.sdpa_backend or entry.name == "sdpa":
                 row["sdpa_choice"] = _sdp_choice(wl.inputs[:3])
-            if mode != "off":  # eager cells never import Dynamo (seconds of setup)
+            if mode != "off":  # an eager cell leaves Dynamo alone
                 torch._dynamo.reset()
             fn = compiling.make(wl.fn, mode, cfg.compile.fullgraph, cfg.compile.dynamic)
 

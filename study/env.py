@@ -32,7 +32,8 @@ def git_revision() -> str | None:
         return None
 
 
-def _nvidia_smi(query: str) -> str | None:
+def nvidia_smi(query: str) -> str | None:
+    """One ``nvidia-smi --query-gpu`` answer for the GPU this process is pinned to, or None."""
     try:
         out = subprocess.run(
             [
@@ -77,7 +78,7 @@ def collect(device: str) -> dict:
     if device == "cuda":
         env["device_name"] = torch.cuda.get_device_name()
         env["cudnn_version"] = torch.backends.cudnn.version()
-        smi = _nvidia_smi("driver_version,clocks.sm,clocks.mem")
+        smi = nvidia_smi("driver_version,clocks.sm,clocks.mem")
         if smi:
             parts = [p.strip() for p in smi.split(",")]
             env["driver_version"] = parts[0]

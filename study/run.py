@@ -89,6 +89,14 @@ def main(cfg: DictConfig) -> None:
                 f"compile.inductor: unknown Inductor config key(s) {bad}; "
                 "see torch._inductor.config for the names"
             )
+        slots = _gpu_slots(cfg)
+        if slots > 0:
+            from study.worker import gpu_id
+
+            try:
+                gpu_id(slots - 1)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
     except ConfigError as e:
         print(f"[study] config error: {e}", file=sys.stderr, flush=True)
         raise
@@ -99,7 +107,7 @@ def main(cfg: DictConfig) -> None:
     multirun = hc.mode.name == "MULTIRUN"
     sweep_dir = Path(hc.sweep.dir) if multirun else run_dir
     _say_device_once(cfg)
-    run_job(cfg, run_dir, sweep_dir, slots=_gpu_slots(cfg))
+    run_job(cfg, run_dir, sweep_dir, slots=slots)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def gpu_id(slot: int) -> str:
         g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()
     ]
     if visible and slot >= len(visible):
-        raise SystemExit(
+        raise ValueError(
             f"GPU slot {slot} but CUDA_VISIBLE_DEVICES lists {len(visible)} GPU(s): "
             f"set gpu_slots<={len(visible)} or widen CUDA_VISIBLE_DEVICES."
         )
@@ -66,23 +66,14 @@ def check_pinned(gpu: str | None) -> None:
     UUID with nvidia-smi's for that GPU (device_count alone is no proof: it reads the variable)."""
     if gpu is None:
         return
-    import subprocess
-
     import torch
 
     if not torch.cuda.is_available():
         return
+    from study.env import nvidia_smi
+
     got = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", gpu],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        want = out.stdout.strip().removeprefix("GPU-") if out.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        want = ""  # no nvidia-smi: fall back to the count
+    want = (nvidia_smi("uuid") or "").removeprefix("GPU-")  # blank without nvidia-smi
     if torch.cuda.device_count() != 1 or (want and got != want):
         raise SystemExit(
             f"GPU pinning failed: the cell asked for GPU {gpu} (uuid {want or '?'}) but CUDA runs "

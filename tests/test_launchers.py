@@ -98,7 +98,7 @@ def test_a_slot_beyond_the_visible_gpus_says_how_to_fix_it(monkeypatch):
     from study.worker import pin_gpu
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    with pytest.raises(SystemExit, match="gpu_slots<=1"):
+    with pytest.raises(ValueError, match="gpu_slots<=1"):
         pin_gpu(1)
 
 
@@ -221,9 +221,18 @@ def test_a_cell_on_another_gpu_than_its_slot_fails_loudly(monkeypatch):
         return subprocess.CompletedProcess(cmd, 0, stdout="GPU-bbbb-1111\n", stderr="")
 
     monkeypatch.setattr(subprocess, "run", smi)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # pinned; nvidia-smi is asked about it
     with pytest.raises(SystemExit, match="GPU pinning failed.*asked for GPU 1"):
         worker.check_pinned("1")
     monkeypatch.setattr(
         torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(uuid="bbbb-1111")
     )
     worker.check_pinned("1")  # the right GPU: no error
+
+
+def test_more_gpu_slots_than_visible_gpus_stops_the_sweep_at_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    r = cli("variant=naive", "gpu_slots=2", f"out_root={tmp_path}", *TINY)
+    assert r.returncode != 0
+    assert "config error" in r.stderr and "gpu_slots<=1" in r.stderr
+    assert not list(tmp_path.rglob("run.csv"))
