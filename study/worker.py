@@ -25,17 +25,31 @@ from pathlib import Path
 SLOT_WAIT = ".slot_wait"
 
 
-def prepare() -> None:
-    """Imports that touch no GPU, done before a GPU slot is taken."""
+def prepare(inductor: bool = False) -> None:
+    """Imports done before a GPU slot is taken. ``inductor``: Inductor's too (seconds)."""
     import torch  # noqa: F401
     import torch._dynamo  # noqa: F401  - FlopCounterMode imports it on first use, eager too
     import torch.utils.flop_counter  # noqa: F401
 
     import study.cell  # noqa: F401
 
-    # Not torch._inductor.compile_fx: with it imported here, every compiled cell on the H200
-    # pair ran on GPU 0 whatever its slot, so its imports initialise CUDA (which one was not
-    # traced), after which CUDA_VISIBLE_DEVICES is ignored. check_pinned now catches that.
+    # Inductor only when early_inductor() says so: with it imported here, every compiled cell on
+    # the H200 pair ran on GPU 0 whatever its slot, so its imports initialise CUDA (which one
+    # was not traced), after which CUDA_VISIBLE_DEVICES is ignored. check_pinned catches that.
+    if inductor:
+        import torch._inductor.compile_fx  # noqa: F401
+        import torch._inductor.select_algorithm  # noqa: F401  - the autotune hook's import
+
+
+def early_inductor(run_dir: Path, slots: int) -> bool:
+    """Whether a cell may import Inductor before its GPU slot: a compiled cell of a sweep with
+    one GPU slot. Slot 0 is the first GPU the process sees, which is where CUDA starts whether
+    or not an import initialised it before the pin; with two or more slots it is not safe."""
+    if slots != 1:
+        return False
+    from omegaconf import OmegaConf
+
+    return OmegaConf.load(run_dir / "cell.yaml").compile.mode not in ("off", False)  # YAML: off
 
 
 def gpu_id(slot: int) -> str:
@@ -114,10 +128,11 @@ def _touch(path: Path) -> None:
 
 def cli(run_dir: Path) -> None:
     launched = float(os.environ.get("STUDY_LAUNCHED_AT") or time.time())
-    prepare()
+    slots = int(os.environ.get("STUDY_GPU_SLOTS") or 0)
+    prepare(inductor=early_inductor(run_dir, slots))
     ready = time.time()
     slot = None
-    if int(os.environ.get("STUDY_GPU_SLOTS") or 0) > 0:
+    if slots > 0:
         _touch(run_dir / SLOT_WAIT)  # prepared: the parent answers with a free GPU slot
         line = sys.stdin.readline().strip()
         if not line.isdigit():

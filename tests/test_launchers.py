@@ -236,3 +236,19 @@ def test_more_gpu_slots_than_visible_gpus_stops_the_sweep_at_start(tmp_path, mon
     assert r.returncode != 0
     assert "config error" in r.stderr and "gpu_slots<=1" in r.stderr
     assert not list(tmp_path.rglob("run.csv"))
+
+
+@pytest.mark.parametrize(
+    "mode, slots, want",
+    [("default", 1, True), ("max-autotune", 1, True), ("off", 1, False), ("default", 2, False),
+     ("default", 0, False)],
+)
+def test_inductor_is_imported_before_the_slot_only_for_compiled_cells_on_one_gpu(
+    tmp_path, mode, slots, want
+):
+    """With one GPU slot an import that initialises CUDA cannot move the cell to another GPU;
+    with two or more it can (the H200-pair bug), so Inductor waits for the pin there."""
+    from study.worker import early_inductor
+
+    (tmp_path / "cell.yaml").write_text(f"compile:\n  mode: '{mode}'\n")  # as OmegaConf saves it
+    assert early_inductor(tmp_path, slots) is want
