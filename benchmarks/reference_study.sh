@@ -23,7 +23,10 @@ limited() {  # SECONDS CMD...: run CMD in its own process group, kill the group 
   local left=$1; shift
   setsid "$@" &
   local pid=$!
-  ( sleep "$left"; kill -TERM -- -"$pid" 2>/dev/null; sleep 10; kill -KILL -- -"$pid" 2>/dev/null ) &
+  # The watcher writes nowhere (its sleep would hold the tee pipe open until LIMIT) and takes
+  # its sleep down with it when the sweep ends first.
+  ( sleep "$left" & s=$!; trap 'kill $s; exit' TERM; wait $s
+    kill -TERM -- -"$pid"; sleep 10; kill -KILL -- -"$pid" ) >/dev/null 2>&1 &
   local watch=$!
   wait "$pid"; local rc=$?
   kill "$watch" 2>/dev/null
