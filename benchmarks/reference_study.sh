@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# The reference study behind results/h200 and the README's Findings (issue 8), on a 2-GPU host.
-#   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part1, part2, part3
-#   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 512..32768
+# The reference study behind results/h200 and the README's Findings (issue 8), on 1 or 2 GPUs.
+#   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part3, part1, part2
+#   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 32768..512
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep
 #   bash benchmarks/reference_study.sh probe OUTDIR     # which imports initialise CUDA (pin_probe)
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200   # the README's Findings block
-# Four jobs on two GPUs: each cell imports torch while another holds its GPU (study.worker).
-# LIMIT=SECONDS stops the stage by then (each sweep runs under `timeout`; finished cells keep
-# their rows), so a device command can still pack the results: on nvidia-h200-x2, part3 took
-# about 5 min, part1 + part2 about 2.5 min, scaling about 9 min; `resume OUT NAME` finishes a
-# cut sweep.
+# NJ jobs (default 2 per GPU): each cell imports torch while another holds its GPU (study.worker).
+# LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
+# OUTDIR (no traces, no generated code) into FILE every minute and at the end, so a device
+# command that runs past its own limit still returns what finished: set LIMIT at least 30 s
+# under the command's limit, which the device tool cuts to the session's remaining time.
+# Measured: nvidia-h200-x2 (NJ=4): part3 ~5 min, part1 + part2 ~2.5 min, scaling ~9 min.
+# nvidia-h200 (NJ=2): part3 ~9 min (35 cells), part1 ~1.7 min (10 cells).
 set -uo pipefail
 stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
 deadline=$((SECONDS + ${LIMIT:-86400}))
 export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
 GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")
 NJ=${NJ:-$((GPUS > 0 ? 2 * GPUS : 1))}
+snapshot() {
+  tar czf "$SNAP.part" -C "$out" --exclude='*.json.gz' --exclude=generated \
+    --exclude=.compile_cache --exclude='*.lock' . 2>/dev/null && mv -f "$SNAP.part" "$SNAP"
+}
+if [ -n "${SNAP:-}" ]; then
+  ( trap exit TERM; while :; do sleep 60 & wait $!; snapshot; done ) >/dev/null 2>&1 &
+  snapper=$!
+  trap 'kill $snapper 2>/dev/null; snapshot' EXIT
+fi
 t() { local s=$SECONDS; "$@"; echo "WALL $((SECONDS - s)) s: $*"; }
 limited() {  # SECONDS CMD...: run CMD in its own process group, kill the group at SECONDS
   local left=$1; shift
