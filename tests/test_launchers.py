@@ -240,8 +240,13 @@ def test_more_gpu_slots_than_visible_gpus_stops_the_sweep_at_start(tmp_path, mon
 
 @pytest.mark.parametrize(
     "mode, slots, want",
-    [("default", 1, True), ("max-autotune", 1, True), ("off", 1, False), ("default", 2, False),
-     ("default", 0, False)],
+    [
+        ("default", 1, True),
+        ("max-autotune", 1, True),
+        ("off", 1, False),
+        ("default", 2, False),
+        ("default", 0, False),
+    ],
 )
 def test_inductor_is_imported_before_the_slot_only_for_compiled_cells_on_one_gpu(
     tmp_path, mode, slots, want
