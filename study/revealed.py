@@ -133,23 +133,27 @@ def cudagraph_input_copies(run, kernels, ctx=None):
 
 def split_launches(run, kernels, ctx=None):
     """One aten op call launching the same kernel several times: on CUDA, TensorIterator
-    splits an op over more than 2^31 - 1 elements into 32-bit-indexable pieces."""
+    splits an op over more than 2^31 - 1 elements into 32-bit-indexable pieces, and a foreach
+    op (multi_tensor_apply) launches once per batch of tensor chunks."""
+    said = [id(k) for k in _graph_input_copies(kernels)]  # cudagraph_input_copies tells those
     ks = [
         k
         for k in kernels
         if (_f(k.get("launches_per_op_call")) or 1) >= 2
         and str(k.get("cpu_op") or "").startswith("aten::")
         and not _b(k.get("graph_launched"))
+        and id(k) not in said
     ]
     if not ks:
         return None
     k = max(ks, key=lambda k: _f(k["launches_per_op_call"]))
     n = _f(k.get("op_max_input_numel"))
-    why = (
-        f"; its largest input has {n:,.0f} elements, over 2^31-1, so it is split for 32-bit indexing"
-        if n is not None and n > 2**31 - 1
-        else ""
-    )
+    if n is not None and n > 2**31 - 1:
+        why = f"; its largest input has {n:,.0f} elements, over 2^31-1, so it is split for 32-bit indexing"
+    elif "multi_tensor_apply" in str(k.get("kernel") or k.get("kernel_short") or ""):
+        why = "; a foreach op launches once per batch of tensor chunks (multi_tensor_apply)"
+    else:
+        why = ""
     more = f" (and {len(ks) - 1} more kernel(s) split)" if len(ks) > 1 else ""
     return (
         f"split launches: one {k['cpu_op']} call launches {_f(k['launches_per_op_call']):g} x "

@@ -145,6 +145,38 @@ def test_split_launches_names_the_op_and_the_2_31_limit():
     assert revealed.split_launches(RUN, k) is None
 
 
+def test_split_launches_of_a_foreach_copy_say_multi_tensor_apply():
+    """part1 on the H200: reduce-overhead copies two 4096x4096 inputs into the CUDA graph."""
+    k = [
+        {
+            "kernel": "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>",
+            "kernel_short": "multi_tensor_apply_kernel",
+            "kernel_class": "copy",
+            "calls_per_step": "2",
+            "cpu_op": "aten::_foreach_copy_",
+            "launches_per_op_call": "2",
+            "op_max_input_numel": str(4096 * 4096),
+            "graph_launched": "False",
+        }
+    ]
+    s = revealed.split_launches(RUN, k)
+    assert "one aten::_foreach_copy_ call launches 2 x multi_tensor_apply_kernel" in s
+    assert "batch of tensor chunks (multi_tensor_apply)" in s and "2^31" not in s
+    # the same copies in front of a CUDA-graph replay: cudagraph_input_copies says it, once
+    k[0]["cpu_region"] = "CompiledFunction"
+    k.append(
+        {
+            "kernel": "triton_poi_fused_0",
+            "kernel_short": "triton_poi_fused_0",
+            "kernel_class": "triton",
+            "calls_per_step": "1",
+            "graph_launched": "True",
+        }
+    )
+    assert revealed.split_launches(RUN, k) is None
+    assert "CUDA-graph input copies: 2/step" in revealed.cudagraph_input_copies(RUN, k)
+
+
 def test_split_launches_stays_silent_on_real_h200_traces():
     for name in ("h200_naive_eager", "h200_math_eager", "h200_naive_default", "h200_cudnn_eager"):
         k, _ = kernels_from_trace(name)
