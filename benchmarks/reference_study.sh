@@ -2,6 +2,7 @@
 # The reference study behind results/h200 and the README's Findings (issue 8), on 1 or 2 GPUs.
 #   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part3, part1, part2
 #   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 32768..512
+#   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep
 #   bash benchmarks/reference_study.sh probe OUTDIR     # which imports initialise CUDA (pin_probe)
@@ -65,6 +66,10 @@ case $stage in
     ;;
   scaling)
     sweep scaling +experiment=scaling
+    ;;
+  rest)  # what results/h200 still lacks: part2, then scaling with twice the jobs (short holds)
+    sweep part2 +experiment=part2
+    NJ=${NJ_SCALING:-$((2 * NJ))} sweep scaling +experiment=scaling
     ;;
   ncu)
     sweep ncu variant=flash,naive compile=off,default ncu.enabled=true
