@@ -144,6 +144,9 @@ class CellConf:
     tolerance: float | None = None  # null: the dtype's default (see study.check)
     isolation: Isolation = Isolation.subprocess
     timeout_s: float = 900.0
+    # CPU cells: the most a cell may map beyond its start (GB); null: 80% of the host's
+    # available memory; 0: no cap. A shape past it is an `oom` row, not the kernel's OOM killer.
+    cpu_mem_limit_gb: float | None = None
     resume: bool = False
     out_root: str = "outputs"
     calibration_file: str | None = None  # null: ~/.cache/study/ceilings.json

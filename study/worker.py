@@ -97,13 +97,64 @@ def check_pinned(gpu: str | None) -> None:
         )
 
 
+def _proc_kb(path: str, key: str) -> float | None:
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
+                return float(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def cap_host_memory(cfg) -> str | None:
+    """On the CPU, cap what this cell process may map beyond what it maps now (RLIMIT_AS), so
+    a shape too large for the host fails in the allocator, as an ``oom`` row, instead of waking
+    the kernel's OOM killer, which may take the sweep or anything else on the host with it.
+    Returns the cap, in words, for the row's reason; None when there is none (CUDA, no /proc,
+    ``cpu_mem_limit_gb=0``)."""
+    import resource
+
+    from study.cell import Unsupported, resolve_device
+
+    device = cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
+    try:
+        if resolve_device(device) != "cpu":
+            return None
+    except Unsupported:  # device=cuda without CUDA: the cell says so itself
+        return None
+    limit = cfg.cpu_mem_limit_gb
+    if limit is not None and limit <= 0:
+        return None
+    mapped = _proc_kb("/proc/self/status", "VmSize")
+    if mapped is None:
+        return None
+    if limit is None:
+        avail = _proc_kb("/proc/meminfo", "MemAvailable")
+        if avail is None:
+            return None
+        limit = 0.8 * avail / 2**20
+    cap = int(mapped * 1024 + limit * 2**30)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    return (
+        f"this CPU cell could map {limit:.1f} GB beyond its start "
+        "(cpu_mem_limit_gb; default 80% of the host's available memory)"
+    )
+
+
 def main(run_dir: Path, extra: dict | None = None) -> dict:
     from study import io
     from study.cell import run_cell
     from study.config import load_cell_config
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
+    capped = cap_host_memory(cfg)
     row, kernels, autotune = run_cell(cfg, run_dir)
+    if capped and row.get("status") == "oom":
+        row["reason"] = f"{row.get('reason') or ''} | {capped}"
     row.update(extra or {})
     io.write_csv(run_dir / "kernels.csv", kernels, "kernels")
     if autotune:

@@ -167,3 +167,24 @@ def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
     (sd / "runs.csv").unlink()
     io.aggregate(sd)
     assert len(io.read_csv(sd / "runs.csv")) == 1
+
+
+def test_a_cpu_cell_past_its_memory_cap_is_an_oom_row_and_the_sweep_goes_on(tmp_path):
+    """One scores buffer is 2*2*4096^2 fp32 = 0.27 GB (tiny: batch 2, heads 2), over a 0.2 GB
+    cap: the allocator says no (an `oom` row that names the cap), no OOM killer involved."""
+    r = cli(
+        "-m",
+        "variant=naive",
+        "device=cpu",
+        "dtype=fp32",
+        "shape.seq_len=4096,16",
+        "cpu_mem_limit_gb=0.2",
+        f"out_root={tmp_path}",
+        *TINY,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {x["run_id"]: x for x in io.read_csv(sweep_dir(tmp_path) / "runs.csv")}
+    big = rows["device=cpu,dtype=fp32,shape.seq_len=4096,variant=naive"]
+    assert big["status"] == "oom", big["reason"]
+    assert "allocate" in big["reason"] and "cpu_mem_limit_gb" in big["reason"]
+    assert rows["device=cpu,dtype=fp32,shape.seq_len=16,variant=naive"]["status"] == "ok"
