@@ -230,7 +230,7 @@ def compile_effects(runs: pd.DataFrame) -> list[str]:
                 "compile_s": r["compile_s"],
                 "payback": calls if sp is not None and sp >= 1 + NOISE else None,
                 # the GPU waits on the host: per-call latency over device time by more than 10%
-                "cpu_bound": r["latency_median_us"] > 1.1 * r["device_time_us"],
+                "host_bound": r["latency_median_us"] > 1.1 * r["device_time_us"],
             }
         )
     rows = []
@@ -241,7 +241,7 @@ def compile_effects(runs: pd.DataFrame) -> list[str]:
                 **same[0],
                 "elsewhere": ", ".join(f"{x['speedup']:.2f}x `{x['source']}`" for x in same[1:]),
                 "all": [x["speedup"] for x in same],
-                "cpu_bound": any(x["cpu_bound"] for x in same),
+                "host_bound": any(x["host_bound"] for x in same),
             }
         )
     rows.sort(key=lambda x: (x["label"], mode_i.get(x["mode"], 99)))
@@ -301,7 +301,7 @@ def _reproducibility(rows: list[dict]) -> list[str]:
 
     parts = []
     for bound, what in ((False, "GPU-bound"), (True, "host-bound")):
-        mine = sorted((x for x in again if x["cpu_bound"] is bound), key=spread)
+        mine = sorted((x for x in again if x["host_bound"] is bound), key=spread)
         if mine:
             w = mine[-1]
             parts.append(

@@ -29,7 +29,7 @@ from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
 from study.classify import BACKEND_CLASS
-from study.config import to_plain
+from study.config import plain, to_plain
 from study.workloads import registry
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -101,7 +101,7 @@ def build_workload(cfg: DictConfig, device: str):
 
     entry = registry.get(cfg.variant.name)
     shape = resolve_shape(entry, cfg, device)
-    dtype = cfg.dtype.value if hasattr(cfg.dtype, "value") else str(cfg.dtype)
+    dtype = plain(cfg.dtype)
     torch.manual_seed(cfg.seed)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     wl = entry.build(
@@ -224,9 +224,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
     notes: list[str] = []
     try:
         _inject(cfg)
-        device = resolve_device(
-            cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
-        )
+        device = resolve_device(plain(cfg.device))
         row["device"] = device
         row.update(envinfo.collect(device))
         entry, shape, wl = build_workload(cfg, device)
@@ -370,7 +368,7 @@ def _inject(cfg) -> None:
     import os
     import signal
 
-    fault = cfg.fault.value if hasattr(cfg.fault, "value") else str(cfg.fault)
+    fault = plain(cfg.fault)
     if fault == "crash":
         os.kill(os.getpid(), signal.SIGABRT)
     elif fault == "hang":
@@ -411,7 +409,7 @@ def _device_time(step, cfg, mode, notes) -> dict:
     import torch
 
     t = cfg.timing
-    method = t.device_time.value if hasattr(t.device_time, "value") else str(t.device_time)
+    method = plain(t.device_time)
     try:
         return timing.device_time(
             step, method, compiling.uses_cudagraphs(mode), t.graph_calls, t.graph_replays

@@ -203,6 +203,11 @@ def validate(cfg: DictConfig | CellConf) -> None:
         )
 
 
+def plain(v) -> str:
+    """An enum field of the config as its plain value (``Device.cpu`` -> ``"cpu"``)."""
+    return v.value if isinstance(v, Enum) else str(v)
+
+
 def to_plain(cfg: DictConfig) -> dict:
     """The resolved cell config as plain data (enums as their names), without Hydra's key."""
     d = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)

@@ -47,6 +47,9 @@ def main(sweep: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m study.reparse SWEEP_DIR")
+    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "runs.csv").exists():
+        sys.exit(
+            "usage: python -m study.reparse SWEEP_DIR  (a sweep dir holds runs.csv, e.g. "
+            "outputs/sweeps/<time>)"
+        )
     print(f"re-read {main(Path(sys.argv[1]))} traces under {sys.argv[1]}")

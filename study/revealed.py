@@ -135,14 +135,14 @@ def split_launches(run, kernels, ctx=None):
     """One aten op call launching the same kernel several times: on CUDA, TensorIterator
     splits an op over more than 2^31 - 1 elements into 32-bit-indexable pieces, and a foreach
     op (multi_tensor_apply) launches once per batch of tensor chunks."""
-    said = [id(k) for k in _graph_input_copies(kernels)]  # cudagraph_input_copies tells those
+    said = {k["kernel"] for k in _graph_input_copies(kernels)}  # cudagraph_input_copies says
     ks = [
         k
         for k in kernels
         if (_f(k.get("launches_per_op_call")) or 1) >= 2
         and str(k.get("cpu_op") or "").startswith("aten::")
         and not _b(k.get("graph_launched"))
-        and id(k) not in said
+        and k["kernel"] not in said
     ]
     if not ks:
         return None

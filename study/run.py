@@ -14,7 +14,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from study.config import ConfigError, register_configs, validate
+from study.config import ConfigError, plain, register_configs, validate
 
 _SWEEP_IDS: dict = {}
 _SAID = set()
@@ -68,7 +68,7 @@ def _say_device_once(cfg: DictConfig) -> None:
     _SAID.add("device")
     import torch
 
-    dev = cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
+    dev = plain(cfg.device)
     if dev == "auto" and not torch.cuda.is_available():
         print(
             "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
+import math
 import re
 import statistics
 from collections import Counter, defaultdict
@@ -345,9 +346,7 @@ def _max_numel(op: dict) -> int | None:
     best = None
     for d in op.get("args", {}).get("Input Dims") or []:
         if isinstance(d, list) and d and all(isinstance(x, int) for x in d):
-            n = 1
-            for x in d:
-                n *= x
+            n = math.prod(d)
             best = n if best is None else max(best, n)
     return best
 

@@ -116,10 +116,10 @@ def cap_host_memory(cfg) -> str | None:
     import resource
 
     from study.cell import Unsupported, resolve_device
+    from study.config import plain
 
-    device = cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
     try:
-        if resolve_device(device) != "cpu":
+        if resolve_device(plain(cfg.device)) != "cpu":
             return None
     except Unsupported:  # device=cuda without CUDA: the cell says so itself
         return None

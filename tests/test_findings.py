@@ -138,9 +138,9 @@ def test_between_sweeps_spread_is_split_into_gpu_and_host_bound():
     from analysis.findings import _reproducibility
 
     rows = [
-        {"label": "naive", "mode": "default", "all": [3.24, 3.29], "cpu_bound": False},
-        {"label": "cudnn", "mode": "reduce-overhead", "all": [0.25, 0.57], "cpu_bound": True},
-        {"label": "flash", "mode": "default", "all": [0.93], "cpu_bound": True},  # once only
+        {"label": "naive", "mode": "default", "all": [3.24, 3.29], "host_bound": False},
+        {"label": "cudnn", "mode": "reduce-overhead", "all": [0.25, 0.57], "host_bound": True},
+        {"label": "flash", "mode": "default", "all": [0.93], "host_bound": True},  # once only
     ]
     (text,) = [x for x in _reproducibility(rows) if x]
     assert "of the 2 comparisons measured more than once" in text
