@@ -138,19 +138,57 @@ def _log_if_wide(ax, values, axis="y"):
 
 
 def _bar_labels(g: pd.DataFrame) -> pd.Series:
-    """variant (with its source when several), plus the shape where a sweep varied one."""
+    """variant (with its source when several), plus the shape keys that vary among the rows
+    that would otherwise share a label (same source, variant and compile mode)."""
     lab = g["variant"].astype(str)
     if g["source"].nunique() > 1:
         lab = g["source"].astype(str) + ":" + lab
-    dup = pd.concat([lab, g["compile"]], axis=1).duplicated(keep=False)
+    key = lab + " / " + g["compile"].astype(str)
+    extra = pd.Series("", index=g.index, dtype=object)
+    dup = key.duplicated(keep=False)
     for c in SHAPE_KEYS:
-        if c in g and dup.any() and g.loc[dup, c].nunique() > 1:
-            lab = lab.where(~dup, lab + f" {c}=" + g[c].astype("Int64").astype(str))
-    return lab
+        if c not in g or not dup.any():
+            continue
+        varies = g.loc[dup, c].groupby(key[dup]).transform("nunique") > 1
+        rows = varies[varies].index
+        extra.loc[rows] += [f" {c}={'?' if pd.isna(v) else int(v)}" for v in g.loc[rows, c]]
+    return lab + extra
+
+
+def shape_sweeps(runs: pd.DataFrame) -> list[str]:
+    """Shape keys that take 3+ values within one (source, variant, compile) group."""
+    return [
+        c
+        for c in SHAPE_KEYS
+        if c in runs
+        and len(runs)
+        and runs.groupby(["source", "variant", "compile"])[c].nunique().max() > 2
+    ]
+
+
+def per_cell(runs: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The cells a one-bar-per-cell figure draws: a shape sweep (3+ values of a shape key for
+    one source, variant and compile mode) keeps its two ends; the points between are in the
+    scaling figure. Returns the rows kept and how many were left out."""
+    keep = pd.Series(True, index=runs.index)
+    for c in shape_sweeps(runs):
+        grp = runs.groupby(["source", "variant", "compile"])[c]
+        lo, hi = grp.transform("min"), grp.transform("max")
+        n = grp.transform("nunique")
+        keep &= (n <= 2) | runs[c].isna() | (runs[c] == lo) | (runs[c] == hi)
+    return runs[keep].copy(), int((~keep).sum())
+
+
+def _left_out(n: int) -> str:
+    return (
+        f". {n} cells between the ends of a shape sweep are drawn in the scaling figure only"
+        if n
+        else ""
+    )
 
 
 def latency(d) -> tuple:
-    r = need(ok(d["runs"]), ["latency_median_us"], "latency")
+    r, dropped = per_cell(need(ok(d["runs"]), ["latency_median_us"], "latency"))
     r = r.assign(label=_bar_labels(r)).drop_duplicates(["label", "compile"])
     fams = list(dict.fromkeys(r["family"]))
     modes = modes_in(r)
@@ -203,7 +241,8 @@ def latency(d) -> tuple:
     lo, hi = r.loc[r["latency_median_us"].idxmin()], r.loc[r["latency_median_us"].idxmax()]
     s = (
         f"Per-call latency of {len(r)} ok cells: fastest {lo['variant']}/{lo['compile']} at "
-        f"{lo['latency_median_us']:.1f} µs, slowest {hi['variant']}/{hi['compile']} at {hi['latency_median_us']:.1f} µs."
+        f"{lo['latency_median_us']:.1f} µs, slowest {hi['variant']}/{hi['compile']} at {hi['latency_median_us']:.1f} µs"
+        f"{_left_out(dropped)}."
     )
     return fig, s
 
@@ -233,15 +272,15 @@ def speedup(d) -> tuple:
     best = r.loc[r["speedup"].idxmax()]
     worst = r.loc[r["speedup"].idxmin()]
     s = (
-        f"Speedup over eager (latency ratio): best {best['variant']}/{best['compile']} {best['speedup']:.2f}x, "
-        f"worst {worst['variant']}/{worst['compile']} {worst['speedup']:.2f}x."
+        f"Speedup over eager (latency ratio): best {best['cell']} / {best['compile']} {best['speedup']:.2f}x, "
+        f"worst {worst['cell']} / {worst['compile']} {worst['speedup']:.2f}x."
     )
     return fig, s
 
 
 def kernel_classes(d) -> tuple:
     k = need(d["kernels"], ["kernel_class", "calls_per_step"], "kernels per forward")
-    r = ok(d["runs"])
+    r, dropped = per_cell(ok(d["runs"]))
     k = label_kernels(k, r)
     if k.empty:
         raise Skip("kernels per forward: no kernels for ok cells")
@@ -261,13 +300,16 @@ def kernel_classes(d) -> tuple:
     ax.legend(fontsize=7, loc="lower right", ncol=2)
     _suptitle(fig, title(r, fig.get_figwidth()))
     most = piv.sum(axis=1).idxmax()
-    s = f"Kernels per forward by kernel class: from {left.min():g} to {left.max():g} ({most} launches the most)."
+    s = (
+        f"Kernels per forward by kernel class: from {left.min():g} to {left.max():g} "
+        f"({most} launches the most){_left_out(dropped)}."
+    )
     return fig, s
 
 
 def cpu_gpu(d) -> tuple:
     r = need(ok(d["runs"]), ["cpu_us_per_step", "gpu_us_per_step"], "CPU vs GPU")
-    r = r.dropna(subset=["cpu_us_per_step", "gpu_us_per_step"])
+    r, dropped = per_cell(r.dropna(subset=["cpu_us_per_step", "gpu_us_per_step"]))
     r = r.assign(cell=cell_labels(r))
     if r.empty:
         raise Skip("CPU vs GPU: no profiled ok cell")
@@ -294,14 +336,14 @@ def cpu_gpu(d) -> tuple:
     _suptitle(fig, title(r, fig.get_figwidth()))
     s = (
         f"CPU time against device time per step: {int(bound.sum())} of {len(r)} cells are CPU-bound "
-        "(CPU time above device time under the profiler)."
+        f"(CPU time above device time under the profiler){_left_out(dropped)}."
     )
     return fig, s
 
 
 def top_kernels(d, n: int = 5) -> tuple:
     k = need(d["kernels"], ["us_per_step", "kernel_short"], "top kernels")
-    r = ok(d["runs"])
+    r, dropped = per_cell(ok(d["runs"]))
     k = label_kernels(k, r)
     if k.empty:
         raise Skip("top kernels: no kernels for ok cells")
@@ -337,45 +379,109 @@ def top_kernels(d, n: int = 5) -> tuple:
     dom = k.loc[k.groupby(["source", "run_id"])["us_per_step"].idxmax()]
     s = (
         f"Device time by kernel for {len(cells)} cells; the dominant kernel takes a median "
-        f"{100 * dom['share'].median():.0f}% of a step."
+        f"{100 * dom['share'].median():.0f}% of a step{_left_out(dropped)}."
     )
     return fig, s
 
 
 def scaling(d) -> tuple:
-    r = ok(d["runs"])
-    varied = [
-        c
-        for c in ("seq_len", "n", "batch", "heads", "head_dim", "dim", "hidden", "in_features")
-        if c in r and r.groupby(["source", "variant", "compile"])[c].nunique().max() > 1
-    ]
+    """Small multiples over the shape key a sweep varies: one column per variant; rows for
+    latency, kernels per forward and achieved TFLOP/s; colour = compile mode; a row that is
+    not ok (an ``oom`` at the long end) is a cross on the top edge of the latency panel."""
+    runs = d["runs"]
+    groups = ["source", "variant", "compile"]
+    counts = {
+        c: runs.groupby(groups)[c].nunique().max() for c in SHAPE_KEYS if c in runs and len(runs)
+    }
+    varied = [c for c, n in sorted(counts.items(), key=lambda kv: -kv[1]) if n > 1]
     if not varied:
         raise Skip("scaling: the sweep does not vary a shape")
     x = varied[0]
-    has_tf = "tflops" in r and r["tflops"].notna().any()
-    fig, axes = plt.subplots(1, 2 if has_tf else 1, figsize=(13 if has_tf else 7, 5), squeeze=False)
-    r = r.assign(line=r["variant"])
-    for ax, y, lab in zip(
-        axes[0], ["latency_median_us", "tflops"], ["latency, µs", "achieved TFLOP/s"], strict=False
-    ):
-        sns.lineplot(
-            r,
-            x=x,
-            y=y,
-            hue="compile",
-            palette=MODE_COLORS,
-            style="line",
-            markers=True,
-            dashes=False,
-            ax=ax,
+    r = runs[runs.groupby(groups)[x].transform("nunique") > 1].dropna(subset=[x])
+    # One sweep: the source with the most cells over x (others would clutter every panel).
+    src = r.groupby("source").size().idxmax()
+    r = r[r["source"] == src].copy()
+    good, bad = r[r["status"] == "ok"], r[r["status"] != "ok"]
+    if good.empty:
+        raise Skip(f"scaling: no ok cell in the sweep over {x} ({src})")
+    metrics = [
+        (c, lab)
+        for c, lab in (
+            ("latency_median_us", "latency, µs"),
+            ("kernels_per_step", "kernels per forward"),
+            ("tflops", "achieved TFLOP/s"),
         )
-        ax.set_xscale("log", base=2)
-        _log_if_wide(ax, r[y])
-        ax.set_ylabel(lab)
-        ax.legend(fontsize=7)
-    _suptitle(fig, title(r, fig.get_figwidth()))
-    big = r.loc[r[x].idxmax()]
-    s = f"Scaling over {x} ({int(r[x].min())} to {int(r[x].max())}); at {x}={int(big[x])} the rows are {len(r[r[x] == big[x]])} ok cells."
+        if c in good and good[c].notna().any()
+    ]
+    # Slowest first, judged at each variant's shortest ok length.
+    first = good[good[x] == good.groupby("variant")[x].transform("min")]
+    slow = first.groupby("variant")["latency_median_us"].median().sort_values(ascending=False)
+    variants = list(slow.index) + [v for v in dict.fromkeys(bad["variant"]) if v not in slow]
+    fig, axes = plt.subplots(
+        len(metrics),
+        len(variants),
+        figsize=(2.7 * len(variants) + 2.2, 2.4 * len(metrics) + 1.2),
+        squeeze=False,
+        sharex=True,
+        sharey="row",
+    )
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import blended_transform_factory
+
+    for j, v in enumerate(variants):
+        for i, (col, lab) in enumerate(metrics):
+            ax = axes[i][j]
+            g = good[good["variant"] == v]
+            for m, gm in g.groupby("compile", sort=False):
+                gm = gm.sort_values(x)
+                ax.plot(
+                    gm[x],
+                    gm[col],
+                    marker="o",
+                    ms=3.5,
+                    color=MODE_COLORS.get(m, "black"),
+                )
+            ax.set_xscale("log", base=2)
+            if i == 0:
+                ax.set_title(v, fontsize=10)
+                top = blended_transform_factory(ax.transData, ax.transAxes)
+                for _, row in bad[bad["variant"] == v].iterrows():
+                    k = MODES.index(row["compile"]) if row["compile"] in MODES else 0
+                    ax.plot(  # one height per mode, so crosses at one length don't hide
+                        row[x],
+                        0.95 - 0.09 * k,
+                        "x",
+                        transform=top,
+                        ms=7,
+                        mew=2,
+                        color=MODE_COLORS.get(row["compile"], "black"),
+                        clip_on=False,
+                    )
+            if j == 0:
+                ax.set_ylabel(lab, fontsize=9)
+            if i == len(metrics) - 1:
+                ax.set_xlabel(x, fontsize=9)
+            ax.tick_params(labelsize=7)
+    for i, (col, _) in enumerate(metrics):
+        _log_if_wide(axes[i][0], good[col])
+    modes = modes_in(r)
+    handles = [Line2D([], [], color=MODE_COLORS[m], marker="o", ms=4, label=m) for m in modes]
+    if not bad.empty:
+        statuses = "/".join(sorted(set(bad["status"])))
+        handles.append(Line2D([], [], color="black", marker="x", ls="", mew=2, label=statuses))
+    fig.legend(handles=handles, loc="center right", fontsize=8, title="compile", frameon=False)
+    fig.suptitle(title(r, fig.get_figwidth()), fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1 - 1.5 / fig.get_figwidth(), 1 - 0.5 / fig.get_figheight()))
+    s = (
+        f"Scaling over {x} ({int(r[x].min())} to {int(r[x].max())}) in source {src}: "
+        f"{len(good)} ok cells"
+    )
+    limits = [
+        f"{v} {'/'.join(sorted(set(gb['status'])))} from {x}={int(gb[x].min())} "
+        f"({', '.join(m for m in modes if m in set(gb['compile']))})"
+        for v, gb in bad.groupby("variant", sort=False)
+    ]
+    s += ("; not ok: " + "; ".join(limits) if limits else "; every cell ran") + "."
     return fig, s
 
 
