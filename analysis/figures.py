@@ -562,6 +562,28 @@ def roofline(d) -> tuple:
             else "."
         )
     )
+    if len(ceilings):
+        roof = r.merge(
+            ceilings[["device_name", "dtype", "peak_tflops"]],
+            on=["device_name", "dtype"],
+            suffixes=("", "_roof"),
+        )
+        above = roof[roof["achieved"] > roof["peak_tflops_roof"]]
+        att = above[above["family"] == "attention"]
+        other = above[above["family"] != "attention"]
+        if len(att):
+            s += (
+                f" {len(att)} attention cells read above the calibrated matmul peak "
+                f"({', '.join(sorted(set(att['variant'])))}): FLOPs count the full causal "
+                "matrix, whose masked half the fused kernels skip (study/metrics.py)."
+            )
+        if len(other):
+            worst = (other["achieved"] / other["peak_tflops_roof"]).max()
+            s += (
+                f" {len(other)} other cells ({', '.join(sorted(set(other['variant'])))}) read up "
+                f"to {100 * (worst - 1):.0f}% above it: the ceiling is one calibration run "
+                "(python -m study.calibrate), not the hardware's limit."
+            )
     return fig, s
 
 

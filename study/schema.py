@@ -177,7 +177,7 @@ RUN = (
         Col(
             "flops",
             "FLOP",
-            "FLOPs per call (flop_counter on the math reference; causal counts the full matrix)",
+            "FLOPs per call (flop_counter on the math reference; causal counts the full matrix, so a kernel that skips the masked half reads up to 2x high)",
         ),
         Col("flops_source", "", "flop_counter or analytic"),
         Col(
