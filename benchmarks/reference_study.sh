@@ -14,7 +14,11 @@
 # command that runs past its own limit still returns what finished: set LIMIT at least 30 s
 # under the command's limit, which the device tool cuts to the session's remaining time.
 # Measured: nvidia-h200-x2 (NJ=4): part3 ~5 min, part1 + part2 ~2.5 min, scaling ~9 min.
-# nvidia-h200 (NJ=2): part3 ~9 min (35 cells), part1 ~1.7 min (10 cells).
+# nvidia-h200 (NJ=2): part3 ~9 min (35 cells), part1 ~1.7 min (10 cells), part2 ~2.4 min
+# (10 cells); scaling (NJ 4-6) ~16 min for 84 cells, ~9 of them for seq_len 32768..8192.
+# To finish a cut stage in a later command, carry the SNAP archive's contents and resume from a
+# copy: files left on a warm machine by the previous command are not to be trusted (one came
+# back without its finished cells and without ceilings.json, and the resume redid them).
 set -uo pipefail
 stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
 deadline=$((SECONDS + ${LIMIT:-86400}))
@@ -51,6 +55,12 @@ sweep() {  # NAME EXTRA...
   t limited "$left" python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs="$NJ" \
     out_root="$out/$name" "$@" 2>&1 | tee -a "$out/$name.log" | grep -E '^\[study\]|Error|error:'
 }
+# Rows take their peak_* and pct_peak_* from OUTDIR/ceilings.json: every stage but parts (which
+# calibrates first) calibrates when OUTDIR has none, e.g. a resume on a fresh machine (~15 s).
+if [ "$stage" != parts ] && [ "$stage" != probe ] && [ "$GPUS" -gt 0 ] && [ ! -s "$STUDY_CEILINGS" ]; then
+  echo "no $STUDY_CEILINGS: calibrating first (copy one in to keep an earlier calibration)"
+  t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
+fi
 case $stage in
   parts)
     t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
