@@ -71,7 +71,22 @@ def test_scaling_section_gives_the_longest_run_and_the_first_oom(tmp_path):
     text = findings(_with_fake_sources(tmp_path))
     assert "| naive | off | 16384 | 278.34 | 7 → 70 | 32768 (asked for 256.00 GiB) |" in text
     assert "source `scaling`, seq_len 512–32768" in text
-    assert "source `scaling`" not in findings(ROOT / "results" / "h200")
+    assert "- Eager kernels per forward grow with length: naive 7 → 70 at seq_len 16384." in text
+
+
+def test_no_scaling_section_without_a_scaling_source(tmp_path):
+    import pandas as pd
+
+    src = ROOT / "results" / "h200"
+    runs = pd.read_csv(src / "runs.csv")
+    assert "source `scaling`" in findings(src)
+    out = tmp_path / "res"
+    out.mkdir()
+    runs[runs["source"] != "scaling"].to_csv(out / "runs.csv", index=False)
+    for f in ("kernels.csv", "ncu.csv"):
+        (out / f).write_bytes((src / f).read_bytes())
+    text = findings(out)
+    assert "source `scaling`" not in text and "grow with length" not in text
 
 
 def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():
