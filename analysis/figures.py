@@ -569,8 +569,12 @@ def roofline(d) -> tuple:
             suffixes=("", "_roof"),
         )
         above = roof[roof["achieved"] > roof["peak_tflops_roof"]]
-        att = above[above["family"] == "attention"]
-        other = above[above["family"] != "attention"]
+        causal = (above["family"] == "attention") & (
+            above["causal"].astype(str).str.lower().isin(["true", "1", "1.0"])
+            if "causal" in above
+            else False
+        )
+        att, other = above[causal], above[~causal]
         if len(att):
             s += (
                 f" {len(att)} attention cells read above the calibrated matmul peak "

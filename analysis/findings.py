@@ -426,7 +426,12 @@ def _scaling_notes(sc: pd.DataFrame, revealed, all_runs: pd.DataFrame) -> list[s
             + "."
         )
         peak = _calibrated_peak(all_runs, best.iloc[0])
-        if peak is not None and best["tflops"].iloc[0] > peak:
+        causal = (
+            str(best["causal"].iloc[0]).lower() in ("true", "1", "1.0")
+            if "causal" in best
+            else False
+        )
+        if peak is not None and causal and best["tflops"].iloc[0] > peak:
             over = best[best["tflops"] > peak]["variant"]
             line += (
                 f" {' and '.join(over)} read above the calibrated {best['dtype'].iloc[0]} matmul peak "
