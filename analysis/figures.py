@@ -296,6 +296,7 @@ def kernel_classes(d) -> tuple:
         left += piv[c].to_numpy()
     for y, tot in enumerate(left):
         ax.text(tot + 0.2, y, f"{tot:g}", va="center", fontsize=8)
+    ax.set_ylim(-0.7, len(piv) - 0.3)  # the default 5% margin is rows of blank with many cells
     ax.set_xlabel("kernels per forward (per profiled step)")
     ax.legend(fontsize=7, loc="lower right", ncol=2)
     _suptitle(fig, title(r, fig.get_figwidth()))
@@ -331,6 +332,7 @@ def cpu_gpu(d) -> tuple:
         fontsize=8,
     )
     ax.set_xlabel("µs per profiled step")
+    ax.set_ylim(-0.7, len(r) - 0.3)
     _log_if_wide(ax, pd.concat([r["cpu_us_per_step"], r["gpu_us_per_step"]]), axis="x")
     ax.legend(fontsize=8, loc="lower right")
     _suptitle(fig, title(r, fig.get_figwidth()))
