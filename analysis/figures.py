@@ -51,6 +51,7 @@ CLASS_ORDER = [
 CLASS_COLORS = dict(zip(CLASS_ORDER, sns.color_palette("tab20", len(CLASS_ORDER)), strict=True))
 FAMILY_MARKERS = {"matmul": "s", "linear": "D", "mlp": "^", "attention": "o"}
 sns.set_theme(style="whitegrid", context="notebook")
+plt.rcParams["svg.hashsalt"] = "study"  # stable ids: rebuilt figures diff only where rows do
 
 
 class Skip(Exception):

@@ -99,3 +99,14 @@ def test_report_survives_missing_columns(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "boom" in (d / "report" / "report.md").read_text()
     assert "skipped" in r.stdout
+
+
+def test_rebuilt_figures_are_byte_identical(two_sweeps, tmp_path):
+    # Committed reports (results/h200) must diff only where the rows do: no dates, no random ids.
+    for name in ("one", "two"):
+        r = report(str(two_sweeps[1]), "--out", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr[-3000:]
+    figs = sorted(p.name for p in (tmp_path / "one").glob("*.svg"))
+    assert figs
+    for f in figs:
+        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
