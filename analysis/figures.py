@@ -573,9 +573,7 @@ def roofline(d) -> tuple:
         )
         above = roof[roof["achieved"] > roof["peak_tflops_roof"]]
         causal = (above["family"] == "attention") & (
-            above["causal"].astype(str).str.lower().isin(["true", "1", "1.0"])
-            if "causal" in above
-            else False
+            above["causal"].eq(True) if "causal" in above else False  # CSV: True, or NaN
         )
         att, other = above[causal], above[~causal]
         if len(att):

@@ -188,7 +188,7 @@ def findings(d: Path) -> str:
     )
     out += compile_effects(runs)
     revealed = pd.read_csv(d / "revealed.csv") if (d / "revealed.csv").exists() else None
-    out += scaling(runs, kernels, revealed)
+    out += scaling(runs, revealed)
     return "\n".join(out) + "\n"
 
 
@@ -319,7 +319,7 @@ def _reproducibility(rows: list[dict]) -> list[str]:
     ]
 
 
-def scaling(runs: pd.DataFrame, kernels: pd.DataFrame, revealed=None) -> list[str]:
+def scaling(runs: pd.DataFrame, revealed=None) -> list[str]:
     """Attention over seq_len (source `scaling`): how far each variant goes, its kernels, and
     what compiling does at the two ends."""
     sc = runs[runs["source"] == "scaling"] if "source" in runs else runs.iloc[0:0]
@@ -403,8 +403,8 @@ def _scaling_notes(sc: pd.DataFrame, revealed, all_runs: pd.DataFrame) -> list[s
             continue
         both = both.sort_values("seq_len")
         a, b = both.iloc[0], both.iloc[-1]
-        ra = a["latency_median_us_eager"] / a["latency_median_us"]
-        rb = b["latency_median_us_eager"] / b["latency_median_us"]
+        ra = metrics.speedup(a["latency_median_us_eager"], a["latency_median_us"])
+        rb = metrics.speedup(b["latency_median_us_eager"], b["latency_median_us"])
         ends.append(f"{v} {ra:.2f}x at {int(a['seq_len'])} → {rb:.2f}x at {int(b['seq_len'])}")
     if ends:
         modes = ", ".join(sorted(set(comp["compile"])))
@@ -426,11 +426,7 @@ def _scaling_notes(sc: pd.DataFrame, revealed, all_runs: pd.DataFrame) -> list[s
             + "."
         )
         peak = _calibrated_peak(all_runs, best.iloc[0])
-        causal = (
-            str(best["causal"].iloc[0]).lower() in ("true", "1", "1.0")
-            if "causal" in best
-            else False
-        )
+        causal = "causal" in best and bool(best["causal"].eq(True).iloc[0])  # CSV: True, or NaN
         if peak is not None and causal and best["tflops"].iloc[0] > peak:
             over = best[best["tflops"] > peak]["variant"]
             line += (

@@ -250,9 +250,8 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             def step():
                 return fn(*wl.inputs)
 
-            if (
-                mode != "off"
-            ):  # the autotune hook imports Inductor: seconds an eager cell never needs
+            # the autotune hook imports Inductor: seconds an eager cell never needs
+            if mode != "off":
                 stack.enter_context(tuner)
             row["setup_s"] = time.perf_counter() - t_cell
             with warnings.catch_warnings(record=True) as ws:

@@ -255,10 +255,10 @@ def target(run_dir: Path) -> None:
     from study import compiling
     from study import inductor as ind
     from study.cell import build_workload, resolve_device, sdpa_pin
-    from study.config import load_cell_config
+    from study.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
-    device = resolve_device(cfg.device.value)
+    device = resolve_device(plain(cfg.device))
     _, _, wl = build_workload(cfg, device)
     ind.apply(dict(cfg.compile.inductor))  # the same compiled code as the cell (same cache key)
     with sdpa_pin(wl.sdpa_backend):

@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 
 from study import compiling, io
 from study.config import to_plain
-from study.worker import SLOT_WAIT
+from study.worker import SLOT_WAIT, gpu_id
 
 PR_SET_PDEATHSIG = 1
 
@@ -67,14 +67,20 @@ def release_slot(held) -> None:
         held[1].close()
 
 
+def wait_slot(lock_dir: Path, slots: int):
+    """(slot, open lock file) for the first of ``slots`` GPU slots to come free."""
+    while (held := try_slot(lock_dir, slots)) is None:
+        time.sleep(0.2)
+    return held
+
+
 @contextmanager
 def gpu_slot(lock_dir: Path, slots: int):
     """Hold one of ``slots`` GPU slots (a file lock each) for the duration of a block."""
     if slots <= 0:
         yield None
         return
-    while (held := try_slot(lock_dir, slots)) is None:
-        time.sleep(0.2)
+    held = wait_slot(lock_dir, slots)
     try:
         yield held[0]
     finally:
@@ -157,18 +163,13 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
     if plain["isolation"] == "inline":
         with gpu_slot(sweep_dir, slots) as slot:
             if slot is not None:
-                from study.worker import gpu_id
-
                 env["CUDA_VISIBLE_DEVICES"] = gpu_id(slot)
             status, reason = _inline(run_dir, env)
     else:  # the worker gets its GPU slot once it has imported torch (study.worker)
         env["STUDY_LAUNCHED_AT"] = f"{time.time():.3f}"
         held = None
         if slots > 0 and not cfg.overlap_startup:  # pin before the process starts
-            while (held := try_slot(sweep_dir, slots)) is None:
-                time.sleep(0.2)
-            from study.worker import gpu_id
-
+            held = wait_slot(sweep_dir, slots)
             env["CUDA_VISIBLE_DEVICES"] = env["STUDY_GPU_ID"] = gpu_id(held[0])
             slots = 0
         env["STUDY_GPU_SLOTS"] = str(slots)

@@ -229,12 +229,9 @@ def _parse_cuda(events, steps, ranges):
             }
         elif launch["name"] == "cudaGraphLaunch":
             info[name]["graph_launched"] = True
+    launches = [Counter(e["name"] for e in evs) for evs in per_step]
     for name, calls in op_calls.items():  # launches of this kernel per call of its op
-        ratios = [
-            sum(1 for e in per_step[i] if e["name"] == name) / len(c)
-            for i, c in enumerate(calls)
-            if c
-        ]
+        ratios = [launches[i][name] / len(c) for i, c in enumerate(calls) if c]
         if ratios:
             r = _med(ratios)
             info[name]["launches_per_op_call"] = int(r) if float(r).is_integer() else r

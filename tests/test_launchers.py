@@ -102,24 +102,31 @@ def test_a_slot_beyond_the_visible_gpus_says_how_to_fix_it(monkeypatch):
         pin_gpu(1)
 
 
+def _cell_cfg(tmp_path, *overrides):
+    """One tiny CPU cell's config as run_job gets it (the Hydra key dropped), writing under tmp_path."""
+    from omegaconf import OmegaConf
+
+    from study.config import CellConf
+    from tests.conftest import compose
+
+    cfg = compose(*TINY, *overrides)
+    cfg = OmegaConf.merge(
+        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+    )
+    cfg.out_root = str(tmp_path)
+    return cfg
+
+
 @pytest.mark.slow
 def test_waiting_for_a_gpu_slot_does_not_count_against_timeout_s(tmp_path, monkeypatch):
     """The cell prepares, waits for the (held) only slot longer than timeout_s, then runs ok."""
     import threading
     import time
 
-    from omegaconf import OmegaConf
-
-    from study.config import CellConf
     from study.sweep import run_job
-    from tests.conftest import compose
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    cfg = compose(*TINY, "timeout_s=12")
-    cfg = OmegaConf.merge(
-        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
-    )
-    cfg.out_root = str(tmp_path)
+    cfg = _cell_cfg(tmp_path, "timeout_s=12")
     sweep = tmp_path / "sweep"
     held = threading.Event()
 
@@ -157,18 +164,10 @@ def test_a_cells_process_group_counts_as_alive_until_its_last_process_exits():
 @pytest.mark.slow
 def test_the_gpu_slot_is_held_until_the_cell_process_is_gone(tmp_path, monkeypatch):
     """The slot is free again only after run_job returns, and the cell got slot 0."""
-    from omegaconf import OmegaConf
-
-    from study.config import CellConf
     from study.sweep import release_slot, run_job, try_slot
-    from tests.conftest import compose
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    cfg = compose(*TINY)
-    cfg = OmegaConf.merge(
-        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
-    )
-    cfg.out_root = str(tmp_path)
+    cfg = _cell_cfg(tmp_path)
     sweep = tmp_path / "sweep"
     assert run_job(cfg, sweep / "cell", sweep, slots=1) == "ok"
     held = try_slot(sweep, 1)
@@ -180,18 +179,10 @@ def test_the_gpu_slot_is_held_until_the_cell_process_is_gone(tmp_path, monkeypat
 
 @pytest.mark.slow
 def test_without_overlap_the_parent_pins_the_gpu_before_the_cell_starts(tmp_path, monkeypatch):
-    from omegaconf import OmegaConf
-
-    from study.config import CellConf
     from study.sweep import run_job
-    from tests.conftest import compose
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
-    cfg = compose(*TINY, "overlap_startup=false")
-    cfg = OmegaConf.merge(
-        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
-    )
-    cfg.out_root = str(tmp_path)
+    cfg = _cell_cfg(tmp_path, "overlap_startup=false")
     sweep = tmp_path / "sweep"
     assert run_job(cfg, sweep / "cell", sweep, slots=1) == "ok"
     import os

@@ -20,6 +20,13 @@ def sweep_dir(out):
     return dirs[0]
 
 
+def sweep_rows(out, *overrides):
+    """A multirun of tiny CPU cells into ``out``: its rows by run_id (the CLI must exit 0)."""
+    r = cli("-m", *overrides, f"out_root={out}", *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return {x["run_id"]: x for x in io.read_csv(sweep_dir(out) / "runs.csv")}
+
+
 @pytest.fixture(scope="module")
 def quick_sweep(tmp_path_factory):
     out = tmp_path_factory.mktemp("quick")
@@ -108,16 +115,7 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
 
 
 def test_crash_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
-    r = cli(
-        "-m",
-        "variant=naive",
-        "fault=crash,hang,none",
-        "timeout_s=30",
-        f"out_root={tmp_path}",
-        *TINY,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    rows = {x["run_id"]: x for x in io.read_csv(sweep_dir(tmp_path) / "runs.csv")}
+    rows = sweep_rows(tmp_path, "variant=naive", "fault=crash,hang,none", "timeout_s=30")
     assert rows["fault=crash,variant=naive"]["status"] == "crash"
     assert "SIGABRT" in rows["fault=crash,variant=naive"]["reason"]
     assert rows["fault=hang,variant=naive"]["status"] == "timeout"
@@ -172,18 +170,14 @@ def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
 def test_a_cpu_cell_past_its_memory_cap_is_an_oom_row_and_the_sweep_goes_on(tmp_path):
     """One scores buffer is 2*2*4096^2 fp32 = 0.27 GB (tiny: batch 2, heads 2), over a 0.2 GB
     cap: the allocator says no (an `oom` row that names the cap), no OOM killer involved."""
-    r = cli(
-        "-m",
+    rows = sweep_rows(
+        tmp_path,
         "variant=naive",
         "device=cpu",
         "dtype=fp32",
         "shape.seq_len=4096,16",
         "cpu_mem_limit_gb=0.2",
-        f"out_root={tmp_path}",
-        *TINY,
     )
-    assert r.returncode == 0, r.stderr[-2000:]
-    rows = {x["run_id"]: x for x in io.read_csv(sweep_dir(tmp_path) / "runs.csv")}
     big = rows["device=cpu,dtype=fp32,shape.seq_len=4096,variant=naive"]
     assert big["status"] == "oom", big["reason"]
     assert "allocate" in big["reason"] and "cpu_mem_limit_gb" in big["reason"]
