@@ -73,8 +73,15 @@ print(f"{sys.argv[1]:36s} import {imp:5.2f}s parent_cuda_init={init} avail={avai
 
 def main(mods: list[str]) -> None:
     procs = [  # one process per module, all at once: each is independent of the others
-        (m, subprocess.Popen([sys.executable, "-c", CHILD, m], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True))
+        (
+            m,
+            subprocess.Popen(
+                [sys.executable, "-c", CHILD, m],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
         for m in mods or DEFAULT
     ]
     for m, p in procs:

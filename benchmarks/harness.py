@@ -46,7 +46,7 @@ def fidelity(variant: str, mode: str) -> None:
     import torch
 
     from study import compiling, timing, trace
-    from study.cell import build_workload, resolve_device, sdpa_pin
+    from study.build import build_workload, resolve_device, sdpa_pin
 
     cfg = compose(f"variant={variant}", f"compile={mode}")  # the family's shapes for this device
     dev = resolve_device("auto")

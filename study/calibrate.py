@@ -33,7 +33,11 @@ MATMUL_SIZES = {
 }
 
 
-def cache_path() -> Path:
+def cache_path(path: str | None = None) -> Path:
+    """``path`` (the config's calibration_file) if given, else STUDY_CEILINGS, else
+    ~/.cache/study/ceilings.json."""
+    if path:
+        return Path(path).expanduser()
     return Path(
         os.environ.get("STUDY_CEILINGS", Path.home() / ".cache" / "study" / "ceilings.json")
     )
@@ -43,19 +47,20 @@ def _key(device_name, dtype, torch_version) -> str:
     return f"{device_name}|{dtype}|{torch_version}"
 
 
-def load() -> dict:
-    p = cache_path()
+def load(path: str | None = None) -> dict:
+    p = cache_path(path)
     try:
         return json.loads(p.read_text())
     except (OSError, json.JSONDecodeError):
         return {}
 
 
-def lookup(device_name, dtype, torch_version) -> dict:
-    """{'tflops': ..., 'gbps': ...} for this device/dtype/torch, or {} when not calibrated."""
+def lookup(device_name, dtype, torch_version, path: str | None = None) -> dict:
+    """{'tflops': ..., 'gbps': ...} for this device/dtype/torch, or {} when not calibrated.
+    ``path``: a ceilings file (the config's ``calibration_file``), else the default."""
     if not device_name or not dtype or not torch_version:
         return {}
-    return load().get(_key(device_name, dtype, torch_version), {})
+    return load(path).get(_key(device_name, dtype, torch_version), {})
 
 
 def store(device_name, dtype, torch_version, result: dict) -> Path:

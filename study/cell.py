@@ -1,14 +1,18 @@
 """One cell, in its own process: build, compile, check, time, profile, prove -> rows.
 
-Order, and why:
-1. Fresh state: Dynamo reset; Inductor/Triton caches were chosen by the parent's
-   environment before torch was imported (study.compiling).
-2. Seeded inputs, built once, outside every timed region.
-3. First call on its own (``first_call_s``: compile included), under the SDPA pin.
-4. Correctness against a float64 reference (study.check); FLOPs counted on the reference.
-5. Steady state after warm-up: per-call latency, then device time (study.timing).
-6. One profiler pass; kernels attributed per step (study.trace), joined to generated code
-   (study.inductor), and the pinned backend proven from the trace.
+``run_cell`` reads like the method, one phase per step:
+
+1. build: device, environment, seeded inputs (study.build), outside every timed region.
+2. compile: Inductor's capture settings, ``torch.compile`` in the cell's mode, under the SDPA
+   pin (study.compiling); Dynamo starts fresh (the cell is a fresh process).
+3. first call on its own (``first_call_s``: compile included); then what Inductor generated
+   and what compiling cost (study.inductor).
+4. check: the output against a float64 reference (study.check); FLOPs counted on it.
+5. measure, with no garbage collection, nothing recompiling and the host's load sampled:
+   per-call latency, device time (study.timing), and for a compiled cell the paired speedup
+   against eager in the same process, with its 95% interval (study.stats).
+6. profile: one profiler pass; kernels attributed per step (study.trace) and joined to the
+   generated code; the pinned SDPA backend proven from the trace (study.proof).
 
 Anything that goes wrong becomes the row's status and reason; nothing escapes.
 """
@@ -16,6 +20,8 @@ Anything that goes wrong becomes the row's status and reason; nothing escapes.
 from __future__ import annotations
 
 import datetime as dt
+import os
+import statistics
 import time
 import traceback
 import warnings
@@ -24,174 +30,19 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study import check, compiling, metrics, timing
+from study import build, check, compiling, metrics, pinning, proof, stats, timing
 from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
-from study.classify import BACKEND_CLASS
 from study.config import plain, to_plain
-from study.workloads import registry
+from study.errors import classify_error
 
-DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-SDPA_BACKENDS = {
-    "math": "MATH",
-    "efficient": "EFFICIENT_ATTENTION",
-    "flash": "FLASH_ATTENTION",
-    "cudnn": "CUDNN_ATTENTION",
-}
-OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "outofmemory")
-UNSUPPORTED_PATTERNS = (
-    "no available kernel",
-    "no viable backend",
-    "not supported",
-    "only supports",
-    "not implemented for",
-    "not compiled with",
-    "is not available",
-    "unsupported",
-)
-
-
-class Unsupported(RuntimeError):
-    """The cell cannot run on this machine (e.g. CUDA asked for, none present)."""
-
-
-def resolve_device(requested: str) -> str:
-    import torch
-
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise Unsupported(
-            "device=cuda but torch.cuda.is_available() is False; use device=cpu or auto"
-        )
-    return requested
-
-
-def resolve_shape(entry, cfg: DictConfig, device: str) -> dict:
-    """The family's default shape for the device, overridden by non-null ``shape.*`` keys."""
-    base = cfg.family.shapes.get(device) or cfg.family.shapes.get("cpu")
-    shape = {}
-    for k in entry.shape_keys:
-        v = cfg.shape.get(k)
-        v = base.get(k) if v is None and base is not None else v
-        if v is None:
-            raise ValueError(
-                f"shape.{k} has no value for {entry.name} on {device}: set shape.{k}=<int>"
-            )
-        shape[k] = int(v)
-    return shape
-
-
-def sdpa_pin(backend: str | None):
-    """The context that pins SDPA to ``backend`` (math, efficient, flash, cudnn); a no-op for None."""
-    from contextlib import nullcontext
-
-    if backend is None:
-        return nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    return sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[backend])])
-
-
-def build_workload(cfg: DictConfig, device: str):
-    """(registry entry, resolved shape, seeded workload) for a cell: the one way to build it,
-    shared by the cell and by the Nsight pass that must replay exactly the same work."""
-    import torch
-
-    entry = registry.get(cfg.variant.name)
-    shape = resolve_shape(entry, cfg, device)
-    dtype = plain(cfg.dtype)
-    torch.manual_seed(cfg.seed)
-    gen = torch.Generator(device=device).manual_seed(cfg.seed)
-    wl = entry.build(
-        shape=shape,
-        dtype=getattr(torch, DTYPES[dtype]),
-        device=device,
-        gen=gen,
-        causal=cfg.family.causal,
-    )
-    return entry, shape, wl
-
-
-def input_bytes(wl) -> int:
-    """Bytes of every input and parameter, each read once."""
-    nbytes = sum(t.numel() * t.element_size() for t in wl.inputs)
-    if wl.module is not None:
-        nbytes += sum(p.numel() * p.element_size() for p in wl.module.parameters())
-    return nbytes
-
-
-def _chain(e: BaseException):
-    seen = []
-    while e is not None and e not in seen:
-        seen.append(e)
-        e = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
-    return seen
-
-
-def classify_error(e: BaseException, caught_warnings: list[str]) -> tuple[str, str]:
-    """(status, reason) for an exception: oom, unsupported or error, with the library's words."""
-    import torch
-
-    chain = _chain(e)
-    text = " ".join(f"{type(x).__name__}: {x}" for x in chain).lower()
-    first = next((x for x in reversed(chain) if str(x).strip()), e)
-    msg = f"{type(first).__name__}: {str(first).strip()}"
-    msg = " ".join(msg.split())[:600]
-    if any(isinstance(x, torch.OutOfMemoryError) for x in chain) or any(
-        p in text for p in OOM_PATTERNS
-    ):
-        return "oom", msg
-    if isinstance(e, Unsupported) or any(p in text for p in UNSUPPORTED_PATTERNS):
-        extra = "; ".join(dict.fromkeys(w for w in caught_warnings if w))[:600]
-        return "unsupported", msg + (f" | warnings: {extra}" if extra else "")
-    where = (
-        "compile: "
-        if any(type(x).__module__.startswith(("torch._dynamo", "torch._inductor")) for x in chain)
-        else ""
-    )
-    return "error", where + msg
-
-
-def prove_backend(
-    expected: str | None, kernel_rows: list[dict], op_names: list[str], generated: dict
-) -> dict:
-    """Which SDPA backend ran, with the evidence; ``ok`` False when the pinned one did not."""
-    seen, proof = [], []
-    for backend, cls in BACKEND_CLASS.items():
-        hits = [r["kernel"][:120] for r in kernel_rows if r["kernel_class"] == cls]
-        if hits:
-            seen.append(backend)
-            proof.append(f"{backend}: kernel {hits[0]}")
-    math_ops = [n for n in op_names if "_scaled_dot_product_attention_math" in n]
-    decomposed = sorted(k for k, v in generated.get("kernels", {}).items() if v.get("from_sdpa"))
-    if math_ops:
-        seen.append("math")
-        proof.append(f"math: op {math_ops[0]}")
-    elif decomposed and not seen:
-        seen.append("math")
-        proof.append(
-            f"math: decomposed by Inductor into generated kernels ({', '.join(decomposed)}; "
-            "Inductor provenance: scaled_dot_product_attention -> these kernels)"
-        )
-    out = {"backend_seen": "+".join(seen), "backend_proof": "; ".join(proof)}
-    if expected is None:
-        out["ok"] = bool(seen)
-        out["reason"] = "" if seen else "no SDPA backend kernel or op found in the trace"
-        return out
-    out["ok"] = expected in seen
-    if not out["ok"]:
-        top = ", ".join(r["kernel_short"] for r in kernel_rows[:8])
-        out["reason"] = (
-            f"pinned backend {expected!r} did not run; trace shows: {top or 'no kernels'}"
-        )
-    return out
+HOST_BOUND = 1.10  # per-call latency above this x the device busy time: the host sets the pace
 
 
 def base_row(cfg: DictConfig, run_id: str) -> dict:
-    plain = to_plain(cfg)
-    c = plain["compile"]
+    p = to_plain(cfg)
+    c = p["compile"]
     return {
         "run_id": run_id,
         "variant": cfg.variant.name,
@@ -200,91 +51,110 @@ def base_row(cfg: DictConfig, run_id: str) -> dict:
         "fullgraph": c["fullgraph"],
         "dynamic": c["dynamic"],
         "inductor_patches": ";".join(f"{k}={v}" for k, v in sorted(c["inductor"].items())),
-        "device": plain["device"],
-        "dtype": plain["dtype"],
-        "cache": plain["cache"],
-        "seed": plain["seed"],
+        "compile_threads": c.get("threads"),
+        "device": p["device"],
+        "dtype": p["dtype"],
+        "cache": p["cache"],
+        "seed": p["seed"],
+        "repeat": p.get("repeat"),
         "causal": cfg.family.causal if cfg.family.name == "attention" else None,
         "status": "error",
         "reason": "",
     }
 
 
-def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dict]]:
-    """Run one cell. Returns (run row, kernel rows, autotune rows); never raises."""
-    import torch
+class Cell:
+    """The state one cell carries through its phases; each phase fills part of ``row``."""
 
-    t_cell = time.perf_counter()
-    run_dir = Path(run_dir)
-    row = base_row(cfg, run_dir.name)
-    row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    kernel_rows: list[dict] = []
-    tuner = ind.Autotune()
-    caught: list[str] = []
-    notes: list[str] = []
-    try:
-        _inject(cfg)
-        device = resolve_device(plain(cfg.device))
-        row["device"] = device
-        row.update(envinfo.collect(device))
-        entry, shape, wl = build_workload(cfg, device)
-        row.update(shape)
-        mode = cfg.compile.mode
-        notes += wl.notes
-        row["backend_expected"] = wl.sdpa_backend or ""
-        row["flops"] = metrics.flops_analytic(entry.family, shape)
-        row["flops_source"] = "analytic" if row["flops"] is not None else None
+    def __init__(self, cfg: DictConfig, run_dir: Path):
+        self.cfg, self.run_dir = cfg, Path(run_dir)
+        self.t0 = time.perf_counter()
+        self.row = base_row(cfg, self.run_dir.name)
+        self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.mode = cfg.compile.mode
+        self.kernels: list[dict] = []
+        self.generated: dict = {}
+        self.caught: list[str] = []
+        self.notes: list[str] = []
+        self.tuner = ind.Autotune()
+        self.stack = ExitStack()
+        self.check_ok, self.check_reason = False, "not checked"
 
-        if mode != "off":
-            bad = ind.apply({**ind.settings(run_dir, device), **dict(cfg.compile.inductor)})
+    # 1 ------------------------------------------------------------------------------------
+    def build(self) -> None:
+        _inject(self.cfg)
+        self.device = build.resolve_device(plain(self.cfg.device))
+        self.row["device"] = self.device
+        self.row.update(envinfo.collect(self.device))
+        self.entry, shape, self.wl = build.build_workload(self.cfg, self.device)
+        self.row.update(shape)
+        self.notes += self.wl.notes
+        self.row["backend_expected"] = self.wl.sdpa_backend or ""
+        self.row["flops"] = metrics.flops_analytic(self.entry.family, shape)
+        self.row["flops_source"] = "analytic" if self.row["flops"] is not None else None
+
+    # 2 ------------------------------------------------------------------------------------
+    def compile(self) -> None:
+        import torch
+
+        if self.mode != "off":
+            patches = {**ind.settings(self.run_dir, self.device), **dict(self.cfg.compile.inductor)}
+            bad = ind.apply(patches)
             if bad:
                 raise ValueError(f"unknown Inductor config key(s) {bad} in compile.inductor")
-        with ExitStack() as stack:
-            stack.enter_context(sdpa_pin(wl.sdpa_backend))
-            if wl.sdpa_backend or entry.name == "sdpa":
-                row["sdpa_choice"] = _sdp_choice(wl.inputs[:3])
-            if mode != "off":  # an eager cell leaves Dynamo alone
-                torch._dynamo.reset()
-            fn = compiling.make(wl.fn, mode, cfg.compile.fullgraph, cfg.compile.dynamic)
+        self.stack.enter_context(build.sdpa_pin(self.wl.sdpa_backend))
+        if self.wl.sdpa_backend or self.entry.name == "sdpa":
+            self.row["sdpa_choice"] = _sdp_choice(self.wl.inputs[:3])
+        c = self.cfg.compile
+        fn = compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic)
+        inputs = self.wl.inputs
+        self.step = lambda: fn(*inputs)
+        self.eager = lambda: self.wl.fn(*inputs)
+        if self.mode != "off":  # an eager cell leaves Dynamo and Inductor alone (seconds)
+            torch._dynamo.reset()
+            self.stack.enter_context(self.tuner)
+        self.row["setup_s"] = time.perf_counter() - self.t0
 
-            def step():
-                return fn(*wl.inputs)
+    # 3 ------------------------------------------------------------------------------------
+    def first_call(self) -> None:
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            try:
+                t = time.perf_counter()
+                self.out = self.step()
+                timing.sync(self.device)
+                self.row["first_call_s"] = time.perf_counter() - t
+            finally:
+                self.caught += [str(w.message).split("\n")[0][:200] for w in ws]
+        if self.mode != "off":
+            self.row.update(ind.metrics())
+            self.generated = ind.harvest(self.run_dir, ind.provenance_store())
+            self.row["generated_kernels"] = len(self.generated["kernels"])
+            self.row["generated_dir"] = "generated"
+            if self.generated.get("provenance_restored"):
+                self.notes.append("Inductor provenance restored from the warm cache (cache hit)")
 
-            # the autotune hook imports Inductor: seconds an eager cell never needs
-            if mode != "off":
-                stack.enter_context(tuner)
-            row["setup_s"] = time.perf_counter() - t_cell
-            with warnings.catch_warnings(record=True) as ws:
-                warnings.simplefilter("always")
-                try:
-                    t0 = time.perf_counter()
-                    out = step()
-                    timing.sync(device)
-                    row["first_call_s"] = time.perf_counter() - t0
-                finally:
-                    caught += [str(w.message).split("\n")[0][:200] for w in ws]
+    # 4 ------------------------------------------------------------------------------------
+    def check(self) -> None:
+        t = time.perf_counter()
+        res = _check(self.wl, self.out, self.row["dtype"], self.cfg.tolerance)
+        self.row["check_s"] = time.perf_counter() - t
+        self.row["bytes_min"] = build.input_bytes(self.wl) + res["out_bytes"]
+        for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance"):
+            self.row[k] = res[k]
+        if res.get("flops") is not None and not self.wl.ref_index:
+            self.row["flops"], self.row["flops_source"] = res["flops"], "flop_counter"
+        self.check_ok, self.check_reason = res["ok"], res["reason"]
+        del self.out
 
-            t_check = time.perf_counter()
-            res = _check(wl, out, row["dtype"], cfg.tolerance)
-            row["check_s"] = time.perf_counter() - t_check
-            row["bytes_min"] = input_bytes(wl) + res["out_bytes"]
-            row.update(
-                {k: res[k] for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance")}
-            )
-            if res.get("flops") is not None and not wl.ref_index:
-                row["flops"], row["flops_source"] = res["flops"], "flop_counter"
-            del out
-
-            generated = {}
-            if mode != "off":
-                row.update(ind.metrics())
-                generated = ind.harvest(run_dir)
-                row["generated_kernels"] = len(generated["kernels"])
-                row["generated_dir"] = "generated"
-
-            t_measure = time.perf_counter()
-            warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(mode) else 0)
-            lat = timing.per_call(step, device, warm, cfg.timing.repeat)
+    # 5 ------------------------------------------------------------------------------------
+    def measure(self) -> None:
+        cfg, row = self.cfg, self.row
+        t = time.perf_counter()
+        load = pinning.HostLoad(sorted(os.sched_getaffinity(0)))
+        with compiling.no_recompile(self.mode), timing.quiet(), load:
+            warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
+            lat = timing.per_call(self.step, self.device, warm, cfg.timing.repeat)
             row.update(
                 latency_median_us=lat["median"],
                 latency_p10_us=lat["p10"],
@@ -292,84 +162,135 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 latency_samples=lat["n"],
                 latency_method=lat["method"],
             )
-            if device == "cuda":
-                dtm = _device_time(step, cfg, mode, notes)
+            if self.device == "cuda":
+                dtm = _device_time(self.step, cfg, self.mode, self.notes)
                 row.update(
                     device_time_us=dtm["median"],
                     device_time_p10_us=dtm["p10"],
                     device_time_p90_us=dtm["p90"],
                     device_time_method=dtm["method"],
+                    device_time_l2=dtm.get("l2"),
                 )
             else:
                 row["device_time_method"] = "none"
-            row["measure_s"] = time.perf_counter() - t_measure
+            if self.mode != "off":
+                self._paired(lat["median"])
+        row.update(load.row())
+        row["measure_s"] = time.perf_counter() - t
 
-            t_profile = time.perf_counter()
-            if cfg.profile.enabled:
-                p = cfg.profile
-                trace_path = run_dir / "trace.json.gz"
-                events = tr.profile(
-                    step, device, p.wait, p.warmup, p.active, p.record_shapes, trace_path
+    def _paired(self, compiled_us) -> None:
+        """Eager and compiled in alternating blocks, in this process, on the same inputs."""
+        t = self.cfg.timing
+        for _ in range(max(1, t.warmup)):
+            self.eager()
+        calls = timing.block_calls(compiled_us, t.block_ms)
+        e, c = timing.paired(self.eager, self.step, self.device, t.pairs, calls)
+        sp, lo, hi = stats.ratio_of_medians(e, c)
+        self.row.update(
+            eager_latency_paired_us=statistics.median(e),
+            speedup_paired=sp,
+            speedup_ci_low=lo,
+            speedup_ci_high=hi,
+            pairs=len(e),
+            pair_calls=calls,
+        )
+
+    # 6 ------------------------------------------------------------------------------------
+    def profile(self) -> None:
+        cfg, row = self.cfg, self.row
+        t = time.perf_counter()
+        p = cfg.profile
+        if not p.enabled:
+            status, reason = ("ok", "") if self.check_ok else ("mismatch", self.check_reason)
+            if self.wl.sdpa_backend:
+                status, reason = (
+                    "invalid",
+                    f"{proof.PREFIX}profile.enabled=false: the pinned backend cannot be proven",
                 )
-                kernel_rows, summary = tr.parse(events, device)
-                if not p.save_trace:
-                    trace_path.unlink(missing_ok=True)
-                else:
-                    row["trace_file"] = trace_path.name
-                op_names = summary.pop("op_names", [])
-                summary.pop("profile_note", None)
-                row.update(summary)
-                ind.join(kernel_rows, generated)
-                if row.get("profiled_step_us") and row.get("latency_median_us"):
-                    row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
-                if (
-                    device == "cuda"
-                    and mode in compiling.CUDAGRAPH_MODES
-                    and not row.get("kernels_per_step")
-                ):
-                    notes.append(
-                        "no kernels visible in the profiled CUDA-graph steps (kineto#1165)"
-                    )
-                status, reason = ("ok", "") if res["ok"] else ("mismatch", res["reason"])
-                if entry.family == "attention" and (wl.sdpa_backend or entry.name == "sdpa"):
-                    proof = prove_backend(wl.sdpa_backend, kernel_rows, op_names, generated)
-                    row["backend_seen"], row["backend_proof"] = (
-                        proof["backend_seen"],
-                        proof["backend_proof"],
-                    )
-                    if "decomposed by Inductor" in proof["backend_proof"]:
-                        notes.append("Inductor decomposed the SDPA math op into generated kernels")
-                    if not proof["ok"] and status == "ok":
-                        status, reason = "invalid", proof["reason"]
-            else:
-                status, reason = ("ok", "") if res["ok"] else ("mismatch", res["reason"])
-                if wl.sdpa_backend:
-                    status, reason = (
-                        "invalid",
-                        "profile.enabled=false: the pinned backend cannot be proven",
-                    )
             row["status"], row["reason"] = status, reason
-            row["profile_s"] = time.perf_counter() - t_profile
+            row["profile_s"] = time.perf_counter() - t
+            return
+        trace_path = self.run_dir / "trace.json.gz"
+        with compiling.no_recompile(self.mode):
+            events = tr.profile(
+                self.step, self.device, p.wait, p.warmup, p.active, p.record_shapes, trace_path
+            )
+        self.kernels, summary = tr.parse(events, self.device)
+        if not p.save_trace:
+            trace_path.unlink(missing_ok=True)
+        else:
+            row["trace_file"] = trace_path.name
+        op_names = summary.pop("op_names", [])
+        summary.pop("profile_note", None)
+        row.update(summary)
+        ind.join(self.kernels, self.generated)
+        if row.get("profiled_step_us") and row.get("latency_median_us"):
+            row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
+        if self.device == "cuda" and row.get("gpu_us_per_step") and row.get("latency_median_us"):
+            row["host_bound"] = row["latency_median_us"] > HOST_BOUND * row["gpu_us_per_step"]
+        if (
+            self.device == "cuda"
+            and self.mode in compiling.CUDAGRAPH_MODES
+            and not row.get("kernels_per_step")
+        ):
+            self.notes.append("no kernels visible in the profiled CUDA-graph steps (kineto#1165)")
+        status, reason = ("ok", "") if self.check_ok else ("mismatch", self.check_reason)
+        if self.entry.family == "attention" and (self.wl.sdpa_backend or self.entry.name == "sdpa"):
+            pr = proof.prove_backend(self.wl.sdpa_backend, self.kernels, op_names, self.generated)
+            row["backend_seen"], row["backend_proof"] = pr["backend_seen"], pr["backend_proof"]
+            if "decomposed by Inductor" in pr["backend_proof"]:
+                self.notes.append("Inductor decomposed the SDPA math op into generated kernels")
+            if not pr["ok"] and status == "ok":
+                status, reason = "invalid", pr["reason"]
+        row["status"], row["reason"] = status, reason
+        row["profile_s"] = time.perf_counter() - t
+
+    # rows ---------------------------------------------------------------------------------
+    def fail(self, e: BaseException) -> None:
+        if isinstance(e, compiling.Recompiled):
+            self.row["status"], self.row["reason"] = "invalid", str(e)
+        else:
+            self.row["status"], self.row["reason"] = classify_error(e, self.caught)
+        (self.run_dir / "error.txt").write_text("".join(traceback.format_exception(e)))
+
+    def rows(self) -> tuple[dict, list[dict], list[dict]]:
+        row = self.row
+        _rates(row, self.cfg.calibration_file)
+        row["notes"] = "; ".join(dict.fromkeys(self.notes))
+        row["wall_s"] = time.perf_counter() - self.t0
+        meta = {k: row.get(k) for k in ("run_id", "variant", "compile", "device", "dtype")}
+        kernels = [{**meta, **k} for k in self.kernels]
+        autotune = [{"run_id": row["run_id"], **a} for a in self.tuner.rows]
+        return row, kernels, autotune
+
+
+def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dict]]:
+    """Run one cell. Returns (run row, kernel rows, autotune rows); never raises."""
+    cell = Cell(cfg, run_dir)
+    try:
+        cell.build()
+        with cell.stack:
+            cell.compile()
+            cell.first_call()
+            cell.check()
+            cell.measure()
+            cell.profile()
     except Exception as e:  # noqa: BLE001 - every failure becomes the row's status
-        row["status"], row["reason"] = classify_error(e, caught)
-        (run_dir / "error.txt").write_text("".join(traceback.format_exception(e)))
-    _rates(row)
-    row["notes"] = "; ".join(dict.fromkeys(notes))
-    row["wall_s"] = time.perf_counter() - t_cell
-    meta = {k: row.get(k) for k in ("run_id", "variant", "compile", "device", "dtype")}
-    kernel_rows = [{**meta, **k} for k in kernel_rows]
-    autotune_rows = [{"run_id": row["run_id"], **a} for a in tuner.rows]
-    return row, kernel_rows, autotune_rows
+        cell.fail(e)
+    return cell.rows()
 
 
 def _inject(cfg) -> None:
-    """fault=crash|hang: the harness's own self-test (isolation, timeout, crash rows)."""
-    import os
+    """fault=crash|segv|hang: the harness's own self-test (isolation, timeout, crash rows)."""
     import signal
 
     fault = plain(cfg.fault)
     if fault == "crash":
         os.kill(os.getpid(), signal.SIGABRT)
+    elif fault == "segv":
+        import ctypes
+
+        ctypes.string_at(0)  # a real segmentation fault, as a broken extension would raise
     elif fault == "hang":
         time.sleep(10**7)
 
@@ -416,10 +337,10 @@ def _device_time(step, cfg, mode, notes) -> dict:
     except Exception as e:  # noqa: BLE001 - a capture failure leaves the other numbers valid
         torch.cuda.synchronize()
         notes.append(f"device time ({method}) failed: {type(e).__name__}: {str(e)[:160]}")
-        return {"median": None, "p10": None, "p90": None, "method": "none"}
+        return {"median": None, "p10": None, "p90": None, "method": "none", "l2": None}
 
 
-def _rates(row: dict) -> None:
+def _rates(row: dict, calibration_file: str | None = None) -> None:
     from study import calibrate
 
     row["arith_intensity"] = metrics.arith_intensity(row.get("flops"), row.get("bytes_min"))
@@ -427,7 +348,9 @@ def _rates(row: dict) -> None:
     row["gbps"] = metrics.rate(row.get("bytes_min"), row.get("latency_median_us"), 1e9)
     row["tflops_device"] = metrics.rate(row.get("flops"), row.get("device_time_us"), 1e12)
     row["gbps_device"] = metrics.rate(row.get("bytes_min"), row.get("device_time_us"), 1e9)
-    peaks = calibrate.lookup(row.get("device_name"), row.get("dtype"), row.get("torch_version"))
+    peaks = calibrate.lookup(
+        row.get("device_name"), row.get("dtype"), row.get("torch_version"), calibration_file
+    )
     row["peak_tflops"], row["peak_gbps"] = peaks.get("tflops"), peaks.get("gbps")
     use_dev = row.get("tflops_device") is not None
     row.update(

@@ -114,8 +114,9 @@ _TEMPLATE_ARGS = re.compile(r"<.*>", re.S)
 _PARAMS = re.compile(r"\(.*\)$", re.S)
 
 
-def short_name(name: str, width: int = 48) -> str:
-    """A readable short form: no return type, template arguments or parameter list."""
+def short_name(name: str, width: int | None = None) -> str:
+    """A readable short form: no return type, template arguments or parameter list. CSVs keep
+    it whole; a figure that needs it narrower passes ``width`` (cut with an ellipsis)."""
     s = name.strip()
     functor = None
     if re.search(r"elementwise_kernel|reduce_kernel", s):
@@ -139,6 +140,6 @@ def short_name(name: str, width: int = 48) -> str:
         s = s.split("_", 2)[2]  # graph_0_cpp_fused_x -> cpp_fused_x
     if functor:
         s = f"{s}[{functor}]"
-    if len(s) > width:
+    if width is not None and len(s) > width:
         s = s[: width - 1] + "…"
     return s

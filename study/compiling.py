@@ -14,12 +14,25 @@ Inductor config and the CUDA caching allocator start fresh. On disk:
   (env TORCH_COMPILE_CACHE_KEY_TAG), because some torch versions leave the pinned SDPA
   backend out of the cache key (pytorch#185449): without the tag a graph compiled under
   one backend would be reused under another.
+
+In the cell's process (``configure``): the cache key tag, and ``compile.threads`` for
+Inductor's compile_threads. The default, 1, keeps Inductor from starting its async-compile
+process pool (min(32, cores) workers, each importing torch) at the first compile: on the
+H200 host that pool was why a compiled cell took ~21 s of wall time instead of ~11 s, and
+its workers shared the host with the timed phases. max-autotune still benchmarks its
+choices on threads.
+
+Nothing recompiles while timing (``no_recompile``): the steady state runs under
+``torch.compiler.set_stance("fail_on_recompile")``, and Dynamo's compile count is read
+before and after; a recompile there makes the row ``invalid``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 CUDAGRAPH_MODES = {"reduce-overhead", "max-autotune"}
@@ -56,3 +69,46 @@ def cache_env(cache: str, run_dir: Path, out_root: Path, plain_cfg: dict) -> dic
         "TRITON_CACHE_DIR": str((root / "triton").resolve()),
         "TORCH_COMPILE_CACHE_KEY_TAG": cache_key_tag(plain_cfg),
     }
+
+
+def configure(threads: int) -> None:
+    """Compile settings of this (the cell's own) process, before anything compiles."""
+    import torch
+    import torch._inductor.config as ic
+
+    tag = os.environ.get("TORCH_COMPILE_CACHE_KEY_TAG")
+    if tag:  # read by torch at import; a forked cell must set it itself
+        torch.compiler.config.cache_key_tag = tag
+    ic.compile_threads = threads
+
+
+def compiles() -> int:
+    """Frames Dynamo has compiled in this process so far."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return len(list(get_compilation_metrics()))
+
+
+class Recompiled(RuntimeError):
+    """Dynamo compiled again during a timed phase: the timing includes a compile."""
+
+
+@contextmanager
+def no_recompile(mode: str):
+    """Fail if anything compiles inside the block (compiled modes only)."""
+    if mode == "off":
+        yield
+        return
+    import torch
+
+    before = compiles()
+    try:
+        with torch.compiler.set_stance("fail_on_recompile"):
+            yield
+    except RuntimeError as e:
+        if "fail_on_recompile" in str(e):
+            raise Recompiled(f"recompiled while timing: {' '.join(str(e).split())[:400]}") from e
+        raise
+    after = compiles()
+    if after != before:
+        raise Recompiled(f"recompiled while timing: {after - before} new compile(s)")

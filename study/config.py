@@ -49,6 +49,7 @@ class Isolation(Enum):
 class Fault(Enum):
     none = "none"
     crash = "crash"  # the cell's process aborts (like a CUDA error that poisons the context)
+    segv = "segv"  # the cell's process dies of a segmentation fault (a broken extension)
     hang = "hang"  # the cell's process never returns (exercises timeout_s)
 
 
@@ -91,6 +92,7 @@ class CompileConf:
     fullgraph: bool = False
     dynamic: bool | None = False
     inductor: dict[str, Any] = field(default_factory=dict)  # torch._inductor.config patches
+    threads: int = 1  # Inductor compile_threads; 1 = no async-compile process pool (compiling)
 
 
 @dataclass
@@ -100,6 +102,8 @@ class TimingConf:
     device_time: DeviceTime = DeviceTime.graph
     graph_calls: int = 20  # calls captured in one CUDA graph (device_time=graph)
     graph_replays: int = 10  # replays timed (device_time=graph)
+    pairs: int = 30  # compiled cells: eager/compiled block pairs timed in alternation (>= 10)
+    block_ms: float = 2.0  # about how long one block of back-to-back calls lasts
 
 
 @dataclass
@@ -148,10 +152,16 @@ class CellConf:
     # available memory; 0: no cap. A shape past it is an `oom` row, not the kernel's OOM killer.
     cpu_mem_limit_gb: float | None = None
     resume: bool = False
+    # CPU cores the cells may use: auto (all this process may use, one group per slot, the
+    # first core kept for the sweep itself) or a list like 0-7 or 2,3,5 (study.pinning).
+    cores: str = "auto"
+    repeats: int = 1  # run every cell this many times, each in a fresh process
+    repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)
     out_root: str = "outputs"
-    calibration_file: str | None = None  # null: ~/.cache/study/ceilings.json
+    calibration_file: str | None = (
+        None  # ceilings (study.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
+    )
     gpu_slots: int = 0  # >0: share this many GPUs among the running cells, one cell per GPU
-    overlap_startup: bool = True  # with GPU slots: import torch before taking a GPU (see worker)
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 
@@ -195,12 +205,57 @@ def validate(cfg: DictConfig | CellConf) -> None:
         raise ConfigError("profile.active must be >= 1, profile.wait and profile.warmup >= 0.")
     if c.timeout_s <= 0:
         raise ConfigError(f"timeout_s={c.timeout_s} is not allowed: it must be > 0 seconds.")
+    if c.timing.pairs < 10:
+        raise ConfigError(
+            f"timing.pairs={c.timing.pairs} is too few: need >= 10 eager/compiled pairs for a "
+            "95% interval (default 30)."
+        )
+    if not c.timing.block_ms > 0:
+        raise ConfigError(f"timing.block_ms={c.timing.block_ms} is not allowed: it must be > 0.")
+    if c.repeats < 1:
+        raise ConfigError(
+            f"repeats={c.repeats} is not allowed: it must be a positive integer "
+            "(the number of fresh processes each cell runs in)."
+        )
+    if c.compile.threads < 1:
+        raise ConfigError(f"compile.threads={c.compile.threads} is not allowed: it must be >= 1.")
+    from study.pinning import check_spec
+
+    bad = check_spec(str(c.cores))
+    if bad:
+        raise ConfigError(bad)
     from study.workloads.registry import names  # registry is torch-free until a build
 
     if c.variant.name not in names():
         raise ConfigError(
             f"variant.name={c.variant.name!r} is not registered; known: {', '.join(names())}."
         )
+
+
+# Keys that say how or where a cell runs, not what it measures: left out of its identity.
+NOT_IDENTITY = (
+    "hydra",
+    "resume",
+    "out_root",
+    "timeout_s",
+    "isolation",
+    "gpu_slots",
+    "cores",
+    "cpu_mem_limit_gb",
+    "repeat",
+    "repeats",
+    "calibration_file",
+)
+
+
+def config_hash(plain_cfg: dict) -> str:
+    """A short hash of what a cell measures: its resolved config without ``NOT_IDENTITY``.
+    Repeats of one cell share it; resume skips a cell only when it matches."""
+    import hashlib
+    import json
+
+    ident = {k: v for k, v in plain_cfg.items() if k not in NOT_IDENTITY}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def plain(v) -> str:

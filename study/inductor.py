@@ -6,10 +6,13 @@
   per-kernel profiler ranges of the C++ kernels (otherwise they are invisible in traces).
   The ``trace.*`` keys are outside Inductor's cache key, so capture never changes what is
   compiled.
-- ``harvest(run_dir)``: the generated wrapper modules (from PyCodeCache, so also on a cache
-  hit), one source file per kernel under ``generated/kernels/``, and per kernel its fused
-  aten ops, from the provenance map + post-grad graph (Inductor's own metadata) or else the
-  ``Original ATen`` origin comments of the generated source. Never from the kernel name.
+- ``harvest(run_dir, store)``: the generated wrapper modules (from PyCodeCache, so also on a
+  cache hit), one source file per kernel under ``generated/kernels/``, and per kernel its
+  fused aten ops, from the provenance map + post-grad graph (Inductor's own metadata) or else
+  the ``Original ATen`` origin comments of the generated source. Never from the kernel name.
+  Provenance is written only while compiling, so it is also kept beside the warm cache
+  (``store``) and restored from there on a cache hit. ``analyse(run_dir)`` re-reads a run
+  dir's saved code without torch (study.reparse).
 - ``metrics()``: compile time split by phase, caches, graphs, graph breaks with reasons,
   recompiles, cudagraph skips with reasons (torch._dynamo's compilation metrics/counters).
 - ``Autotune``: every choice max-autotune benchmarked, its time and the winner.
@@ -92,9 +95,9 @@ def _inductor_kind(name: str, src_kind: str) -> str:
 
 
 def _post_grad_ops(debug_dir: Path) -> dict[str, str]:
-    """post-grad node name -> aten op, from fx_graph_transformed.py files."""
+    """post-grad node name -> aten op, from the graph's fx_graph_transformed.py."""
     ops = {}
-    for f in debug_dir.rglob("fx_graph_transformed.py"):
+    for f in debug_dir.glob("fx_graph_transformed.py"):
         for m in FX_LINE.finditer(f.read_text()):
             op = m.group("op")
             ops[m.group("node")] = op.rsplit(".", 1)[0] if op.count(".") >= 2 else op
@@ -105,7 +108,7 @@ def _provenance(debug_dir: Path) -> tuple[dict[str, list[str]], set[str]]:
     """kernel name -> post-grad node names, from Inductor's provenance mapping; and the
     post-grad nodes that come from a scaled_dot_product_attention call (pre-grad)."""
     out, from_sdpa = defaultdict(list), set()
-    for f in debug_dir.rglob("inductor_provenance_tracking_node_mappings*.json"):
+    for f in debug_dir.glob("inductor_provenance_tracking_node_mappings*.json"):
         try:
             data = json.loads(f.read_text())
         except json.JSONDecodeError:
@@ -123,30 +126,83 @@ def _provenance(debug_dir: Path) -> tuple[dict[str, list[str]], set[str]]:
     return out, from_sdpa
 
 
-def harvest(run_dir: Path) -> dict:
-    """Copy generated code into ``generated/`` and map each kernel to its source and ops."""
+# What a graph's debug dir holds that the analysis needs: kept beside a warm cache entry.
+PROVENANCE_FILES = ("fx_graph_transformed.py", "inductor_provenance_tracking_node_mappings*.json")
+
+
+def _debug_dirs(debug: Path) -> dict[str, Path]:
+    """Each graph's debug dir, keyed by the text of its output code (= its wrapper module)."""
+    if not debug.exists():
+        return {}
+    return {f.read_text(): f.parent for f in debug.rglob("output_code.py")}
+
+
+def provenance_store() -> Path | None:
+    """Where provenance lives beside the Inductor cache this process uses: a cache hit loads
+    a wrapper without compiling, so without this its provenance (written only while
+    compiling) would be gone, and a decomposed-math row could not be proven."""
+    import os
+
+    d = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    return Path(d).parent / "provenance" if d else None
+
+
+def harvest(run_dir: Path, store: Path | None = None) -> dict:
+    """Copy generated code into ``generated/`` and map each kernel to its source and ops.
+
+    A graph compiled here leaves its provenance in ``generated/debug``; it is also saved in
+    ``store`` under the wrapper module's name (which is a hash of its code). A graph loaded
+    from the cache has no debug dir: its provenance is restored from ``store`` into
+    ``generated/debug/restored/<module>``. Either way the run dir holds what ``analyse``
+    needs, also for ``study.reparse``.
+    """
     from torch._inductor.codecache import PyCodeCache
 
     gen = run_dir / "generated"
-    kdir = gen / "kernels"
-    kdir.mkdir(parents=True, exist_ok=True)
+    gen.mkdir(parents=True, exist_ok=True)
     files = sorted(
         {Path(m.__file__) for m in _modules(PyCodeCache) if getattr(m, "__file__", None)}
     )
-    wrappers = []
+    debug = gen / "debug"
+    graphs = _debug_dirs(debug)
+    restored = 0
     for i, f in enumerate(files):
         text = f.read_text()
         if "def call(" not in text and "async_compile" not in text:
             continue  # a kernel module, not a graph's wrapper
-        dst = gen / f"output_code_{i}.py"
-        shutil.copyfile(f, dst)
-        wrappers.append((dst, text))
-    debug = gen / "debug"
-    node_ops = _post_grad_ops(debug) if debug.exists() else {}
-    prov, from_sdpa = _provenance(debug) if debug.exists() else ({}, set())
-    kernels = {}
-    externs = set()
-    for _dst, text in wrappers:
+        shutil.copyfile(f, gen / f"output_code_{i}.py")
+        if store is None:
+            continue
+        saved = store / f.stem
+        if text in graphs:
+            saved.mkdir(parents=True, exist_ok=True)
+            for pattern in PROVENANCE_FILES:
+                for p in graphs[text].glob(pattern):
+                    shutil.copyfile(p, saved / p.name)
+            (saved / "output_code.py").write_text(text)
+        elif saved.exists():
+            dst = debug / "restored" / f.stem
+            shutil.copytree(saved, dst, dirs_exist_ok=True)
+            restored += 1
+    out = analyse(run_dir)
+    out["provenance_restored"] = restored
+    return out
+
+
+def analyse(run_dir: Path) -> dict:
+    """Each generated kernel of a run dir: its source file, fused aten ops and whether it came
+    from an SDPA call, from the saved wrappers and debug dirs (no compiling, no torch)."""
+    gen = run_dir / "generated"
+    kdir = gen / "kernels"
+    kdir.mkdir(parents=True, exist_ok=True)
+    graphs = _debug_dirs(gen / "debug")
+    kernels, externs, wrappers = {}, set(), []
+    for dst in sorted(gen.glob("output_code_*.py")):
+        text = dst.read_text()
+        wrappers.append(dst)
+        graph = graphs.get(text)
+        node_ops = _post_grad_ops(graph) if graph else {}
+        prov, from_sdpa = _provenance(graph) if graph else ({}, set())
         defs = list(KERNEL_DEF.finditer(text))
         for j, m in enumerate(defs):
             name = m.group("name")
@@ -175,8 +231,8 @@ def harvest(run_dir: Path) -> dict:
     return {
         "kernels": kernels,
         "externs": sorted(externs),
-        "wrappers": [str(d.relative_to(run_dir)) for d, _ in wrappers],
-        "post_grad_graph": bool(node_ops),
+        "wrappers": [str(d.relative_to(run_dir)) for d in wrappers],
+        "post_grad_graph": any((g / "fx_graph_transformed.py").exists() for g in graphs.values()),
     }
 
 

@@ -128,7 +128,10 @@ def aggregate(sweep_dir: Path) -> Path | None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m study.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv)")
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-") or not Path(sys.argv[1]).is_dir():
+        sys.exit(
+            "usage: python -m study.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its run "
+            "dirs; SWEEP_DIR is an existing dir such as outputs/sweeps/<time>)"
+        )
     out = aggregate(Path(sys.argv[1]))
     print(out or f"no run.csv below {sys.argv[1]}")

@@ -254,7 +254,7 @@ def target(run_dir: Path) -> None:
 
     from study import compiling
     from study import inductor as ind
-    from study.cell import build_workload, resolve_device, sdpa_pin
+    from study.build import build_workload, resolve_device, sdpa_pin
     from study.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))

@@ -1,9 +1,12 @@
 """Re-read a sweep's traces with the current parser: ``python -m study.reparse SWEEP_DIR``.
 
-After a change to the trace reading or the kernel classes, the kernels.csv files and the
-trace-derived columns of each run.csv are derived again from the saved ``trace.json.gz``
-(the Inductor join columns are kept), and runs.csv/revealed.csv are rebuilt. No GPU needed:
-a GPU sweep can be re-read on a laptop. Cells without a trace are left as they are.
+After a change to the trace reading, the kernel classes or the proof of backend, each cell's
+kernels.csv and the trace-derived columns of its run.csv are derived again from the saved
+``trace.json.gz`` and generated code (the Inductor join is redone from ``generated/``), the
+pinned SDPA backend is proven again (study.proof), and runs.csv/revealed.csv are rebuilt. No
+GPU needed: a GPU sweep can be re-read on a laptop. Cells without a trace are left as they
+are. A proof decides only between ``ok`` and ``invalid``: a row that is ``mismatch``, or
+``invalid`` for another reason than its proof, keeps its status.
 """
 
 from __future__ import annotations
@@ -11,9 +14,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from study import io, trace
+from study import inductor, io, proof, trace
+from study.workloads.registry import get
 
 KEEP = ("source_file", "fused_ops", "inductor_kind")
+
+
+def _sdpa(variant: str) -> tuple[bool, str | None]:
+    """(whether the variant's backend is proven, the backend it pins)."""
+    try:
+        e = get(variant)
+    except KeyError:
+        return False, None
+    return e.family == "attention" and (
+        e.sdpa_backend is not None or e.name == "sdpa"
+    ), e.sdpa_backend
 
 
 def reparse_run(run_dir: Path) -> bool:
@@ -22,20 +37,30 @@ def reparse_run(run_dir: Path) -> bool:
         return False
     row = io.read_csv(run_dir / "run.csv")[0]
     rows, summary = trace.parse(trace.load_events(path), row["device"])
-    summary.pop("op_names", None)
+    op_names = summary.pop("op_names", [])
     summary.pop("profile_note", None)
+    generated = inductor.analyse(run_dir) if (run_dir / "generated").exists() else {}
     old = (
         {k["kernel"]: k for k in io.read_csv(run_dir / "kernels.csv")}
         if (run_dir / "kernels.csv").exists()
         else {}
     )
-    for k in rows:
+    inductor.join(rows, generated)
+    for k in rows:  # a run dir without its generated code keeps the join it had
         for c in KEEP:
-            if old.get(k["kernel"], {}).get(c):
+            if not k.get(c) and old.get(k["kernel"], {}).get(c):
                 k[c] = old[k["kernel"]][c]
     meta = {c: row[c] for c in ("run_id", "variant", "compile", "device", "dtype")}
     io.write_csv(run_dir / "kernels.csv", [{**meta, **k} for k in rows], "kernels")
     row.update({k: v for k, v in summary.items() if k in row})
+    proven, backend = _sdpa(row["variant"])
+    decided = row["status"] == "ok" or (
+        row["status"] == "invalid" and proof.is_proof_reason(row.get("reason", ""))
+    )
+    if proven and decided:
+        p = proof.prove_backend(backend, rows, op_names, generated)
+        row["backend_seen"], row["backend_proof"] = p["backend_seen"], p["backend_proof"]
+        row["status"], row["reason"] = ("ok", "") if p["ok"] else ("invalid", p["reason"])
     io.write_csv(run_dir / "run.csv", [row], "runs")
     return True
 

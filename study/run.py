@@ -1,31 +1,40 @@
 """Hydra entry point: ``python -m study.run -m variant=naive,flash compile=off,default``.
 
-Thin on purpose: compose, validate, hand the job to ``study.sweep.run_job``, which runs the
-cell in its own process and writes its rows. Tests call ``run_job`` without Hydra.
+Thin on purpose: compose, hand the job to ``study.sweep.run_job``, which runs the cell in a
+child of the warm cell server and writes its rows. A multirun is checked as a whole before any
+cell starts, and summed up at the end (study.callbacks). Tests call ``run_job`` without Hydra.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import re
 import sys
 from pathlib import Path
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+# torch.cuda.is_available() asks NVML instead of initialising CUDA, in this process and in the
+# cell server it starts (a forked cell cannot use a CUDA context its parent made).
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
-from study.config import ConfigError, plain, register_configs, validate
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from study.callbacks import check_point, fail, interrupted  # noqa: E402
+from study.config import plain, register_configs  # noqa: E402
 
 _SWEEP_IDS: dict = {}
 _SAID = set()
+SAFE = re.compile(r"[^A-Za-z0-9_.,=+\-@:]")
 
 
 def sweep_id(out_root: str, resume) -> str:
-    """A new timestamped sweep dir name, or with resume=true the newest existing one."""
+    """A new timestamped sweep dir name, or with resume=true the newest existing sweep."""
     key = (out_root, bool(resume))
     if key not in _SWEEP_IDS:
         root = Path(out_root) / "sweeps"
-        existing = sorted(p.name for p in root.glob("*") if p.is_dir()) if root.exists() else []
+        existing = sorted(p.parent.name for p in root.glob("*/sweep.yaml")) if root.exists() else []
         if resume and existing:
             _SWEEP_IDS[key] = existing[-1]
         else:
@@ -34,12 +43,16 @@ def sweep_id(out_root: str, resume) -> str:
 
 
 def job_dirname(overrides: str) -> str:
-    """Hydra's override dirname, shortened with a hash when it would overflow a file name."""
-    if len(overrides) <= 160:
-        return overrides
+    """Hydra's override dirname made safe for a file name: characters other than letters,
+    digits and ``_.,=+-@:`` become ``%XX`` (so no ``/`` can lead out of the sweep dir), and a
+    name that would overflow is shortened with a hash."""
+    name = SAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), overrides)
+    name = name or "cell"
+    if len(name) <= 160:
+        return name
     import hashlib
 
-    return overrides[:140] + ",#" + hashlib.sha1(overrides.encode()).hexdigest()[:10]
+    return name[:140] + ",#" + hashlib.sha1(name.encode()).hexdigest()[:10]
 
 
 if not OmegaConf.has_resolver("study_job_dirname"):
@@ -49,17 +62,18 @@ if not OmegaConf.has_resolver("study_sweep_id"):
 register_configs()
 
 
-def _gpu_slots(cfg: DictConfig) -> int:
-    """GPUs to share among the cells run at once: gpu_slots, or under the joblib launcher
-    every GPU this process sees (n_jobs may exceed it: the extra cells prepare meanwhile)."""
+def _slots(cfg: DictConfig) -> tuple[int, bool]:
+    """(cells that may run at once, whether each is a GPU): ``gpu_slots``, or under the joblib
+    launcher one per visible GPU (else ``n_jobs`` CPU core groups); 0 otherwise."""
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0  # NVML: no CUDA init
     if cfg.gpu_slots > 0:
-        return cfg.gpu_slots
+        return cfg.gpu_slots, True
     launcher = HydraConfig.get().launcher
     if "JoblibLauncher" in str(launcher.get("_target_", "")):
-        import torch
-
-        return torch.cuda.device_count()
-    return 0
+        return (gpus, True) if gpus else (int(launcher.get("n_jobs") or 1), False)
+    return 0, False
 
 
 def _say_device_once(cfg: DictConfig) -> None:
@@ -68,8 +82,7 @@ def _say_device_once(cfg: DictConfig) -> None:
     _SAID.add("device")
     import torch
 
-    dev = plain(cfg.device)
-    if dev == "auto" and not torch.cuda.is_available():
+    if plain(cfg.device) == "auto" and not torch.cuda.is_available():
         print(
             "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
             "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
@@ -79,36 +92,35 @@ def _say_device_once(cfg: DictConfig) -> None:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
-    try:
-        validate(cfg)
-        from study.inductor import unknown_keys
+    hc = HydraConfig.get()
+    multirun = hc.mode.name == "MULTIRUN"
+    if not multirun:  # a multirun checked every point before the first job (callbacks)
+        why = check_point(list(hc.overrides.task), hc.job.config_name or "config")
+        if why:
+            fail(why)
+    slots, gpus = _slots(cfg)
+    if gpus and slots > 0:
+        from study.worker import gpu_id
 
-        bad = unknown_keys(dict(cfg.compile.inductor))
-        if bad:
-            raise ConfigError(
-                f"compile.inductor: unknown Inductor config key(s) {bad}; "
-                "see torch._inductor.config for the names"
-            )
-        slots = _gpu_slots(cfg)
-        if slots > 0:
-            from study.worker import gpu_id
-
-            try:
-                gpu_id(slots - 1)
-            except ValueError as e:
-                raise ConfigError(str(e)) from None
-    except ConfigError as e:
-        print(f"[study] config error: {e}", file=sys.stderr, flush=True)
-        raise
+        try:
+            gpu_id(slots - 1)
+        except ValueError as e:
+            fail(str(e))
     from study.sweep import run_job
 
-    hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    multirun = hc.mode.name == "MULTIRUN"
     sweep_dir = Path(hc.sweep.dir) if multirun else run_dir
     _say_device_once(cfg)
-    run_job(cfg, run_dir, sweep_dir, slots=slots)
+    run_job(cfg, run_dir, sweep_dir, slots=slots, gpus=gpus)
+    if not multirun:
+        from study.callbacks import summary
+
+        sys.exit(summary(run_dir))
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        interrupted()
+        sys.exit(130)

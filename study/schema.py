@@ -73,6 +73,18 @@ RUN = (
             "compile cache policy: cold (private per cell) or warm (shared, keyed by cell)",
         ),
         Col("seed", "", "seed of the inputs and parameters"),
+        Col(
+            "config_hash",
+            "",
+            "hash of the cell's resolved config, without where/how it ran (resume, cores, "
+            "repeat, ...): repeats of one cell share it; resume skips a cell only when it matches",
+        ),
+        Col("repeat", "", "which repetition of the cell this row is (repeats=N: 0..N-1)"),
+        Col(
+            "compile_threads",
+            "",
+            "Inductor compile_threads (compile.threads; 1 = no async-compile process pool)",
+        ),
         Col("status", "", "ok, mismatch, invalid, unsupported, oom, error, timeout, crash"),
         Col("reason", "", "why the status is not ok (library message, kernels seen, ...)"),
         Col("notes", "", "facts a reader should know that do not change the status"),
@@ -97,6 +109,33 @@ RUN = (
         Col("device_time_p10_us", "us", "device time per call, 10th percentile"),
         Col("device_time_p90_us", "us", "device time per call, 90th percentile"),
         Col("device_time_method", "", "cuda_graph_replay_xN, do_bench_l2_flush, or none"),
+        Col(
+            "device_time_l2",
+            "",
+            "whether L2 was flushed between the calls behind device_time_us: 'not flushed' "
+            "(graph replay) or 'flushed' (do_bench); compare device times only within one",
+        ),
+        Col(
+            "eager_latency_paired_us",
+            "us",
+            "compiled cells: eager per-call latency, median over the eager blocks timed in "
+            "alternation with compiled ones, in this cell's process",
+        ),
+        Col(
+            "speedup_paired",
+            "x",
+            "compiled cells: median(eager blocks) / median(compiled blocks), timed in "
+            "alternation in one process (same host, clocks, load): THE speedup of the study",
+        ),
+        Col(
+            "speedup_ci_low",
+            "x",
+            "95% interval of speedup_paired, low end (percentile bootstrap over pairs, "
+            "2000 resamples, seeded; study.stats). An interval holding 1.0: no measurable difference",
+        ),
+        Col("speedup_ci_high", "x", "95% interval of speedup_paired, high end"),
+        Col("pairs", "", "eager/compiled block pairs behind speedup_paired (timing.pairs)"),
+        Col("pair_calls", "", "back-to-back calls per block (about timing.block_ms per block)"),
         Col("profiled_steps", "", "profiler steps analysed (schedule active)"),
         Col(
             "kernels_per_step",
@@ -138,7 +177,14 @@ RUN = (
         ),
         Col("profiler_overhead", "x", "profiled_step_us / latency_median_us"),
         Col("cpu_bound", "bool", "cpu_us_per_step > gpu_us_per_step (GPU only)"),
-        Col("dominant_kernel", "", "short name of the kernel with the most device time"),
+        Col(
+            "host_bound",
+            "bool",
+            "GPU only: latency_median_us > 1.1 x gpu_us_per_step (the profiler's device busy "
+            "time, the same notion in every mode): the host sets the pace, so the absolute "
+            "latency moves with CPU placement and load; trust speedup_paired",
+        ),
+        Col("dominant_kernel", "", "full name of the kernel with the most device time"),
         Col("dominant_share", "", "its share of the step's kernel time (0-1)"),
         Col("graph_launched", "bool", "kernels were replayed from a CUDA graph"),
         Col(
@@ -220,7 +266,26 @@ RUN = (
         Col("device_name", "", "GPU name, or the CPU model"),
         Col("sm_clock_mhz", "MHz", "SM clock read at the start of the cell (nvidia-smi)"),
         Col("mem_clock_mhz", "MHz", "memory clock read at the start of the cell"),
-        Col("cpu_threads", "", "torch.get_num_threads()"),
+        Col("cpu_threads", "", "torch.get_num_threads() (one per core the cell is pinned to)"),
+        Col("cpu_cores", "", "CPU cores the cell was pinned to (cores=auto: one group per slot)"),
+        Col(
+            "load_avg_1m",
+            "",
+            "host's 1-minute load average at the end of the timed phases",
+        ),
+        Col(
+            "host_busy_other",
+            "cores",
+            "CPU time other processes took on the cell's cores during the timed phases, in "
+            "cores (busy time from /proc/stat minus the cell's own)",
+        ),
+        Col(
+            "host_loaded",
+            "bool",
+            "the host was loaded while timing: host_busy_other > 0.25 core, or load_avg_1m "
+            "above the cores given; host-bound numbers from such a row are suspect",
+        ),
+        Col("cpu_governor", "", "CPU frequency governor of the cell's first core, where readable"),
         Col("host", "", "host name"),
         Col("python_version", "", "Python version"),
         Col("git_rev", "", "the study's git revision (-dirty when modified)"),
@@ -233,14 +298,20 @@ RUN = (
         Col(
             "prepare_s",
             "s",
-            "wall time from the cell's process start to the end of its imports (torch, Dynamo, "
-            "the study): work that touches no GPU and overlaps other cells' GPU time",
+            "wall time from the sweep asking for the cell to the forked cell starting its work "
+            "(the warm server imported torch, Dynamo and Inductor once per sweep process)",
         ),
         Col(
             "gpu_wait_s",
             "s",
-            "wall time waiting for a free GPU slot after preparing (hydra/launcher=gpus); "
-            "not counted against timeout_s",
+            "wall time waiting for a free slot (a GPU or a core group) before the cell "
+            "started; not counted against timeout_s",
+        ),
+        Col(
+            "overhead_s",
+            "s",
+            "the sweep's own cost of this cell: wall time from asking for it to its row being "
+            "written, minus gpu_wait_s, first_call_s (compile), check_s, measure_s, profile_s",
         ),
         Col("gpu_index", "", "GPU the cell was pinned to (CUDA_VISIBLE_DEVICES), blank if none"),
         Col("setup_s", "s", "wall time before the first call: environment, inputs, CUDA init"),

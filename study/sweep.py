@@ -1,57 +1,71 @@
-"""The sweep side of one Hydra job: isolate the cell in a subprocess, and never lose a row.
+"""The sweep side of one Hydra job: resolve the cell, run it in a forked child, never lose a row.
 
-For each job: validate, write ``cell.yaml``, start ``python -m study.worker`` in a new
-process group with the cache environment (and a pinned GPU under the multi-GPU launcher),
-wait at most ``timeout_s``, and make sure the run dir ends with a ``run.csv``: the worker's
-own, or one written here with status ``timeout`` or ``crash`` (exit code or signal, and the
-tail of the cell's log). Then ``runs.csv`` is rebuilt from all finished run dirs.
+For each job: resolve what the cell runs (``device=auto``, the family's default shape) into
+``cell.yaml`` with its ``config_hash``; take a slot (one GPU, or one CPU core group); ask the
+warm cell server (study.server) to fork the cell pinned to that slot's GPU and cores; wait at
+most ``timeout_s``; make sure the run dir ends with a ``run.csv`` (the cell's own, or one
+written here with status ``timeout`` or ``crash``: exit code or signal, and the tail of the
+cell's log); add the sweep's own figures (``overhead_s``, ``gpu_wait_s``); rebuild ``runs.csv``
+and print one progress line.
 
-With ``resume=true``, a job whose run dir already holds an ``ok`` row is skipped.
+With ``resume=true`` a cell whose ``run.csv`` is ``ok`` and carries the same ``config_hash`` is
+skipped; any other is run again, and the line says why.
 """
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from study import compiling, io
-from study.config import to_plain
-from study.worker import SLOT_WAIT, gpu_id
+from study import compiling, io, pinning
+from study.config import config_hash, plain, to_plain
+from study.worker import gpu_id
 
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent():  # runs in the child between fork and exec
-    os.setsid()
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
+STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
+_SERVER = None
+_PLAN: dict = {}
 
 
-def finished_ok(run_dir: Path) -> bool:
-    p = run_dir / "run.csv"
-    try:
-        return p.exists() and all(r.get("status") == "ok" for r in io.read_csv(p))
-    except (OSError, ValueError):
-        return False
+class Unsafe(ValueError):
+    """A run dir outside its sweep dir: the sweep refuses to write or delete there."""
+
+
+def inside(path: Path, root: Path) -> bool:
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path == root or root in path.parents
+
+
+def server(house: list[int] | None):
+    """This process's warm cell server (started on first use, restarted if it died)."""
+    global _SERVER
+    from study.server import Client
+
+    if _SERVER is None or not _SERVER.alive():
+        _SERVER = Client(cores=house)
+    return _SERVER
+
+
+def core_plan(slots: int, spec: str) -> tuple[list[int], list[list[int]]]:
+    """(housekeeping cores, core group per slot), from this process's cores at first use."""
+    key = (slots, spec)
+    if key not in _PLAN:
+        _PLAN.setdefault("host", pinning.allowed())
+        _PLAN[key] = pinning.plan(_PLAN["host"], slots, spec)
+    return _PLAN[key]
 
 
 def try_slot(lock_dir: Path, slots: int):
-    """(slot, open lock file) for the first free one of ``slots`` GPU slots, or None."""
+    """(slot, open lock file) for the first free one of ``slots`` slots, or None."""
     lock_dir.mkdir(parents=True, exist_ok=True)
     for i in range(slots):
-        f = open(lock_dir / f".gpu{i}.lock", "a")
+        f = open(lock_dir / f".slot{i}.lock", "a")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -68,15 +82,15 @@ def release_slot(held) -> None:
 
 
 def wait_slot(lock_dir: Path, slots: int):
-    """(slot, open lock file) for the first of ``slots`` GPU slots to come free."""
+    """(slot, open lock file) for the first of ``slots`` slots to come free."""
     while (held := try_slot(lock_dir, slots)) is None:
-        time.sleep(0.2)
+        time.sleep(0.05)
     return held
 
 
 @contextmanager
-def gpu_slot(lock_dir: Path, slots: int):
-    """Hold one of ``slots`` GPU slots (a file lock each) for the duration of a block."""
+def slot(lock_dir: Path, slots: int):
+    """Hold one of ``slots`` slots (a file lock each) for the duration of a block."""
     if slots <= 0:
         yield None
         return
@@ -100,8 +114,12 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def _wait_group_gone(pgid: int, limit_s: float = 30.0) -> None:
-    """Wait until no live process of the cell's group is left (killed ones may be exiting)."""
+def _kill_group(pgid: int, limit_s: float = 30.0) -> None:
+    """Kill what is left of a cell's process group and wait until none of it lives."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     deadline = time.monotonic() + limit_s
     while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -116,151 +134,204 @@ def _tail(path: Path, n: int = 800) -> str:
     return " | ".join(lines[-6:])[-n:]
 
 
+def resolve(cfg, cuda: bool) -> dict:
+    """The cell's config as it will run: plain data, device and the family's shape resolved."""
+    from study.workloads.registry import get
+
+    d = to_plain(cfg)
+    if d["device"] == "auto":
+        d["device"] = "cuda" if cuda else "cpu"
+    entry = get(d["variant"]["name"])
+    base = d["family"].get("shapes", {}).get(d["device"]) or d["family"].get("shapes", {}).get(
+        "cpu"
+    )
+    for k in entry.shape_keys:
+        if d["shape"].get(k) is None and base and base.get(k) is not None:
+            d["shape"][k] = base[k]
+    return d
+
+
 def _fallback_row(cfg, run_dir: Path, status: str, reason: str, wall: float) -> dict:
+    import socket
+
     from study.cell import base_row
 
     row = base_row(cfg, run_dir.name)
-    row.update(status=status, reason=reason, wall_s=wall)
+    row.update(status=status, reason=reason, wall_s=wall, host=socket.gethostname())
     for k, v in to_plain(cfg)["shape"].items():
         row[k] = v
-    import socket
-
-    row["host"] = socket.gethostname()
     return row
 
 
-def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0) -> str:
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+def _why_rerun(run_dir: Path, want: str) -> str | None:
+    """None when the finished cell in ``run_dir`` can be kept, else why it runs again."""
+    p = run_dir / "run.csv"
+    if not p.exists():
+        return "not finished"
+    try:
+        rows = io.read_csv(p)
+    except (OSError, ValueError):
+        return "its run.csv is unreadable"
+    if not rows or rows[0].get("config_hash") != want:
+        return f"its configuration changed (config_hash {rows[0].get('config_hash') if rows else '?'} -> {want})"
+    bad = [r["status"] for r in rows if r.get("status") != "ok"]
+    return f"status {bad[0]}" if bad else None
+
+
+def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = False) -> str:
+    """Run one cell; returns its status. ``slots``: cells that may run at once (file locks in
+    the sweep dir); ``gpus``: each slot is also a GPU (``CUDA_VISIBLE_DEVICES``)."""
+    asked = time.time()
+    t0 = time.perf_counter()
+    run_dir, sweep_dir = Path(run_dir), Path(sweep_dir)
+    if not inside(run_dir, sweep_dir):
+        raise Unsafe(f"run dir {run_dir} is outside the sweep dir {sweep_dir}: refusing to use it")
     name = run_dir.name
-    if cfg.resume and finished_ok(run_dir):
-        print(f"[study] {name}: ok already, skipped (resume=true)")
-        io.aggregate(sweep_dir)
-        return "ok"
-    for stale in (
-        "run.csv",
-        "kernels.csv",
-        "autotune.csv",
-        "ncu.csv",
-        "error.txt",
-        "trace.json.gz",
-        SLOT_WAIT,
-    ):
+    plan_slots = slots if slots > 0 else 1
+    house, groups = core_plan(plan_slots, str(cfg.cores))
+    isolated = plain(cfg.isolation) == "subprocess"
+    srv = server(house) if isolated else None
+    cuda = srv.status["cuda_available"] if srv else _cuda_available()
+    resolved = resolve(cfg, cuda)
+    want = config_hash(resolved)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.resume:
+        why = _why_rerun(run_dir, want)
+        if why is None:
+            io.aggregate(sweep_dir)
+            _progress(sweep_dir, name, "ok already, skipped (resume=true)")
+            return "ok"
+        if why != "not finished":
+            print(f"[study] {name}: running again (resume=true): {why}", flush=True)
+    for stale in STALE:
         (run_dir / stale).unlink(missing_ok=True)
     shutil.rmtree(run_dir / "generated", ignore_errors=True)
-    plain = to_plain(cfg)
     tmp = run_dir / ".cell.yaml.tmp"
-    OmegaConf.save(OmegaConf.create(plain), tmp)
+    OmegaConf.save(OmegaConf.create(resolved), tmp)
     os.replace(tmp, run_dir / "cell.yaml")
 
-    env = dict(os.environ)
-    env.update(compiling.cache_env(plain["cache"], run_dir, Path(cfg.out_root), plain))
+    env = compiling.cache_env(resolved["cache"], run_dir, Path(cfg.out_root), resolved)
     env["PYTHONUNBUFFERED"] = "1"
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    t0 = time.perf_counter()
-    status, reason = None, ""
-    if plain["isolation"] == "inline":
-        with gpu_slot(sweep_dir, slots) as slot:
-            if slot is not None:
-                env["CUDA_VISIBLE_DEVICES"] = gpu_id(slot)
-            status, reason = _inline(run_dir, env)
-    else:  # the worker gets its GPU slot once it has imported torch (study.worker)
-        env["STUDY_LAUNCHED_AT"] = f"{time.time():.3f}"
-        held = None
-        if slots > 0 and not cfg.overlap_startup:  # pin before the process starts
-            held = wait_slot(sweep_dir, slots)
-            env["CUDA_VISIBLE_DEVICES"] = env["STUDY_GPU_ID"] = gpu_id(held[0])
-            slots = 0
-        env["STUDY_GPU_SLOTS"] = str(slots)
-        status, reason = _subprocess(run_dir, env, cfg.timeout_s, slots, sweep_dir, held)
-        (run_dir / SLOT_WAIT).unlink(missing_ok=True)
+    status = reason = None
+    with slot(sweep_dir, slots) as s:
+        waited = time.perf_counter() - t0
+        cores = groups[s or 0]
+        gpu = gpu_id(s) if gpus and s is not None else None
+        if gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        if srv is not None:
+            status, reason = _forked(srv, run_dir, env, cores, gpu, cfg.timeout_s, asked)
+        else:
+            status, reason = _inline(run_dir, env, cores)
     wall = time.perf_counter() - t0
-    if status is not None:  # the worker wrote no run.csv: record why
-        io.write_csv(
-            run_dir / "run.csv", [_fallback_row(cfg, run_dir, status, reason, wall)], "runs"
-        )
-    if plain["cache"] == "cold":
+    if status is not None:  # the cell wrote no run.csv: record why
+        row = _fallback_row(cfg, run_dir, status, reason, wall)
+    else:
+        row = io.read_csv(run_dir / "run.csv")[0]
+    row.update(
+        config_hash=want,
+        repeat=cfg.repeat,
+        gpu_wait_s=waited if slots > 0 else None,
+        overhead_s=_overhead(row, time.perf_counter() - t0 - (waited if slots > 0 else 0.0)),
+    )
+    io.write_csv(run_dir / "run.csv", [row], "runs")
+    if resolved["cache"] == "cold":
         shutil.rmtree(run_dir / ".compile_cache", ignore_errors=True)
     io.aggregate(sweep_dir)
-    row = io.read_csv(run_dir / "run.csv")[0]
-    lat = row.get("latency_median_us")
-    print(
-        f"[study] {name}: {row['status']}"
-        + (
-            f", {float(lat):.1f} us/call, {row.get('kernels_per_step') or '?'} kernels/step"
-            if lat
-            else ""
-        )
-        + (f" ({row['reason'][:160]})" if row.get("reason") else "")
-        + f" [{wall:.1f}s]"
-    )
+    _progress(sweep_dir, name, _summary(row, wall))
     return row["status"]
 
 
-def _subprocess(run_dir: Path, env: dict, timeout_s: float, slots: int, lock_dir: Path, held=None):
-    """Run the worker. With GPU slots, hand it a free one once it has prepared (it says so
-    with ``SLOT_WAIT`` and reads the slot from stdin), and hold that slot until the worker's
-    whole process group is gone: a GPU is free only when the last cell's memory is. The
-    worker is killed once it has spent ``timeout_s`` outside the wait for a slot."""
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+# The phases a cell measures; everything else of its wall time is the sweep's overhead.
+MEASURED = ("first_call_s", "check_s", "measure_s", "profile_s")
+
+
+def _overhead(row: dict, wall: float) -> float:
+    return wall - sum(_num(row.get(k)) or 0.0 for k in MEASURED)
+
+
+def _summary(row: dict, wall: float) -> str:
+    lat = _num(row.get("latency_median_us"))
+    s = row["status"]
+    if lat:
+        s += f", {lat:.1f} us/call, {row.get('kernels_per_step') or '?'} kernels/step"
+    sp, lo, hi = (_num(row.get(k)) for k in ("speedup_paired", "speedup_ci_low", "speedup_ci_high"))
+    if sp:
+        s += f", {sp:.2f}x paired [{lo:.2f}-{hi:.2f}]"
+    if row.get("reason"):
+        s += f" ({row['reason'][:160]})"
+    return s + f" [{wall:.1f}s]"
+
+
+def _progress(sweep_dir: Path, name: str, what: str) -> None:
+    """'[k/N] cell: what  elapsed, ~left' (N and the start from the sweep's callback)."""
+    total = int(os.environ.get("STUDY_SWEEP_TOTAL") or 0)
+    t0 = float(os.environ.get("STUDY_SWEEP_T0") or 0)
+    done = len(io.run_csvs(sweep_dir))
+    head = f"[{done}/{total}] " if total else ""
+    tail = ""
+    if total and t0:
+        el = time.time() - t0
+        left = el / done * (total - done) if done else 0.0
+        tail = f"  {_hms(el)} elapsed" + (f", ~{_hms(left)} left" if done < total else "")
+    print(f"[study] {head}{name}: {what}{tail}", flush=True)
+
+
+def _hms(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _forked(srv, run_dir: Path, env: dict, cores, gpu, timeout_s: float, asked: float):
+    """Run the cell in a child of the warm server; (status, reason) when it wrote no row."""
     log = run_dir / "cell.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "study.worker", str(run_dir)],
-            env=env,
-            stdin=subprocess.PIPE if slots > 0 else subprocess.DEVNULL,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
-            text=True,
-        )
-        t0 = time.monotonic()
-        wait_began = taken = None
-        try:
-            while True:
-                try:
-                    rc = proc.wait(timeout=0.1)
-                    break
-                except subprocess.TimeoutExpired:
-                    now = time.monotonic()
-                    if slots > 0 and held is None and (run_dir / SLOT_WAIT).exists():
-                        wait_began = wait_began or now
-                        held = try_slot(lock_dir, slots)
-                        if held is not None:
-                            taken = now
-                            try:
-                                proc.stdin.write(f"{held[0]}\n")
-                                proc.stdin.close()
-                            except BrokenPipeError:
-                                pass  # the worker died meanwhile: its exit is seen next
-                    waited = (taken or now) - wait_began if wait_began is not None else 0.0
-                    if now - t0 - waited <= timeout_s:
-                        continue
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                if not (run_dir / "run.csv").exists():
-                    return (
-                        "timeout",
-                        f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer",
-                    )
-                return None, ""
-            try:  # leftover compile workers of the cell's process group
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        finally:
-            _wait_group_gone(proc.pid)
-            release_slot(held)
+    pid = srv.spawn(
+        "study.worker:cell_main",
+        {"run_dir": str(run_dir), "gpu": gpu, "asked_at": asked},
+        env,
+        cores,
+        log,
+    )
+    (run_dir / ".cell.pid").write_text(f"{pid}\n")  # the cell's process (and group) id
+    try:
+        rc = srv.wait(pid, timeout_s)
+        if rc is None:
+            _kill_group(pid)
+            srv.wait(pid, 30.0)
+            if not (run_dir / "run.csv").exists():
+                return (
+                    "timeout",
+                    f"cell exceeded timeout_s={timeout_s:g}s and was killed; raise timeout_s=... if it needs longer",
+                )
+            return None, ""
+    except BaseException:  # Ctrl-C or a dead server: the cell must not outlive the sweep
+        _kill_group(pid)
+        raise
+    _kill_group(pid)  # leftovers of its group (ncu, nsys): the slot is free only when all are gone
     if (run_dir / "run.csv").exists():
         return None, ""
     how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
     return "crash", f"cell process died ({how}) before writing its row; log: {_tail(log)}"
 
 
-def _inline(run_dir: Path, env: dict):
+def _inline(run_dir: Path, env: dict, cores):
     """Debug only: the cell in this process. Dynamo/CUDA state is not isolated."""
-    saved = dict(os.environ)
+    saved, aff = dict(os.environ), os.sched_getaffinity(0)
     os.environ.update(env)
+    os.sched_setaffinity(0, cores)
     try:
         from study import worker
 
@@ -268,4 +339,5 @@ def _inline(run_dir: Path, env: dict):
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        os.sched_setaffinity(0, aff)
     return (None, "") if (run_dir / "run.csv").exists() else ("crash", "inline cell wrote no row")

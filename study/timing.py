@@ -8,14 +8,26 @@
 3. Kernel time (``kernel_us_per_step``) comes from the profiler, in ``study.trace``.
 
 They answer different questions and differ by tens of percent on small cells: never
-compare across them. Every number reports its method next to it.
+compare across them. Every number reports its method next to it, and device time says
+whether L2 was flushed between calls (``L2``): a graph replay does not flush, do_bench does.
+
+4. Paired (``paired``): a compiled cell also times the same work eagerly, in alternating
+   blocks of ``calls`` back-to-back calls (eager, compiled, compiled, eager, ...), each block
+   from an idle device (synchronised before it). Both sides see the same host, clocks and
+   load, so their ratio holds where the absolute latency of a host-bound cell moves between
+   processes. PyTorch's dynamo benchmark harness alternates for the same reason ("to handle
+   frequency scaling").
+
+The garbage collector is run before, and held off during, every timed phase (``quiet``).
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 
@@ -59,6 +71,57 @@ def per_call(step: Callable[[], object], device: str, warmup: int, repeat: int) 
     return {**summarize(samples), "method": method}
 
 
+@contextmanager
+def quiet():
+    """No garbage collection inside a timed phase (one is run before it)."""
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def block(step: Callable[[], object], device: str, calls: int) -> float:
+    """Per-call time of ``calls`` back-to-back calls, from an idle device, in microseconds."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            step()
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e) * 1e3 / calls
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        step()
+    return (time.perf_counter_ns() - t0) / 1e3 / calls
+
+
+def block_calls(latency_us: float | None, block_ms: float, most: int = 1000) -> int:
+    """Calls per block so that a block lasts about ``block_ms`` (at least one call)."""
+    if not latency_us or latency_us <= 0:
+        return 1
+    return max(1, min(most, round(block_ms * 1e3 / latency_us)))
+
+
+def paired(eager, compiled, device: str, pairs: int, calls: int) -> tuple[list, list]:
+    """Per-call times of eager and compiled blocks, timed in alternation (ABBA order, so
+    neither side always runs first). Returns (eager samples, compiled samples), paired."""
+    e, c = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            e.append(block(eager, device, calls))
+            c.append(block(compiled, device, calls))
+        else:
+            c.append(block(compiled, device, calls))
+            e.append(block(eager, device, calls))
+    return e, c
+
+
 def graph_replay(step: Callable[[], object], calls: int, replays: int) -> dict:
     """Device time per call from events around replays of one CUDA graph of ``calls`` calls."""
     side = torch.cuda.Stream()
@@ -83,7 +146,7 @@ def graph_replay(step: Callable[[], object], calls: int, replays: int) -> dict:
         torch.cuda.synchronize()
         samples.append(s.elapsed_time(e) * 1e3 / calls)
     del graph
-    return {**summarize(samples), "method": f"cuda_graph_replay_x{calls}"}
+    return {**summarize(samples), "method": f"cuda_graph_replay_x{calls}", "l2": "not flushed"}
 
 
 def do_bench(step: Callable[[], object]) -> dict:
@@ -91,7 +154,7 @@ def do_bench(step: Callable[[], object]) -> dict:
     from triton.testing import do_bench as _do_bench
 
     ms = _do_bench(step, warmup=25, rep=100, return_mode="all")
-    return {**summarize([m * 1e3 for m in ms]), "method": "do_bench_l2_flush"}
+    return {**summarize([m * 1e3 for m in ms]), "method": "do_bench_l2_flush", "l2": "flushed"}
 
 
 def device_time(
@@ -104,7 +167,7 @@ def device_time(
     row says so.
     """
     if method == "none":
-        return {"median": None, "p10": None, "p90": None, "n": 0, "method": "none"}
+        return {"median": None, "p10": None, "p90": None, "n": 0, "method": "none", "l2": None}
     if method == "graph" and not uses_cudagraphs:
         return graph_replay(step, calls, replays)
     out = do_bench(step)

@@ -404,6 +404,6 @@ def _summary(per_step, rows, steps, kernel_sum) -> dict:
         "generated_per_step": sum(r["calls_per_step"] for r in rows if r["generated"]),
         "cpu_us_per_step": _med([s["dur"] for s in steps]),
         "kernel_us_per_step": _med(kernel_sum),
-        "dominant_kernel": dom["kernel_short"] if dom else None,
+        "dominant_kernel": dom["kernel"] if dom else None,
         "dominant_share": dom["share"] if dom else None,
     }

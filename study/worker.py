@@ -1,18 +1,12 @@
-"""A cell's own process: ``python -m study.worker RUN_DIR``.
+"""A cell's own process: read ``RUN_DIR/cell.yaml``, run the cell, write its files.
 
-Reads ``RUN_DIR/cell.yaml`` (written by study.sweep), runs the cell and writes its files:
-``kernels.csv`` and ``autotune.csv`` first, ``run.csv`` last, each atomically, so a run dir
-with a ``run.csv`` is a finished cell. The parent chose the compile caches through this
-process's environment before torch was imported.
+Normally the cell is a child the warm server forked (study.server calls ``cell_main``), already
+pinned to its CPU cores, with ``CUDA_VISIBLE_DEVICES`` set to its GPU before CUDA starts and
+its compile caches chosen by its environment (study.sweep). ``python -m study.worker RUN_DIR``
+runs one cell in a plain process, by hand.
 
-Under the multi-GPU launcher the process first does everything that touches no GPU (the
-interpreter, torch and Dynamo imports: seconds per cell), then says so (``SLOT_WAIT``
-in the run dir) and reads a GPU slot from stdin. The parent (study.sweep) hands out a free slot
-(a file lock per GPU in the sweep dir) and holds it until this process and its children are
-gone, so the next cell on that GPU never meets this one's memory. ``CUDA_VISIBLE_DEVICES`` is
-pinned before CUDA is initialised. With more jobs than GPUs, the next cells' start-up overlaps
-the running cells' GPU work, and no two cells ever share a GPU. The wait for a slot does not
-count against ``timeout_s``.
+Files: ``kernels.csv`` and ``autotune.csv`` first, ``run.csv`` last, each atomically, so a run
+dir with a ``run.csv`` is a finished cell.
 """
 
 from __future__ import annotations
@@ -21,35 +15,6 @@ import os
 import sys
 import time
 from pathlib import Path
-
-SLOT_WAIT = ".slot_wait"
-
-
-def prepare(inductor: bool = False) -> None:
-    """Imports done before a GPU slot is taken. ``inductor``: Inductor's too (seconds)."""
-    import torch  # noqa: F401
-    import torch._dynamo  # noqa: F401  - FlopCounterMode imports it on first use, eager too
-    import torch.utils.flop_counter  # noqa: F401
-
-    import study.cell  # noqa: F401
-
-    # Inductor only when early_inductor() says so: with it imported here, every compiled cell on
-    # the H200 pair ran on GPU 0 whatever its slot, so its imports initialise CUDA (which one
-    # was not traced), after which CUDA_VISIBLE_DEVICES is ignored. check_pinned catches that.
-    if inductor:
-        import torch._inductor.compile_fx  # noqa: F401
-        import torch._inductor.select_algorithm  # noqa: F401  - the autotune hook's import
-
-
-def early_inductor(run_dir: Path, slots: int) -> bool:
-    """Whether a cell may import Inductor before its GPU slot: a compiled cell of a sweep with
-    one GPU slot. Slot 0 is the first GPU the process sees, which is where CUDA starts whether
-    or not an import initialised it before the pin; with two or more slots it is not safe."""
-    if slots != 1:
-        return False
-    from omegaconf import OmegaConf
-
-    return OmegaConf.load(run_dir / "cell.yaml").compile.mode not in ("off", False)  # YAML: off
 
 
 def gpu_id(slot: int) -> str:
@@ -65,19 +30,10 @@ def gpu_id(slot: int) -> str:
     return visible[slot] if visible else str(slot)
 
 
-def pin_gpu(slot: int | None) -> str | None:
-    """Pin this process to GPU slot ``slot`` (see gpu_id); returns the GPU id."""
-    if slot is None:
-        return None
-    gpu = gpu_id(slot)
-    os.environ["CUDA_VISIBLE_DEVICES"] = gpu
-    return gpu
-
-
 def check_pinned(gpu: str | None) -> None:
-    """Fail loudly unless CUDA really runs on GPU ``gpu``: an import that initialised CUDA before
-    the pin would leave the cell on GPU 0, sharing it with another cell. Compares the device's
-    UUID with nvidia-smi's for that GPU (device_count alone is no proof: it reads the variable)."""
+    """Fail loudly unless CUDA really runs on GPU ``gpu``: CUDA initialised before the pin
+    would leave the cell on GPU 0, sharing it with another cell. Compares the device's UUID
+    with nvidia-smi's for that GPU (device_count alone is no proof: it reads the variable)."""
     if gpu is None:
         return
     import torch
@@ -92,8 +48,7 @@ def check_pinned(gpu: str | None) -> None:
         raise SystemExit(
             f"GPU pinning failed: the cell asked for GPU {gpu} (uuid {want or '?'}) but CUDA runs "
             f"on {got} and sees {torch.cuda.device_count()} GPU(s): CUDA was initialised before "
-            "CUDA_VISIBLE_DEVICES was set. Something in study.worker.prepare touched CUDA; "
-            "use overlap_startup=false meanwhile."
+            "CUDA_VISIBLE_DEVICES was set (in the cell server: see benchmarks/fork_probe.py)."
         )
 
 
@@ -115,8 +70,9 @@ def cap_host_memory(cfg) -> str | None:
     ``cpu_mem_limit_gb=0``)."""
     import resource
 
-    from study.cell import Unsupported, resolve_device
+    from study.build import resolve_device
     from study.config import plain
+    from study.errors import Unsupported
 
     try:
         if resolve_device(plain(cfg.device)) != "cpu":
@@ -146,11 +102,15 @@ def cap_host_memory(cfg) -> str | None:
 
 
 def main(run_dir: Path, extra: dict | None = None) -> dict:
-    from study import io
+    import torch
+
+    from study import compiling, io
     from study.cell import run_cell
     from study.config import load_cell_config
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
+    torch.set_num_threads(len(os.sched_getaffinity(0)))  # one thread per core the cell owns
+    compiling.configure(cfg.compile.threads)
     capped = cap_host_memory(cfg)
     row, kernels, autotune = run_cell(cfg, run_dir)
     if capped and row.get("status") == "oom":
@@ -173,37 +133,18 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
     return row
 
 
-def _touch(path: Path) -> None:
-    path.write_text(f"{time.time():.3f}\n")
-
-
-def cli(run_dir: Path) -> None:
-    launched = float(os.environ.get("STUDY_LAUNCHED_AT") or time.time())
-    slots = int(os.environ.get("STUDY_GPU_SLOTS") or 0)
-    prepare(inductor=early_inductor(run_dir, slots))
-    ready = time.time()
-    slot = None
-    if slots > 0:
-        _touch(run_dir / SLOT_WAIT)  # prepared: the parent answers with a free GPU slot
-        line = sys.stdin.readline().strip()
-        if not line.isdigit():
-            raise SystemExit(f"expected a GPU slot on stdin from study.sweep, got {line!r}")
-        slot = int(line)
-    taken = time.time()
-    gpu = pin_gpu(slot) if slot is not None else os.environ.get("STUDY_GPU_ID")  # parent-pinned
+def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = None) -> None:
+    """The forked child's target (study.server): pinned already; check the GPU, run the cell."""
+    started = time.time()
     check_pinned(gpu)
     main(
-        run_dir,
-        {
-            "prepare_s": ready - launched,
-            "gpu_wait_s": taken - ready if slot is not None else None,
-            "gpu_index": gpu,
-        },
+        Path(run_dir),
+        {"gpu_index": gpu, "prepare_s": started - asked_at if asked_at else None},
     )
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m study.worker RUN_DIR   (RUN_DIR holds cell.yaml)")
-    cli(Path(sys.argv[1]))
+    main(Path(sys.argv[1]))
     sys.exit(0)

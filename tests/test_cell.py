@@ -2,7 +2,7 @@
 
 import pytest
 
-from study.cell import classify_error, prove_backend
+from study.errors import classify_error
 from tests.conftest import ROOT
 
 EAGER_OK = [
@@ -102,18 +102,14 @@ def test_flash_refuses_fp32_on_cuda_only_as_a_row():
     assert classify_error(ValueError("boom"), [])[0] == "error"
 
 
-def test_proof_of_backend_rules():
-    flash = [
-        {
-            "kernel": "void pytorch_flash::flash_fwd_kernel<...>",
-            "kernel_short": "flash_fwd",
-            "kernel_class": "flash",
-        }
-    ]
-    assert prove_backend("flash", flash, [], {})["ok"]
-    p = prove_backend("cudnn", flash, [], {})
-    assert not p["ok"] and "did not run" in p["reason"] and "flash_fwd" in p["reason"]
-    decomposed = {"kernels": {"triton_per_fused__safe_softmax_0": {"from_sdpa": True}}}
-    p = prove_backend("math", [], [], decomposed)
-    assert p["ok"] and "decomposed by Inductor" in p["backend_proof"]
-    assert not prove_backend("math", [], [], {})["ok"]
+def test_calibration_file_is_the_ceilings_the_row_reads(run_inline, tmp_path):
+    import json
+
+    probe, _, _ = run_inline("variant=naive", name="probe")
+    f = tmp_path / "ceilings.json"
+    key = f"{probe['device_name']}|bf16|{probe['torch_version']}"
+    f.write_text(json.dumps({key: {"tflops": 1.5, "gbps": 20.0}}))
+    row, _, _ = run_inline("variant=naive", f"calibration_file={f}", name="cal")
+    assert row["peak_tflops"] == 1.5 and row["peak_gbps"] == 20.0
+    assert row["pct_peak_compute"] == pytest.approx(100 * row["tflops"] / 1.5)
+    assert probe["peak_tflops"] != 1.5

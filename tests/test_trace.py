@@ -74,6 +74,14 @@ def test_step_summary_fields():
     assert s["dominant_share"] == pytest.approx(1.0)
 
 
+def test_csvs_hold_whole_kernel_names():
+    """The cuDNN kernel's name is long; the CSV keeps it whole (figures shorten their own)."""
+    rows, s = parse("h200_cudnn_eager")
+    cudnn = next(r for r in rows if r["kernel_class"] == "cudnn")
+    assert s["dominant_kernel"] == cudnn["kernel"] and "…" not in s["dominant_kernel"]
+    assert "…" not in cudnn["kernel_short"] and len(cudnn["kernel_short"]) > 48
+
+
 def _split_masked_fill(events, pieces):
     """The naive trace as if masked_fill_ had been split into ``pieces`` launches of its kernel
     inside the same op call (what TensorIterator does past 2^31 elements)."""

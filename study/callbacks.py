@@ -1,0 +1,265 @@
+"""The sweep as a whole: checked before any cell starts, summed up after the last one.
+
+Hydra calls ``Sweep`` (registered in conf/config.yaml under ``hydra.callbacks``) in the main
+process of a multirun:
+
+- ``on_multirun_start``, before the sweep dir exists: expand every point of the sweep the way
+  Hydra's basic sweeper will, compose each, and validate it (study.config.validate, unknown
+  keys, Inductor keys). Any bad point stops the run with one message listing every bad point,
+  and exit status 2; no dir is created. With ``resume=true`` the newest sweep dir is reused
+  only when its fixed overrides are the ones given now (``sweep.yaml``), else the run stops
+  naming the difference. ``repeats=N`` becomes a sweep over ``repeat=0..N-1`` that varies
+  slowest: every cell once, then every cell again, each in a fresh process.
+- ``on_multirun_end``: one summary (statuses, the cells that are not ok, where the rows are,
+  the report command). Exit status 1 when a cell failed for a reason of the harness (``crash``,
+  or ``error`` outside compile); ``unsupported``, ``oom``, ``mismatch``, ``timeout``,
+  ``invalid`` and compile errors are results, not failures of the command.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf, flag_override
+
+# Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
+RUNTIME = {
+    "resume",
+    "repeats",
+    "timeout_s",
+    "out_root",
+    "cores",
+    "gpu_slots",
+    "isolation",
+    "cpu_mem_limit_gb",
+    "hydra/launcher",
+    "ncu.enabled",
+    "nsys.enabled",
+}
+
+
+def _runtime(key: str) -> bool:
+    k = key.lstrip("+~")
+    return k in RUNTIME or k.startswith("hydra.")
+
+
+def fail(message: str, code: int = 2) -> None:
+    """A user's mistake: the message, no traceback, exit ``code``."""
+    print(f"[study] config error: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def _overrides(config: DictConfig):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = config.hydra.sweeper.get("params") or {}
+    args = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+    return OverridesParser.create().parse_overrides(args)
+
+
+def points(config: DictConfig) -> list[list[str]]:
+    """Every job's overrides, in the order Hydra's basic sweeper runs them."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    return [p for batch in BasicSweeper.split_arguments(_overrides(config), None) for p in batch]
+
+
+def shape_of(config: DictConfig) -> dict[str, list[str]]:
+    """{override key: its values}, without the keys that do not change what is measured."""
+    out = {}
+    for o in _overrides(config):
+        key = o.get_key_element()
+        if _runtime(key):
+            continue
+        # A swept key may take other values in a resume (config_hash guards each cell).
+        out[key] = ["<swept>"] if o.is_sweep_override() else [o.get_value_element_as_str()]
+    return out
+
+
+def check_point(overrides: list[str], config_name: str) -> str | None:
+    """Why this point of the sweep cannot run, or None."""
+    from hydra import compose
+    from omegaconf.errors import ConfigKeyError, ValidationError
+
+    from study.config import CellConf, ConfigError, validate
+
+    try:
+        cfg = compose(config_name=config_name, overrides=overrides)
+    except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
+        return " ".join(str(e).split())
+    try:
+        OmegaConf.merge(
+            OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+        )
+    except ConfigKeyError as e:
+        key = getattr(e, "full_key", None) or str(e).split("'")[1]
+        return (
+            f"unknown key {key!r}: the study has no such setting (see SCHEMA.md and "
+            "`python -m study.run --cfg job` for the keys)"
+        )
+    except ValidationError as e:
+        return " ".join(str(e).split()[:40])
+    try:
+        validate(cfg)
+        if cfg.compile.inductor:
+            from study.inductor import unknown_keys
+
+            bad = unknown_keys(dict(cfg.compile.inductor))
+            if bad:
+                raise ConfigError(
+                    f"compile.inductor: unknown Inductor config key(s) {bad}; "
+                    "see torch._inductor.config for the names"
+                )
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+def validate_sweep(config: DictConfig, config_name: str) -> int:
+    """Check every point; exit 2 with every bad point listed. Returns the number of points."""
+    pts = points(config)
+    bad: dict[str, list[str]] = {}
+    for p in pts:
+        why = check_point(p, config_name)
+        if why:
+            bad.setdefault(why, []).append(" ".join(p) or "(no overrides)")
+    if config.gpu_slots > 0:
+        from study.worker import gpu_id
+
+        try:
+            gpu_id(config.gpu_slots - 1)
+        except ValueError as e:
+            bad.setdefault(str(e), []).extend(" ".join(p) for p in pts)
+    if bad:
+        n = len({w for where in bad.values() for w in where})
+        lines = [f"{n} of {len(pts)} sweep points cannot run; no cell was started:"]
+        for why, where in bad.items():
+            at = "every point" if len(where) == len(pts) and len(pts) > 1 else "; ".join(where)
+            lines.append(f"  - {why}  [{at}]")
+        fail("\n".join(lines))
+    return len(pts)
+
+
+def check_resume(config: DictConfig, sweep_dir: Path) -> None:
+    """Refuse to add to a sweep made with other fixed overrides."""
+    saved = sweep_dir / "sweep.yaml"
+    if not config.resume or not saved.exists():
+        return
+    old = OmegaConf.to_container(OmegaConf.load(saved).get("overrides") or {})
+    new = shape_of(config)
+    diffs = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if a is None:
+            diffs.append(f"{k}={','.join(b)} was not in it")
+        elif b is None:
+            diffs.append(f"{k}={','.join(a)} is missing now")
+        elif a != b and "<swept>" not in (a + b):
+            diffs.append(f"{k} was {','.join(a)}, is {','.join(b)} now")
+    if diffs:
+        fail(
+            f"resume=true would add to {sweep_dir}, a sweep of another configuration: "
+            + "; ".join(diffs)
+            + ". Give the same fixed overrides to resume it, or drop resume=true for a new sweep."
+        )
+
+
+def _with_repeats(config: DictConfig) -> None:
+    n = int(config.get("repeats", 1) or 1)
+    if n <= 1:
+        return
+    params = dict(config.hydra.sweeper.get("params") or {})
+    params.pop("repeat", None)
+    with flag_override(config, ["struct", "readonly"], [False, False]):
+        config.hydra.sweeper.params = {"repeat": ",".join(map(str, range(n))), **params}
+
+
+class Sweep(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        name = kwargs.get("config_name") or "config"
+        _with_repeats(config)
+        total = validate_sweep(config, name)
+        sweep_dir = Path(config.hydra.sweep.dir)
+        check_resume(config, sweep_dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(
+            OmegaConf.create({"command": command(), "overrides": shape_of(config)}),
+            sweep_dir / "sweep.yaml",
+        )
+        os.environ.update(
+            STUDY_SWEEP_TOTAL=str(total),
+            STUDY_SWEEP_T0=f"{time.time():.3f}",
+            STUDY_SWEEP_DIR=str(sweep_dir),
+        )
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        sys.exit(summary(Path(config.hydra.sweep.dir)))
+
+
+def command(extra: str = "") -> str:
+    args = [a for a in sys.argv[1:] if a != "resume=true"]
+    return " ".join(["python -m study.run", *map(shlex.quote, args)] + ([extra] if extra else []))
+
+
+def harness_failure(row: dict) -> bool:
+    return row["status"] == "crash" or (
+        row["status"] == "error" and not row.get("reason", "").startswith("compile:")
+    )
+
+
+def summary(sweep_dir: Path) -> int:
+    """Print what the sweep gave; 1 when a cell failed for a reason of the harness, else 0."""
+    from study import io
+
+    path = sweep_dir / "runs.csv"
+    rows = io.read_csv(path) if path.exists() else []
+    t0 = float(os.environ.get("STUDY_SWEEP_T0") or 0)
+    took = f" in {time.time() - t0:.0f} s" if t0 else ""
+    counts = Counter(r["status"] for r in rows)
+    print(
+        f"[study] done: {len(rows)} cells{took}: "
+        + ", ".join(f"{n} {s}" for s, n in counts.most_common()),
+        flush=True,
+    )
+    for r in rows:
+        if r["status"] != "ok":
+            print(
+                f"[study]   {r['run_id']}: {r['status']} ({r.get('reason', '')[:200]})", flush=True
+            )
+    print(
+        f"[study] rows: {path}\n[study] report: python -m analysis.report {sweep_dir}", flush=True
+    )
+    failed = [r for r in rows if harness_failure(r)]
+    if failed:
+        print(
+            f"[study] {len(failed)} cell(s) failed for a reason of the harness (crash, or error "
+            "outside compile): exit status 1. Their logs: <run dir>/cell.log, error.txt",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
+    return 0
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line, what finished, where, and the command that resumes."""
+    d = os.environ.get("STUDY_SWEEP_DIR")
+    if not d:
+        print("[study] interrupted before any cell started.", file=sys.stderr, flush=True)
+        return
+    from study import io
+
+    done = len(io.run_csvs(Path(d)))
+    total = os.environ.get("STUDY_SWEEP_TOTAL", "?")
+    print(
+        f"[study] interrupted: {done} of {total} cells finished, rows in {d}/runs.csv; "
+        f"resume with: {command('resume=true')}",
+        file=sys.stderr,
+        flush=True,
+    )

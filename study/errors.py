@@ -1,0 +1,56 @@
+"""Failures become rows: an exception -> (status, reason), with the library's own words.
+
+``oom`` (the allocator said no), ``unsupported`` (the library refused this combination, e.g.
+no SDPA backend for fp32 on flash; the warnings that say why are appended), or ``error``
+(compile errors say ``compile:``). Pure string work on the exception chain.
+"""
+
+from __future__ import annotations
+
+OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "outofmemory")
+UNSUPPORTED_PATTERNS = (
+    "no available kernel",
+    "no viable backend",
+    "not supported",
+    "only supports",
+    "not implemented for",
+    "not compiled with",
+    "is not available",
+    "unsupported",
+)
+
+
+class Unsupported(RuntimeError):
+    """The cell cannot run on this machine (e.g. CUDA asked for, none present)."""
+
+
+def _chain(e: BaseException):
+    seen = []
+    while e is not None and e not in seen:
+        seen.append(e)
+        e = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
+    return seen
+
+
+def classify_error(e: BaseException, caught_warnings: list[str]) -> tuple[str, str]:
+    """(status, reason) for an exception: oom, unsupported or error, with the library's words."""
+    import torch
+
+    chain = _chain(e)
+    text = " ".join(f"{type(x).__name__}: {x}" for x in chain).lower()
+    first = next((x for x in reversed(chain) if str(x).strip()), e)
+    msg = f"{type(first).__name__}: {str(first).strip()}"
+    msg = " ".join(msg.split())[:600]
+    if any(isinstance(x, torch.OutOfMemoryError) for x in chain) or any(
+        p in text for p in OOM_PATTERNS
+    ):
+        return "oom", msg
+    if isinstance(e, Unsupported) or any(p in text for p in UNSUPPORTED_PATTERNS):
+        extra = "; ".join(dict.fromkeys(w for w in caught_warnings if w))[:600]
+        return "unsupported", msg + (f" | warnings: {extra}" if extra else "")
+    where = (
+        "compile: "
+        if any(type(x).__module__.startswith(("torch._dynamo", "torch._inductor")) for x in chain)
+        else ""
+    )
+    return "error", where + msg

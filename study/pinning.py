@@ -1,0 +1,174 @@
+"""Which CPU cores a cell runs on, and how busy the host was while it was timed.
+
+A host-bound cell (per-call latency above its device time) measures the host: on the H200
+host the same compiled cell moved by up to 2.2x between processes while each process's own
+p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
+
+- ``plan`` splits the cores the sweep may use into one group per slot (cells that run at
+  once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core for the sweep's own
+  processes (the Hydra job, the cell server) when there are enough: nothing else of the
+  sweep runs on a cell's cores while it is timed. ``cores=0-7`` narrows the set.
+- The cell pins itself (``os.sched_setaffinity``) before torch starts a thread, and sets
+  ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
+  (study.compiling), so no compile workers share the cores.
+- ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time
+  that other processes took on them (busy time minus this process's own), the 1-minute load
+  average and the frequency governor, where readable. A row says ``host_loaded`` when others
+  took more than a quarter of a core, or the load average exceeded the cores given.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+LOADED_OTHER_CORES = 0.25  # others' CPU on the cell's cores, in cores, above which: loaded
+
+
+def parse_cores(spec: str) -> list[int]:
+    """'0-3,8' -> [0, 1, 2, 3, 8]. Raises ValueError on anything else."""
+    out = []
+    for part in str(spec).replace(" ", "").split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi) if hi else int(lo)
+        if a < 0 or b < a:
+            raise ValueError(f"bad core range {part!r}")
+        out.extend(range(a, b + 1))
+    if not out:
+        raise ValueError("no cores")
+    return sorted(set(out))
+
+
+def fmt_cores(cores) -> str:
+    """[0, 1, 2, 3, 8] -> '0-3,8'."""
+    cores = sorted(cores)
+    runs, start = [], None
+    for i, c in enumerate(cores):
+        if start is None:
+            start = c
+        if i + 1 == len(cores) or cores[i + 1] != c + 1:
+            runs.append(f"{start}-{c}" if c > start else f"{c}")
+            start = None
+    return ",".join(runs)
+
+
+def allowed() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def check_spec(spec: str, host: list[int] | None = None) -> str | None:
+    """Why ``cores=spec`` cannot run on this host, or None."""
+    if spec == "auto":
+        return None
+    try:
+        want = parse_cores(spec)
+    except ValueError as e:
+        return f"cores={spec!r} is not a core list ({e}); write e.g. cores=0-7 or cores=2,3,5, or cores=auto"
+    host = allowed() if host is None else host
+    missing = [c for c in want if c not in host]
+    if missing:
+        return (
+            f"cores={spec!r} names core(s) {fmt_cores(missing)} that this process may not use; "
+            f"allowed here: {fmt_cores(host)}"
+        )
+    return None
+
+
+def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], list[list[int]]]:
+    """(housekeeping cores, one core group per slot). Groups are disjoint and contiguous
+    unless there are fewer cores than slots, when slots share them."""
+    slots = max(1, slots)
+    cores = sorted(host) if spec == "auto" else parse_cores(spec)
+    if spec == "auto" and len(cores) >= slots + 2:
+        house, cores = cores[:1], cores[1:]
+    else:
+        house = sorted(set(host) - set(cores)) or cores[:1]
+    if len(cores) < slots:
+        return house, [cores] * slots
+    n = len(cores)
+    return house, [cores[i * n // slots : (i + 1) * n // slots] for i in range(slots)]
+
+
+def pin(cores: list[int]) -> None:
+    """Pin this process (its current thread, and every thread it starts after) to ``cores``."""
+    os.sched_setaffinity(0, cores)
+
+
+def governor(core: int) -> str | None:
+    try:
+        return (
+            Path(f"/sys/devices/system/cpu/cpu{core}/cpufreq/scaling_governor").read_text().strip()
+        )
+    except OSError:
+        return None
+
+
+def _stat(cores: set[int]) -> tuple[float, float] | None:
+    """(busy, total) jiffies summed over ``cores``, from /proc/stat; None where unreadable."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    busy = total = 0.0
+    for line in lines:
+        head, *vals = line.split()
+        if not head.startswith("cpu") or head == "cpu" or int(head[3:]) not in cores:
+            continue
+        v = [float(x) for x in vals]
+        idle = v[3] + (v[4] if len(v) > 4 else 0.0)  # idle + iowait
+        total += sum(v[:8])  # guest time is already inside user
+        busy += sum(v[:8]) - idle
+    return busy, total
+
+
+class HostLoad:
+    """Around the timed phases: others' CPU on the cell's cores, load average, governor."""
+
+    HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def __init__(self, cores: list[int]):
+        self.cores = sorted(cores)
+        self.wall = self.own = 0.0
+        self.busy = 0.0
+        self.readable = True
+
+    def __enter__(self):
+        self._t, self._cpu, self._s = time.monotonic(), _own_cpu(), _stat(set(self.cores))
+        return self
+
+    def __exit__(self, *exc):
+        s = _stat(set(self.cores))
+        self.wall += time.monotonic() - self._t
+        self.own += _own_cpu() - self._cpu
+        if s is None or self._s is None:
+            self.readable = False
+        else:
+            self.busy += (s[0] - self._s[0]) / self.HZ
+        return False
+
+    def row(self) -> dict:
+        other = None
+        if self.readable and self.wall > 0:
+            other = max(0.0, self.busy - self.own) / self.wall
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            load = None
+        loaded = (other is not None and other > LOADED_OTHER_CORES) or (
+            load is not None and load > len(self.cores)
+        )
+        return {
+            "cpu_cores": fmt_cores(self.cores),
+            "load_avg_1m": load,
+            "host_busy_other": other,
+            "host_loaded": loaded,
+            "cpu_governor": governor(self.cores[0]) if self.cores else None,
+        }
+
+
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system

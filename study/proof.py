@@ -1,0 +1,96 @@
+"""Proof of which SDPA backend ran, from the trace: the one check that makes a row ``ok``.
+
+A row that claims a backend must show that backend's work in its profiled steps **and no
+other backend's**: a flash row whose trace also holds a cuDNN kernel proves nothing about
+flash. Evidence, per backend:
+
+- flash, efficient, cuDNN: a kernel of that class (study.classify) in the profiled steps; on
+  the CPU, the backend's aten op, which the trace records as the "kernel".
+- math, eager: the ``aten::_scaled_dot_product_attention_math`` op in the trace.
+- math, compiled: Inductor decomposes the op into generated kernels. Inductor's provenance
+  map (``generated[kernels][name][from_sdpa]``) says which generated kernels came from the
+  ``scaled_dot_product_attention`` call, and **every one of them must be in the trace**: a
+  map alone proves what was compiled, not what ran.
+
+Every failure reason starts with ``PREFIX``, so ``study.reparse`` can tell a proof failure
+(which it re-decides) from any other ``invalid`` reason (which it keeps).
+"""
+
+from __future__ import annotations
+
+from study.classify import BACKEND_CLASS
+
+PREFIX = "proof: "
+LEGACY_PREFIXES = ("pinned backend ",)  # reasons written before PREFIX existed
+MATH_OP = "_scaled_dot_product_attention_math"
+
+
+def _generated_in_trace(kernel_rows: list[dict], generated: dict) -> tuple[list, list]:
+    """(decomposed kernels found in the trace, those missing): the generated kernels that
+    Inductor's provenance maps to the SDPA call, matched to trace names (CPU: graph_N_...)."""
+    from study.inductor import match_kernel
+
+    gk = generated.get("kernels", {})
+    decomposed = sorted(k for k, v in gk.items() if v.get("from_sdpa"))
+    ran = {match_kernel(r["kernel"], gk) for r in kernel_rows}
+    return [k for k in decomposed if k in ran], [k for k in decomposed if k not in ran]
+
+
+def is_proof_reason(reason: str) -> bool:
+    return bool(reason) and reason.startswith((PREFIX, *LEGACY_PREFIXES))
+
+
+def prove_backend(
+    expected: str | None, kernel_rows: list[dict], op_names: list[str], generated: dict
+) -> dict:
+    """{ok, reason, backend_seen, backend_proof} for a row pinned to ``expected`` (math,
+    efficient, flash, cudnn) or, with None, for the dispatcher's own choice (``sdpa``)."""
+    seen, proof = [], []
+    for backend, cls in BACKEND_CLASS.items():
+        hits = [r["kernel"] for r in kernel_rows if r["kernel_class"] == cls]
+        if hits:
+            seen.append(backend)
+            proof.append(f"{backend}: kernel {hits[0]}")
+    math_ops = [n for n in op_names if MATH_OP in n]
+    ran, missing = _generated_in_trace(kernel_rows, generated)
+    if math_ops:
+        seen.append("math")
+        proof.append(f"math: op {math_ops[0]}")
+    elif not seen and ran and not missing:
+        # Decomposed math: no fused backend ran, and every kernel Inductor made from the SDPA
+        # call is in the trace. (With a fused backend, kernels made from the call are its
+        # layout copies, not math.)
+        seen.append("math")
+        proof.append(
+            f"math: decomposed by Inductor into generated kernels that ran ({', '.join(ran)}; "
+            "Inductor provenance: scaled_dot_product_attention -> these kernels)"
+        )
+    missing = missing if not seen else []  # they only matter where nothing else is proof
+    out = {"backend_seen": "+".join(seen), "backend_proof": "; ".join(proof)}
+    top = ", ".join(r["kernel_short"] for r in kernel_rows[:8]) or "no kernels"
+    if missing:
+        why = (
+            f"{PREFIX}Inductor's provenance maps the SDPA call to generated kernel(s) "
+            f"{', '.join(missing)} that are not in the profiled steps; trace shows: {top}"
+        )
+    elif expected is None:
+        why = (
+            f"{PREFIX}no SDPA backend kernel or op found in the trace"
+            if not seen
+            else f"{PREFIX}more than one SDPA backend ran ({'+'.join(seen)})"
+            if len(seen) > 1
+            else ""
+        )
+    elif expected not in seen:
+        why = f"{PREFIX}pinned backend {expected!r} did not run; trace shows: {top}"
+    elif len(seen) > 1:
+        others = [b for b in seen if b != expected]
+        why = (
+            f"{PREFIX}pinned backend {expected!r} ran, but so did {'+'.join(others)}: "
+            f"the trace does not show {expected} alone"
+        )
+    else:
+        why = ""
+    out["ok"] = not why
+    out["reason"] = why
+    return out

@@ -1,0 +1,295 @@
+"""The warm cell server: import torch, Dynamo, Inductor and Triton once; fork a fresh child per cell.
+
+    python -m study.server        # started by study.sweep; speaks JSON lines on stdin/stdout
+
+Why: a cell spent 6-10 s of its life importing (H200 host) for < 1 s of measured work. The
+server pays the imports once per sweep process and forks each cell from that warm state. A
+forked child is as isolated as a new process for what the study cares about: the parent never
+compiles, never touches CUDA and never runs an op, so every child starts with a fresh Dynamo
+state, Inductor config, CUDA context, allocator and compile caches (chosen by the child's
+own environment), and a child that crashes or hangs costs only its own row.
+
+The parent must never initialise CUDA: a child cannot use a CUDA context its parent made.
+The server sets ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` before importing torch, so
+``torch.cuda.is_available()`` asks NVML instead of the driver, and refuses to serve if CUDA
+is initialised after its imports (``benchmarks/fork_probe.py`` checks each import on a GPU).
+
+Protocol, one JSON object per line:
+
+    -> {"op": "spawn", "id": ID, "target": "pkg.mod:func", "kwargs": {...}, "env": {...},
+        "cores": [..] | null, "log": PATH}
+    <- {"spawned": ID, "pid": PID}
+    <- {"exit": ID, "pid": PID, "rc": RC}          # RC < 0: killed by signal -RC
+    -> {"op": "status"}    <- {"status": {...}}
+    <- {"ready": {...}}    (once, after the imports)
+
+The child: new session (its group is killable as one), dies with the server
+(PR_SET_PDEATHSIG), stdin from /dev/null, stdout and stderr to ``log``, ``env`` applied,
+pinned to ``cores``, default signal handlers; then ``target(**kwargs)`` and ``os._exit``.
+End of stdin ends the server and kills its children.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+WARM = (
+    "torch",
+    "torch._dynamo",
+    "torch.utils.flop_counter",
+    "torch.profiler",
+    "torch._inductor.compile_fx",
+    "torch._inductor.select_algorithm",
+    "torch._inductor.codecache",
+    "torch.nn.attention.flex_attention",
+    "study.cell",
+    "study.worker",
+)
+
+
+def die_with_parent() -> None:
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the child still ends when its stdin closes or the group is killed
+
+
+def _send(msg: dict) -> None:
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def _status(imports_s: float) -> dict:
+    import torch
+
+    return {
+        "pid": os.getpid(),
+        "torch": torch.__version__,
+        "cuda_initialized": torch.cuda.is_initialized(),
+        "cuda_available": torch.cuda.is_available(),  # NVML: does not initialise CUDA
+        "device_count": torch.cuda.device_count(),
+        "nvml_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
+        "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
+        "imports_s": imports_s,
+    }
+
+
+def _child(req: dict) -> None:
+    """In the forked child: become the cell's own process, run the target, never return."""
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.environ.update(req.get("env") or {})
+        if req.get("cores"):
+            os.sched_setaffinity(0, req["cores"])
+        mod, _, func = req["target"].partition(":")
+        getattr(importlib.import_module(mod), func)(**(req.get("kwargs") or {}))
+        code = 0
+    except SystemExit as e:
+        if isinstance(e.code, int) or e.code is None:
+            code = e.code or 0
+        else:  # sys.exit("message"): the message is the log's last line
+            print(e.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - the child reports everything in its log, then exits
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve() -> None:
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
+    t = time.perf_counter()
+    for mod in WARM:
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            if mod.startswith("study") or mod == "torch":
+                raise
+            print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
+    import torch
+
+    status = _status(time.perf_counter() - t)
+    if torch.cuda.is_initialized():
+        sys.exit("[study.server] an import initialised CUDA; forked cells could not use it")
+    _send({"ready": status})
+    children: dict[int, object] = {}  # pid -> request id
+    buf = b""
+    stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
+    while True:
+        while children:  # reap first: exits are reported as soon as they happen
+            try:
+                pid, st = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
+            _send({"exit": children.pop(pid, None), "pid": pid, "rc": rc})
+        ready, _, _ = select.select([stdin], [], [], 0.02)
+        if not ready:
+            continue
+        chunk = os.read(stdin.fileno(), 65536)
+        if not chunk:  # the sweep is gone: so are its cells
+            for pid in children:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            if req.get("op") == "status":
+                _send({"status": _status(status["imports_s"])})
+            elif req.get("op") == "spawn":
+                sys.stdout.flush()
+                pid = os.fork()
+                if pid == 0:
+                    _child(req)
+                children[pid] = req.get("id")
+                _send({"spawned": req.get("id"), "pid": pid})
+
+
+class ServerError(RuntimeError):
+    """The cell server could not start or stopped answering."""
+
+
+class Client:
+    """The sweep's side of one server process (study.sweep holds one per process)."""
+
+    def __init__(self, env: dict | None = None, cores: list[int] | None = None, timeout=300.0):
+        root = str(Path(__file__).resolve().parent.parent)
+        env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+        def pre():
+            die_with_parent()
+            if cores:
+                os.sched_setaffinity(0, cores)
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "study.server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            preexec_fn=pre,
+        )
+        self._buf = b""
+        self._exits: dict[int, int] = {}
+        self._next = 0
+        msg = self._read_until(lambda m: "ready" in m, timeout)
+        if msg is None:
+            raise ServerError(f"the cell server did not start within {timeout:g} s")
+        self.status = msg["ready"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _read(self, timeout: float) -> dict | None:
+        if b"\n" not in self._buf:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, timeout))
+            if not ready:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise ServerError(
+                    f"the cell server exited (code {self.proc.wait()}); see the sweep's stderr"
+                )
+            self._buf += chunk
+            if b"\n" not in self._buf:
+                return None
+        line, self._buf = self._buf.split(b"\n", 1)
+        msg = json.loads(line)
+        if "exit" in msg:
+            self._exits[msg["pid"]] = msg["rc"]
+        return msg
+
+    def _read_until(self, want, timeout: float) -> dict | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self._read(deadline - time.monotonic())
+            if msg is not None and want(msg):
+                return msg
+            if msg is None and time.monotonic() >= deadline:
+                return None
+
+    def _request(self, req: dict) -> None:
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise ServerError("the cell server is gone") from None
+
+    def spawn(self, target: str, kwargs: dict, env: dict, cores, log: Path) -> int:
+        """Fork a child running ``target(**kwargs)``; returns its pid (= its process group)."""
+        self._next += 1
+        rid = self._next
+        self._request(
+            {
+                "op": "spawn",
+                "id": rid,
+                "target": target,
+                "kwargs": kwargs,
+                "env": env,
+                "cores": list(cores) if cores else None,
+                "log": str(log),
+            }
+        )
+        msg = self._read_until(lambda m: m.get("spawned") == rid, 60.0)
+        if msg is None:
+            raise ServerError("the cell server did not fork within 60 s")
+        return msg["pid"]
+
+    def wait(self, pid: int, timeout: float | None) -> int | None:
+        """The child's exit code (negative: killed by that signal), or None at ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while pid not in self._exits:
+            left = 1.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self._read(min(left, 1.0))
+        return self._exits.pop(pid)
+
+    def query(self) -> dict:
+        self._request({"op": "status"})
+        return self._read_until(lambda m: "status" in m, 30.0)["status"]
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+if __name__ == "__main__":
+    serve()

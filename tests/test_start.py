@@ -1,0 +1,197 @@
+"""A sweep is checked whole before any cell starts, resumes only into itself, and ends with a
+summary and an exit status that says whether the harness failed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from study import io
+from study.run import job_dirname
+from tests.conftest import ROOT, TINY, cli
+
+
+def no_traceback(r):
+    assert "Traceback" not in r.stderr, r.stderr[-1500:]
+
+
+def test_every_bad_point_of_a_sweep_is_listed_before_any_cell_runs(tmp_path):
+    r = cli("-m", "shape.seq_len=16,0,32,-4", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 2, r.stderr
+    assert "2 of 4 sweep points cannot run" in r.stderr
+    assert "shape.seq_len=0 is not allowed" in r.stderr and "shape.seq_len=-4" in r.stderr
+    no_traceback(r)
+    assert not (tmp_path / "sweeps").exists(), "a config error left a sweep dir behind"
+
+
+def test_a_config_error_of_a_single_run_is_one_message_and_exit_2(tmp_path):
+    r = cli("shape.seq_len=0", f"out_root={tmp_path}")
+    assert r.returncode == 2 and "config error: shape.seq_len=0 is not allowed" in r.stderr
+    no_traceback(r)
+
+
+@pytest.mark.parametrize("multirun", [True, False])
+def test_an_unknown_key_is_rejected_at_start(tmp_path, multirun):
+    r = cli(*(["-m"] if multirun else []), "+foo=1", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 2, r.stdout[-500:]
+    assert "unknown key 'foo'" in r.stderr
+    no_traceback(r)
+    assert not list(tmp_path.rglob("run.csv"))
+
+
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        ("repeats=0", "repeats=0 is not allowed"),
+        ("timing.pairs=5", "timing.pairs=5 is too few"),
+        ("cores=4096", "core(s) 4096"),
+        ("cores=a-b", "is not a core list"),
+    ],
+)
+def test_bad_timing_input_stops_at_start_naming_the_key(tmp_path, override, words):
+    r = cli("-m", override, f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 2 and words in r.stderr, r.stderr[-800:]
+    no_traceback(r)
+
+
+def test_dir_names_stay_inside_the_sweep_dir():
+    name = job_dirname("calibration_file=a/../../../etc,variant=naive")
+    assert "/" not in name and name.startswith("calibration_file=a%2F..%2F")
+    assert job_dirname("") == "cell"
+    assert len(job_dirname("x=" + "y" * 400)) <= 160
+
+
+def test_run_job_refuses_a_run_dir_outside_its_sweep(tmp_path):
+    from study.sweep import Unsafe, run_job
+    from tests.test_launchers import _cell_cfg
+
+    cfg = _cell_cfg(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "run.csv").write_text("keep me\n")
+    with pytest.raises(Unsafe):
+        run_job(cfg, tmp_path / "sweep" / ".." / "victim", tmp_path / "sweep")
+    assert (victim / "run.csv").read_text() == "keep me\n"
+
+
+@pytest.mark.slow
+def test_a_value_with_a_path_in_it_keeps_its_cell_inside_the_sweep(tmp_path):
+    r = cli(
+        "-m", "variant=naive", "calibration_file=x/../../../y.json", f"out_root={tmp_path}", *TINY
+    )
+    assert r.returncode == 0, r.stderr[-1500:]
+    runs = list(tmp_path.rglob("run.csv"))
+    assert len(runs) == 1 and runs[0].parent.parent.parent.name == "sweeps", runs
+
+
+@pytest.mark.slow
+def test_resume_refuses_a_sweep_of_another_configuration(tmp_path):
+    r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 0, r.stderr[-1500:]
+    sweep = next((tmp_path / "sweeps").iterdir())
+    # Without +experiment=tiny the cell would run at seq_len 128, not 16: refuse, and say so.
+    r = cli("-m", "variant=naive", "compile=off", "resume=true", f"out_root={tmp_path}")
+    assert r.returncode == 2 and "+experiment=tiny is missing" in r.stderr, r.stderr[-800:]
+    r = cli(
+        "-m",
+        "variant=naive",
+        "compile=off",
+        "dtype=fp32",
+        "resume=true",
+        f"out_root={tmp_path}",
+        *TINY,
+    )
+    assert r.returncode == 2 and "dtype=fp32 was not in it" in r.stderr
+    no_traceback(r)
+    assert [p.name for p in (tmp_path / "sweeps").iterdir()] == [sweep.name]
+    assert [x["seq_len"] for x in io.read_csv(sweep / "runs.csv")] == ["16"]
+
+
+@pytest.mark.slow
+def test_resume_reruns_a_cell_whose_config_hash_differs_and_says_why(tmp_path):
+    args = ["-m", "variant=naive,flash", "compile=off", f"out_root={tmp_path}", *TINY]
+    assert cli(*args).returncode == 0
+    sweep = next((tmp_path / "sweeps").iterdir())
+    cell = sweep / "compile=off,variant=flash" / "run.csv"
+    rows = io.read_csv(cell)
+    rows[0]["config_hash"] = "0123456789abcdef"  # as if the cell ran another configuration
+    io.write_csv(cell, rows, "runs")
+    r = cli(*args, "resume=true")
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert "compile=off,variant=naive: ok already, skipped (resume=true)" in r.stdout
+    assert (
+        "compile=off,variant=flash: running again (resume=true): its configuration changed"
+        in r.stdout
+    )
+    assert io.read_csv(cell)[0]["config_hash"] != "0123456789abcdef"
+
+
+@pytest.mark.slow
+def test_a_sweep_says_where_it_is_and_ends_with_a_summary(tmp_path):
+    """Progress per cell, then the summary; unsupported is a result: exit 0."""
+    r = cli("-m", "variant=naive,efficient", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 0, r.stderr[-1500:]
+    out = r.stdout
+    assert (
+        "[study] [1/2] variant=naive: ok" in out and "[2/2] variant=efficient: unsupported" in out
+    )
+    assert "[study] done: 2 cells" in out and "1 ok" in out and "1 unsupported" in out
+    assert "variant=efficient: unsupported (" in out
+    sweep = next((tmp_path / "sweeps").iterdir())
+    assert f"report: python -m analysis.report {sweep}" in out
+    for cell in sweep.iterdir():
+        if cell.is_dir():
+            assert not (cell / "run.log").exists(), "Hydra still writes an empty run.log"
+            y = (cell / "cell.yaml").read_text()
+            assert "device: cpu" in y and "seq_len: 16" in y  # what the cell ran, resolved
+    row = io.read_csv(sweep / "variant=naive" / "run.csv")[0]
+    assert len(row["config_hash"]) == 16 and float(row["overhead_s"]) > 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = ["-m", "variant=naive", "fault=none,hang", f"out_root={tmp_path}", *TINY]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "study.run", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")):
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-1500:]
+    assert "Traceback" not in err, err[-1500:]
+    line = [x for x in err.splitlines() if "interrupted" in x]
+    assert len(line) == 1 and "1 of 2 cells finished" in line[0]
+    assert "resume with: python -m study.run -m variant=naive fault=none,hang" in line[0]
+    assert line[0].endswith("resume=true")
+    pid = int(next(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")).read_text())
+    time.sleep(1)
+    assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]
+
+
+def test_study_io_help_makes_no_directory(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "study.io", "--help"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode != 0 and "usage: python -m study.io SWEEP_DIR" in r.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_readme_installs_the_cpu_build_of_torch():
+    text = (ROOT / "README.md").read_text()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in text
