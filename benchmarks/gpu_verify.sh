@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The GPU verification runs behind the README's figures and the issues' closing notes.
-#   bash benchmarks/gpu_verify.sh STAGE OUTDIR      (STAGE: features | parallel | serial)
+#   bash benchmarks/gpu_verify.sh STAGE OUTDIR      (STAGE: lifecycle | features | parallel | serial)
+# lifecycle: calibrate; the quickstart's wall time; linear, cuDNN and flash under default, and
+#            flash, cuDNN and naive eager, 5 fresh processes each (benchmarks/stability.py);
+#            part3's wall time and overhead (benchmarks/throughput.py).
 # features: attention x off,default,reduce-overhead; naive,mlp x max-autotune-no-cudagraphs;
 #           an OOM in the middle of a sweep; ncu on the top kernels; the harness benchmark.
 # parallel / serial: the core 18-cell sweep, on 2 GPUs with hydra/launcher=gpus, or on one.
@@ -11,6 +14,12 @@ V=matmul_add,linear,mlp,naive,naive_inplace,math,efficient,flash,cudnn
 ATT=naive,naive_inplace,math,efficient,flash,cudnn,sdpa
 t() { local s=$SECONDS; "$@"; echo "WALL $((SECONDS - s)) s: $*"; }
 case $stage in
+  lifecycle)
+    t python3 -m study.calibrate dtypes=[bf16]
+    t python3 benchmarks/throughput.py quickstart --out "$out/tp" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
+    t python3 benchmarks/stability.py --repeats 5 --out "$out/stab" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
+    t python3 benchmarks/throughput.py part3 --out "$out/tp" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace|\[study\] \['
+    ;;
   features)
     t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$ATT \

@@ -5,17 +5,17 @@
 #   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep
-#   bash benchmarks/reference_study.sh probe OUTDIR     # which imports initialise CUDA (pin_probe)
+#   bash benchmarks/reference_study.sh probe OUTDIR     # may the cell server import all it does? (fork_probe)
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200   # the README's Findings block
-# NJ jobs (default 2 per GPU): each cell imports torch while another holds its GPU (study.worker).
+# One job per GPU (NJ), each with its own warm cell server; one GPU: no parallel launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
 # OUTDIR (no traces, no generated code) into FILE every minute and at the end, so a device
 # command that runs past its own limit still returns what finished: set LIMIT at least 30 s
 # under the command's limit, which the device tool cuts to the session's remaining time.
-# Measured: nvidia-h200-x2 (NJ=4): part3 ~5 min, part1 + part2 ~2.5 min, scaling ~9 min.
-# nvidia-h200 (NJ=2): part3 ~9 min (35 cells), part1 ~1.7 min (10 cells), part2 ~2.4 min
-# (10 cells); scaling (NJ 4-6) ~16 min for 84 cells, ~9 of them for seq_len 32768..8192.
+# Measured with v1's harness (a fresh process per cell, imports inside it): nvidia-h200-x2
+# (NJ=4): part3 ~5 min; nvidia-h200 (NJ=2): part3 ~9 min, part1 ~1.7 min, part2 ~2.4 min,
+# scaling ~16 min. The warm cell server's figures are in the README's performance section.
 # To finish a cut stage in a later command, carry the SNAP archive's contents and resume from a
 # copy: files left on a warm machine by the previous command are not to be trusted (one came
 # back without its finished cells and without ceilings.json, and the resume redid them).
@@ -24,7 +24,8 @@ stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
 deadline=$((SECONDS + ${LIMIT:-86400}))
 export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
 GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")
-NJ=${NJ:-$((GPUS > 0 ? 2 * GPUS : 1))}
+NJ=${NJ:-$((GPUS > 0 ? GPUS : 1))}
+LAUNCH=(); [ "$NJ" -gt 1 ] && LAUNCH=(hydra/launcher=gpus hydra.launcher.n_jobs="$NJ")
 snapshot() {
   tar czf "$SNAP.part" -C "$out" --exclude='*.json.gz' --exclude=generated \
     --exclude=.compile_cache --exclude='*.lock' . 2>/dev/null && mv -f "$SNAP.part" "$SNAP"
@@ -52,7 +53,7 @@ sweep() {  # NAME EXTRA...
   local name=$1; shift
   local left=$((deadline - SECONDS))
   if [ "$left" -le 10 ]; then echo "LIMIT reached: $name not started"; return; fi
-  t limited "$left" python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs="$NJ" \
+  t limited "$left" python3 -m study.run -m "${LAUNCH[@]}" \
     out_root="$out/$name" "$@" 2>&1 | tee -a "$out/$name.log" | grep -E '^\[study\]|Error|error:'
 }
 # Rows take their peak_* and pct_peak_* from OUTDIR/ceilings.json: every stage but parts (which
@@ -68,24 +69,24 @@ case $stage in
     # With one GPU every cell is on it anyway (each still checks its device's UUID).
     [ "$GPUS" -gt 1 ] && sweep pin variant=naive,flash compile=off,default +experiment=tiny
     if [ "$GPUS" -gt 1 ] && grep -rq "GPU pinning failed" "$out/pin"; then
-      NJ=$GPUS; set -- overlap_startup=false; echo "pinning failed: n_jobs=$NJ, overlap_startup=false"
-    else set --; fi
-    sweep part3 +experiment=part3 "$@"
-    sweep part1 +experiment=part1 "$@"
-    sweep part2 +experiment=part2 "$@"
+      echo "GPU pinning failed (see $out/pin): run benchmarks/fork_probe.py"; exit 1
+    fi
+    sweep part3 +experiment=part3
+    sweep part1 +experiment=part1
+    sweep part2 +experiment=part2
     ;;
   scaling)
     sweep scaling +experiment=scaling
     ;;
   rest)  # what results/h200 still lacks: part2, then scaling with twice the jobs (short holds)
     sweep part2 +experiment=part2
-    NJ=${NJ_SCALING:-$((2 * NJ))} sweep scaling +experiment=scaling
+    sweep scaling +experiment=scaling
     ;;
   ncu)
     sweep ncu variant=flash,naive compile=off,default ncu.enabled=true
     ;;
   probe)
-    t python3 benchmarks/pin_probe.py | tee "$out/pin_probe.txt"
+    t python3 benchmarks/fork_probe.py | tee "$out/fork_probe.txt"
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     name=$3; shift 3

@@ -195,3 +195,24 @@ def test_study_io_help_makes_no_directory(tmp_path):
 def test_the_readme_installs_the_cpu_build_of_torch():
     text = (ROOT / "README.md").read_text()
     assert "--index-url https://download.pytorch.org/whl/cpu" in text
+
+
+@pytest.mark.slow
+def test_repeats_run_every_cell_again_in_fresh_processes_after_all_others(tmp_path):
+    r = cli("-m", "variant=naive,flash", "repeats=2", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 0, r.stderr[-1500:]
+    order = [ln.split("] ", 2)[2].split(":")[0] for ln in r.stdout.splitlines() if "] [" in ln]
+    assert order == [
+        "repeat=0,variant=naive",
+        "repeat=0,variant=flash",
+        "repeat=1,variant=naive",
+        "repeat=1,variant=flash",
+    ]
+    rows = io.read_csv(next((tmp_path / "sweeps").iterdir()) / "runs.csv")
+    by = {}
+    for x in rows:
+        by.setdefault(x["variant"], []).append(x)
+    for v, xs in by.items():
+        assert sorted(x["repeat"] for x in xs) == ["0", "1"], v
+        assert len({x["config_hash"] for x in xs}) == 1, "repeats of one cell share its hash"
+    assert by["naive"][0]["config_hash"] != by["flash"][0]["config_hash"]

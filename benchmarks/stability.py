@@ -1,0 +1,123 @@
+"""Do the numbers hold up across fresh processes? Prints a table; asserts nothing.
+
+    python benchmarks/stability.py                                  # the issue's cells, 5 repeats
+    python benchmarks/stability.py --cells naive/default,flash/default --repeats 2 -- +experiment=tiny
+    python benchmarks/stability.py --from outputs/sweeps/<time>     # re-read a finished sweep
+
+Runs one sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
+every cell once before any cell twice), then prints per cell: the per-call median of each
+repeat, how far the worst one sits from the median of the N (the target is +-5% on the H200),
+the paired speedup of each repeat and its spread (+-5%), and the widest 95% interval relative
+to its speedup (narrower than +-10%). Eager cells that are GPU-bound are compared with the
+same cells in ``--ref`` (results/h200, source part3/part2; target within 2%). Extra arguments
+after ``--`` go to ``python -m study.run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT = "linear/default,cudnn/default,flash/default,flash/off,cudnn/off,naive/off"
+
+
+def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str]) -> Path:
+    variants = ",".join(dict.fromkeys(v for v, _ in cells))
+    modes = ",".join(dict.fromkeys(m for _, m in cells))
+    cmd = [sys.executable, "-m", "study.run", "-m", f"variant={variants}", f"compile={modes}"]
+    cmd += [f"repeats={repeats}", f"out_root={out}", *extra]
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, check=False)
+    print(f"sweep: {len(cells)} cells x {repeats} repeats in {time.perf_counter() - t:.0f} s")
+    return sorted((out / "sweeps").iterdir())[-1]
+
+
+def pct(a, b) -> float:
+    return 100.0 * (a - b) / b
+
+
+def report(sweep_dir: Path, cells, ref: Path | None) -> None:
+    from study import io
+
+    rows = [r for r in io.read_csv(sweep_dir / "runs.csv") if r["status"] == "ok"]
+    want = set(cells) if cells else None
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        key = (r["variant"], r["compile"])
+        if want is None or key in want:
+            groups.setdefault(key, []).append(r)
+    host = rows[0]["device_name"] if rows else "?"
+    print(f"\n{sweep_dir}  ({host}, torch {rows[0]['torch_version'] if rows else '?'})")
+    print(
+        f"{'cell':22s} {'n':>2s}  {'per-call median of each repeat, us':42s} {'worst':>7s}  "
+        f"{'speedup_paired of each repeat':34s} {'worst':>7s} {'CI half':>8s} loaded"
+    )
+    for (v, m), rs in sorted(groups.items()):
+        lat = [float(r["latency_median_us"]) for r in rs]
+        med = statistics.median(lat)
+        worst = max(abs(pct(x, med)) for x in lat)
+        sp = [float(r["speedup_paired"]) for r in rs if r.get("speedup_paired")]
+        sp_txt = sp_worst = ci = ""
+        if sp:
+            sm = statistics.median(sp)
+            sp_txt = " ".join(f"{x:.3f}" for x in sp)
+            sp_worst = f"{max(abs(pct(x, sm)) for x in sp):5.1f}%"
+            half = [
+                (float(r["speedup_ci_high"]) - float(r["speedup_ci_low"]))
+                / 2
+                / float(r["speedup_paired"])
+                for r in rs
+                if r.get("speedup_paired")
+            ]
+            ci = f"{100 * max(half):6.1f}%"
+        loaded = sum(r.get("host_loaded") == "True" for r in rs)
+        print(
+            f"{v + '/' + m:22s} {len(rs):2d}  {' '.join(f'{x:.1f}' for x in lat):42s} "
+            f"{worst:6.1f}%  {sp_txt:34s} {sp_worst:>7s} {ci:>8s} {loaded}/{len(rs)}"
+        )
+    if ref is None or not (ref / "runs.csv").exists():
+        return
+    import csv
+
+    with open(ref / "runs.csv") as f:
+        old = [r for r in csv.DictReader(f) if r["status"] == "ok" and r["compile"] == "off"]
+    print(f"\nGPU-bound eager cells against {ref} (same variant, shape; source part3/part2/part1):")
+    for (v, m), rs in sorted(groups.items()):
+        if m != "off" or any(r.get("host_bound") == "True" for r in rs):
+            continue
+        base = [
+            r
+            for r in old
+            if r["variant"] == v
+            and r["source"] in ("part3", "part2", "part1")
+            and all(r.get(k, "") == rs[0].get(k, "") for k in ("seq_len", "n", "batch"))
+        ]
+        if base:
+            now = statistics.median(float(r["latency_median_us"]) for r in rs)
+            then = float(base[0]["latency_median_us"])
+            print(f"  {v}/off: {now:.1f} us now, {then:.1f} us in {ref} ({pct(now, then):+.1f}%)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", default=DEFAULT, help="variant/mode,... (default: %(default)s)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default="outputs/stability")
+    ap.add_argument("--ref", default="results/h200")
+    ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
+    ap.add_argument("extra", nargs="*", help="overrides for study.run (after --)")
+    a = ap.parse_args()
+    cells = [tuple(c.split("/")) for c in a.cells.split(",") if c]
+    d = Path(a.src) if a.src else sweep(cells, a.repeats, ROOT / a.out, a.extra)
+    report(d, cells if not a.src else None, ROOT / a.ref if a.ref else None)
+
+
+if __name__ == "__main__":
+    main()

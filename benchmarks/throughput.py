@@ -1,0 +1,144 @@
+"""How fast does a sweep go, and where does its time go? Prints figures; asserts nothing.
+
+    python benchmarks/throughput.py quickstart                # variant=naive,flash compile=off,default
+    python benchmarks/throughput.py part3 -- hydra/launcher=gpus   # any sweep: an experiment name
+    python benchmarks/throughput.py --from outputs/sweeps/<time>   # re-read a finished sweep
+
+Runs the sweep as a user would (``python -m study.run -m ...``) and prints its wall time; then,
+from its rows: the measured work (first call with compile, check, measure, profile), the
+median ``overhead_s`` of eager and of compiled cells (the sweep's own cost per cell: target
+<= 1 s on the H200), ``prepare_s`` (asking for a cell to the forked cell starting), and the
+wall time left over (Hydra's own per-job work, the server's start). With ``--ref results/h200``
+it also compares kernels per step and the latency of GPU-bound cells with the reference rows
+of the same cells (target: equal kernel counts, latency within 2%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SWEEPS = {
+    "quickstart": ["variant=naive,flash", "compile=off,default"],
+    "part1": ["+experiment=part1"],
+    "part2": ["+experiment=part2"],
+    "part3": ["+experiment=part3"],
+    "scaling": ["+experiment=scaling"],
+}
+MEASURED = ("first_call_s", "check_s", "measure_s", "profile_s")
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def run(name: str, out: Path, extra: list[str]) -> tuple[Path, float]:
+    cmd = [sys.executable, "-m", "study.run", "-m", *SWEEPS.get(name, [name]), f"out_root={out}"]
+    t = time.perf_counter()
+    subprocess.run(cmd + extra, cwd=ROOT, check=False)
+    return sorted((out / "sweeps").iterdir())[-1], time.perf_counter() - t
+
+
+def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
+    from study import io
+
+    rows = io.read_csv(sweep_dir / "runs.csv")
+    work = sum(sum(num(r.get(k)) or 0.0 for k in MEASURED) for r in rows)
+    print(f"\n{sweep_dir}: {len(rows)} cells, {rows[0].get('device_name', '?') if rows else '?'}")
+    if wall is not None:
+        print(
+            f"  wall {wall:.1f} s; measured work {work:.1f} s; the rest {wall - work:.1f} s "
+            f"({(wall - work) / max(1, len(rows)):.2f} s per cell above its measured work)"
+        )
+    for label, sel in (
+        ("eager", lambda r: r["compile"] == "off"),
+        ("compiled", lambda r: r["compile"] != "off"),
+    ):
+        oh = [
+            num(r.get("overhead_s"))
+            for r in rows
+            if sel(r) and num(r.get("overhead_s")) is not None
+        ]
+        pre = [
+            num(r.get("prepare_s")) for r in rows if sel(r) and num(r.get("prepare_s")) is not None
+        ]
+        if oh:
+            print(
+                f"  {label:8s} cells {len(oh):3d}: overhead_s median {statistics.median(oh):.2f} "
+                f"(max {max(oh):.2f}); prepare_s median {statistics.median(pre):.3f}"
+                if pre
+                else f"  {label:8s} cells {len(oh):3d}: overhead_s median {statistics.median(oh):.2f}"
+            )
+    statuses = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    print("  statuses: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+    if ref is None or not (ref / "runs.csv").exists():
+        return
+    import csv
+
+    with open(ref / "runs.csv") as f:
+        old = [r for r in csv.DictReader(f) if r["status"] == "ok"]
+    keys = ("variant", "compile", "n", "batch", "seq_len", "dim", "hidden", "in_features")
+    kmiss, lat = [], []
+    for r in rows:
+        if r["status"] != "ok":
+            continue
+        same = [o for o in old if all(o.get(k, "") == r.get(k, "") for k in keys)]
+        same = sorted(same, key=lambda o: ("part" not in o.get("source", ""), o.get("source")))
+        if not same:
+            continue
+        o = same[0]
+        if num(o["kernels_per_step"]) != num(r["kernels_per_step"]):
+            kmiss.append(
+                f"{r['variant']}/{r['compile']} {o['kernels_per_step']} -> {r['kernels_per_step']}"
+            )
+        if r.get("host_bound") == "False":
+            lat.append(
+                (r, o, 100 * (num(r["latency_median_us"]) / num(o["latency_median_us"]) - 1))
+            )
+    print(
+        f"  against {ref}: {len(kmiss)} cells with other kernels per step"
+        + (": " + "; ".join(kmiss) if kmiss else "")
+    )
+    if lat:
+        worst = max(lat, key=lambda x: abs(x[2]))
+        within = sum(abs(x[2]) <= 2 for x in lat)
+        print(
+            f"  GPU-bound cells: {within} of {len(lat)} within 2% of the reference latency; worst "
+            f"{worst[0]['variant']}/{worst[0]['compile']} {worst[2]:+.1f}% (source {worst[1]['source']})"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "sweep",
+        nargs="?",
+        default="quickstart",
+        help="quickstart, part1..3, scaling, or an override",
+    )
+    ap.add_argument("--out", default="outputs/throughput")
+    ap.add_argument("--ref", default="results/h200")
+    ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
+    ap.add_argument("extra", nargs="*", help="overrides for study.run (after --)")
+    a = ap.parse_args()
+    if a.src:
+        report(Path(a.src), None, ROOT / a.ref)
+        return
+    d, wall = run(a.sweep, ROOT / a.out / a.sweep, a.extra)
+    report(d, wall, ROOT / a.ref)
+
+
+if __name__ == "__main__":
+    main()

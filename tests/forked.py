@@ -1,0 +1,50 @@
+"""Targets the tests ask the warm cell server to fork (study.server), like study.worker's."""
+
+import json
+from pathlib import Path
+
+
+def _write(out: str, **values) -> None:
+    Path(out).write_text(json.dumps(values))
+
+
+def inductor_flag(out: str, set_to: bool | None = None) -> None:
+    """Report Inductor's coordinate_descent_tuning, after setting it when asked."""
+    import torch._inductor.config as ic
+
+    if set_to is not None:
+        ic.coordinate_descent_tuning = set_to
+    _write(out, value=ic.coordinate_descent_tuning)
+
+
+def dynamo_flag(out: str, set_to: bool | None = None) -> None:
+    """Report Dynamo's suppress_errors and compile count, after setting / compiling."""
+    import torch
+    import torch._dynamo
+
+    from study.compiling import compiles
+
+    if set_to is not None:
+        torch._dynamo.config.suppress_errors = set_to
+        torch.compile(lambda x: x + 1)(torch.ones(2))
+    _write(out, value=torch._dynamo.config.suppress_errors, compiles=compiles())
+
+
+def cuda_state(out: str) -> None:
+    import os
+
+    import torch
+
+    _write(out, initialized=torch.cuda.is_initialized(), affinity=sorted(os.sched_getaffinity(0)))
+
+
+def segv() -> None:
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def hang() -> None:
+    import time
+
+    time.sleep(10**6)

@@ -1,0 +1,56 @@
+"""Paired speedups with intervals, and a steady state that never recompiles."""
+
+import pytest
+
+from study import stats
+
+
+def test_ratio_of_medians_and_its_interval():
+    eager = [10.0, 10.2, 9.9, 10.1, 10.0, 10.3, 9.8, 10.0, 10.1, 9.9] * 3
+    compiled = [5.0, 5.1, 4.9, 5.0, 5.2, 5.0, 4.9, 5.1, 5.0, 5.0] * 3
+    r, lo, hi = stats.ratio_of_medians(eager, compiled)
+    assert r == pytest.approx(2.0, rel=0.02) and lo <= r <= hi
+    assert 1.9 < lo and hi < 2.1
+    assert stats.ratio_of_medians(eager, compiled) == (r, lo, hi)  # seeded: reproducible
+    assert stats.verdict(r, lo, hi) == "faster"
+    assert stats.verdict(1.01, 0.97, 1.05) == "no measurable difference"
+    assert stats.verdict(0.5, 0.45, 0.55) == "slower"
+    with pytest.raises(ValueError):
+        stats.ratio_of_medians([1.0], [1.0, 2.0])
+
+
+def test_noise_widens_the_interval_until_it_holds_one():
+    import random
+
+    rng = random.Random(0)
+    a = [100 + rng.gauss(0, 30) for _ in range(30)]
+    b = [100 + rng.gauss(0, 30) for _ in range(30)]
+    r, lo, hi = stats.ratio_of_medians(a, b)
+    assert lo < 1.0 < hi and stats.verdict(r, lo, hi) == "no measurable difference"
+
+
+def test_a_compiled_cell_times_eager_beside_itself(run_inline):
+    row, _, _ = run_inline("variant=naive", "compile=default", "timing.pairs=12", name="paired")
+    assert row["status"] == "ok", row["reason"]
+    assert row["pairs"] == 12 and row["pair_calls"] >= 1
+    assert row["speedup_ci_low"] <= row["speedup_paired"] <= row["speedup_ci_high"]
+    assert row["eager_latency_paired_us"] > 0
+    assert row["cpu_threads"] >= 1 and row["cpu_cores"] and row["load_avg_1m"] is not None
+    eager, _, _ = run_inline("variant=naive", name="eager")
+    assert eager.get("speedup_paired") is None and eager.get("pairs") is None
+
+
+def test_a_recompile_while_timing_makes_the_row_invalid(run_inline, monkeypatch):
+    import torch
+
+    from study import timing
+
+    real = timing.per_call
+
+    def reset_first(step, *a, **kw):  # Dynamo forgets its graph: the next call compiles again
+        torch._dynamo.reset()
+        return real(step, *a, **kw)
+
+    monkeypatch.setattr(timing, "per_call", reset_first)
+    row, _, _ = run_inline("variant=naive", "compile=default", name="recompile")
+    assert row["status"] == "invalid" and "recompiled while timing" in row["reason"]

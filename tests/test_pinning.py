@@ -1,0 +1,48 @@
+"""Cores per slot, and the host-load columns a row gets."""
+
+import pytest
+
+from study import pinning
+
+
+def test_core_lists_parse_and_print():
+    assert pinning.parse_cores("0-3,8") == [0, 1, 2, 3, 8]
+    assert pinning.fmt_cores([8, 0, 1, 2, 3, 10, 11]) == "0-3,8,10-11"
+    with pytest.raises(ValueError):
+        pinning.parse_cores("3-1")
+
+
+def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_the_first():
+    house, groups = pinning.plan(list(range(16)), 2)
+    assert house == [0] and groups == [list(range(1, 8)), list(range(8, 16))]
+    assert not set(groups[0]) & set(groups[1])
+    # Two cores, one slot (a laptop, CI): the cell gets both; the idle sweep shares them.
+    assert pinning.plan([0, 1], 1) == ([0], [[0, 1]])
+    house, groups = pinning.plan(list(range(16)), 1, "4-7")
+    assert groups == [[4, 5, 6, 7]] and 4 not in house
+
+
+def test_a_core_the_host_lacks_is_named():
+    assert "core(s) 99" in pinning.check_spec("2,99", host=[0, 1, 2, 3])
+    assert pinning.check_spec("auto") is None and pinning.check_spec("0-1", host=[0, 1]) is None
+
+
+def test_host_load_says_loaded_when_others_use_the_cells_cores(monkeypatch):
+    load = pinning.HostLoad([0, 1])
+    load.wall, load.own, load.busy = 1.0, 0.9, 1.8  # others took 0.9 cores-worth
+    monkeypatch.setattr(pinning.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    r = load.row()
+    assert r["host_loaded"] is True and r["host_busy_other"] == pytest.approx(0.9)
+    assert r["cpu_cores"] == "0-1" and r["load_avg_1m"] == 1.0
+    load.busy = 1.0  # only the cell itself
+    assert load.row()["host_loaded"] is False
+    monkeypatch.setattr(pinning.os, "getloadavg", lambda: (3.5, 1.0, 1.0))
+    assert load.row()["host_loaded"] is True  # load average above the two cores given
+
+
+def test_host_load_reads_proc_stat_around_a_block():
+    with pinning.HostLoad(sorted(pinning.allowed())) as load:
+        sum(i * i for i in range(200_000))
+    r = load.row()
+    assert r["host_busy_other"] is None or r["host_busy_other"] >= 0
+    assert load.own > 0 and load.wall > 0

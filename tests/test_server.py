@@ -1,0 +1,64 @@
+"""The warm cell server: imports once, never touches CUDA, forks cells that share nothing."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from study.server import Client
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def server():
+    c = Client(env={"PYTHONPATH": str(ROOT)})
+    yield c
+    c.close()
+
+
+def run(server, tmp_path, target, timeout=120, **kwargs):
+    out = tmp_path / f"{target}.json"
+    pid = server.spawn(
+        f"tests.forked:{target}", {"out": str(out), **kwargs}, {}, None, tmp_path / f"{target}.log"
+    )
+    rc = server.wait(pid, timeout)
+    assert rc == 0, (tmp_path / f"{target}.log").read_text()[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_the_server_never_initialises_cuda(server):
+    st = server.query()
+    assert st["cuda_initialized"] is False and st["nvml_check"] == "1"
+    assert st["imports_s"] > 0 and st["pid"] == server.status["pid"]
+
+
+def test_an_inductor_setting_of_one_cell_is_not_seen_by_the_next(server, tmp_path):
+    assert run(server, tmp_path, "inductor_flag", set_to=True)["value"] is True
+    assert run(server, tmp_path, "inductor_flag")["value"] is False
+
+
+def test_dynamo_state_of_one_cell_is_not_seen_by_the_next(server, tmp_path):
+    a = run(server, tmp_path, "dynamo_flag", set_to=True)
+    assert a["value"] is True and a["compiles"] == 1
+    b = run(server, tmp_path, "dynamo_flag")
+    assert b["value"] is False and b["compiles"] == 0
+
+
+def test_a_cell_runs_on_the_cores_it_was_given(server, tmp_path):
+    core = sorted(os.sched_getaffinity(0))[-1]
+    out = tmp_path / "c.json"
+    pid = server.spawn("tests.forked:cuda_state", {"out": str(out)}, {}, [core], tmp_path / "c.log")
+    assert server.wait(pid, 60) == 0
+    assert json.loads(out.read_text()) == {"initialized": False, "affinity": [core]}
+
+
+def test_a_segfault_or_a_hang_costs_only_its_own_cell(server, tmp_path):
+    pid = server.spawn("tests.forked:segv", {}, {}, None, tmp_path / "segv.log")
+    assert server.wait(pid, 60) == -signal.SIGSEGV
+    pid = server.spawn("tests.forked:hang", {}, {}, None, tmp_path / "hang.log")
+    assert server.wait(pid, 1.0) is None  # still running at the timeout
+    os.killpg(pid, signal.SIGKILL)  # the child leads its own process group
+    assert server.wait(pid, 30) == -signal.SIGKILL
+    assert server.alive()
+    assert run(server, tmp_path, "inductor_flag")["value"] is False  # the next cell is fine
