@@ -183,6 +183,11 @@ def _with_repeats(config: DictConfig) -> None:
 class Sweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         name = kwargs.get("config_name") or "config"
+        if "BasicLauncher" in str(config.hydra.launcher.get("_target_", "")):
+            from study.sweep import core_plan, server
+
+            # Jobs run in this process: its cell server imports torch while the sweep is checked.
+            server(core_plan(1, str(config.cores))[0])
         _with_repeats(config)
         total = validate_sweep(config, name)
         sweep_dir = Path(config.hydra.sweep.dir)

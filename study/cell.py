@@ -111,7 +111,8 @@ class Cell:
         self.step = lambda: fn(*inputs)
         self.eager = lambda: self.wl.fn(*inputs)
         if self.mode != "off":  # an eager cell leaves Dynamo and Inductor alone (seconds)
-            torch._dynamo.reset()
+            if compiling.compiles():  # a forked cell starts fresh; an in-process one may not
+                torch._dynamo.reset()
             self.stack.enter_context(self.tuner)
         self.row["setup_s"] = time.perf_counter() - self.t0
 

@@ -13,8 +13,9 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   (study.compiling), so no compile workers share the cores.
 - ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time
   that other processes took on them (busy time minus this process's own), the 1-minute load
-  average and the frequency governor, where readable. A row says ``host_loaded`` when others
-  took more than a quarter of a core, or the load average exceeded the cores given.
+  average, the time the hypervisor gave the cell's virtual CPUs to someone else (steal), and
+  the frequency governor, where readable. A row says ``host_loaded`` when others or the
+  hypervisor took more than a quarter of a core, or the load average exceeded the cores given.
 """
 
 from __future__ import annotations
@@ -107,21 +108,22 @@ def governor(core: int) -> str | None:
 
 
 def _stat(cores: set[int]) -> tuple[float, float] | None:
-    """(busy, total) jiffies summed over ``cores``, from /proc/stat; None where unreadable."""
+    """(busy, steal) jiffies summed over ``cores``, from /proc/stat; None where unreadable.
+    busy: user, nice, system, irq, softirq (guest time is inside user). steal: time a virtual
+    CPU wanted to run while the hypervisor ran something else (another tenant)."""
     try:
         lines = Path("/proc/stat").read_text().splitlines()
     except OSError:
         return None
-    busy = total = 0.0
+    busy = steal = 0.0
     for line in lines:
         head, *vals = line.split()
         if not head.startswith("cpu") or head == "cpu" or int(head[3:]) not in cores:
             continue
-        v = [float(x) for x in vals]
-        idle = v[3] + (v[4] if len(v) > 4 else 0.0)  # idle + iowait
-        total += sum(v[:8])  # guest time is already inside user
-        busy += sum(v[:8]) - idle
-    return busy, total
+        v = [float(x) for x in vals] + [0.0] * 8
+        busy += v[0] + v[1] + v[2] + v[5] + v[6]
+        steal += v[7]
+    return busy, steal
 
 
 class HostLoad:
@@ -132,7 +134,7 @@ class HostLoad:
     def __init__(self, cores: list[int]):
         self.cores = sorted(cores)
         self.wall = self.own = 0.0
-        self.busy = 0.0
+        self.busy = self.steal = 0.0
         self.readable = True
 
     def __enter__(self):
@@ -147,23 +149,28 @@ class HostLoad:
             self.readable = False
         else:
             self.busy += (s[0] - self._s[0]) / self.HZ
+            self.steal += (s[1] - self._s[1]) / self.HZ
         return False
 
     def row(self) -> dict:
-        other = None
+        other = steal = None
         if self.readable and self.wall > 0:
             other = max(0.0, self.busy - self.own) / self.wall
+            steal = self.steal / self.wall
         try:
             load = os.getloadavg()[0]
         except OSError:
             load = None
-        loaded = (other is not None and other > LOADED_OTHER_CORES) or (
-            load is not None and load > len(self.cores)
+        loaded = (
+            (other is not None and other > LOADED_OTHER_CORES)
+            or (steal is not None and steal > LOADED_OTHER_CORES)
+            or (load is not None and load > len(self.cores))
         )
         return {
             "cpu_cores": fmt_cores(self.cores),
             "load_avg_1m": load,
             "host_busy_other": other,
+            "host_steal": steal,
             "host_loaded": loaded,
             "cpu_governor": governor(self.cores[0]) if self.cores else None,
         }

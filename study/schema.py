@@ -280,10 +280,16 @@ RUN = (
             "cores (busy time from /proc/stat minus the cell's own)",
         ),
         Col(
+            "host_steal",
+            "cores",
+            "CPU time the hypervisor gave the cell's virtual cores to others during the timed "
+            "phases (steal, /proc/stat), in cores; 0 on bare metal",
+        ),
+        Col(
             "host_loaded",
             "bool",
-            "the host was loaded while timing: host_busy_other > 0.25 core, or load_avg_1m "
-            "above the cores given; host-bound numbers from such a row are suspect",
+            "the host was loaded while timing: host_busy_other or host_steal > 0.25 core, or "
+            "load_avg_1m above the cores given; host-bound numbers from such a row are suspect",
         ),
         Col("cpu_governor", "", "CPU frequency governor of the cell's first core, where readable"),
         Col("host", "", "host name"),

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -121,6 +122,12 @@ def serve() -> None:
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
+    # Python 3.12+ warns on fork() with threads running. The one other thread is a native
+    # thread torch starts at import; a forked child uses nothing it holds (DataLoader forks its
+    # workers from such processes all the time).
+    warnings.filterwarnings(
+        "ignore", message=r".*multi-threaded, use of fork\(\)", category=DeprecationWarning
+    )
     t = time.perf_counter()
     for mod in WARM:
         try:
@@ -203,10 +210,18 @@ class Client:
         self._buf = b""
         self._exits: dict[int, int] = {}
         self._next = 0
-        msg = self._read_until(lambda m: "ready" in m, timeout)
-        if msg is None:
-            raise ServerError(f"the cell server did not start within {timeout:g} s")
-        self.status = msg["ready"]
+        self._timeout = timeout
+        self._status = None
+
+    @property
+    def status(self) -> dict:
+        """What the server said once its imports were done (waits for it the first time)."""
+        if self._status is None:
+            msg = self._read_until(lambda m: "ready" in m, self._timeout)
+            if msg is None:
+                raise ServerError(f"the cell server did not start within {self._timeout:g} s")
+            self._status = msg["ready"]
+        return self._status
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -248,6 +263,7 @@ class Client:
 
     def spawn(self, target: str, kwargs: dict, env: dict, cores, log: Path) -> int:
         """Fork a child running ``target(**kwargs)``; returns its pid (= its process group)."""
+        self.status  # noqa: B018 - ready first
         self._next += 1
         rid = self._next
         self._request(
@@ -277,6 +293,7 @@ class Client:
         return self._exits.pop(pid)
 
     def query(self) -> dict:
+        self.status  # noqa: B018 - ready first
         self._request({"op": "status"})
         return self._read_until(lambda m: "status" in m, 30.0)["status"]
 

@@ -145,8 +145,8 @@ def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
         ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=open(tmp_path / "sweep.log", "w"),
+        stderr=subprocess.STDOUT,
     )
     deadline = time.time() + 120
     hang_dir = None
@@ -161,6 +161,7 @@ def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     sd = hang_dir.parent
+    assert (sd / "runs.csv").exists(), (tmp_path / "sweep.log").read_text()[-3000:]
     rows = io.read_csv(sd / "runs.csv")
     assert [(x["run_id"], x["status"]) for x in rows] == [("fault=none,variant=naive", "ok")]
     assert not list(sd.rglob(".*.tmp"))
