@@ -112,8 +112,10 @@ def main() -> None:
     ap.add_argument("--out", default="outputs/stability")
     ap.add_argument("--ref", default="results/h200")
     ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
-    ap.add_argument("extra", nargs="*", help="overrides for study.run (after --)")
-    a = ap.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.extra = argv[cut + 1 :]  # overrides for study.run, after --
     cells = [tuple(c.split("/")) for c in a.cells.split(",") if c]
     d = Path(a.src) if a.src else sweep(cells, a.repeats, ROOT / a.out, a.extra)
     report(d, cells if not a.src else None, ROOT / a.ref if a.ref else None)

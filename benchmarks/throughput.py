@@ -131,8 +131,10 @@ def main() -> None:
     ap.add_argument("--out", default="outputs/throughput")
     ap.add_argument("--ref", default="results/h200")
     ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
-    ap.add_argument("extra", nargs="*", help="overrides for study.run (after --)")
-    a = ap.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.extra = argv[cut + 1 :]  # overrides for study.run, after --
     if a.src:
         report(Path(a.src), None, ROOT / a.ref)
         return

@@ -268,16 +268,21 @@ class Cell:
 def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dict]]:
     """Run one cell. Returns (run row, kernel rows, autotune rows); never raises."""
     cell = Cell(cfg, run_dir)
+    took = []
+
+    def phase(fn):
+        t = time.perf_counter()
+        fn()
+        took.append(f"{fn.__name__} {time.perf_counter() - t:.2f}s")
+
     try:
-        cell.build()
+        phase(cell.build)
         with cell.stack:
-            cell.compile()
-            cell.first_call()
-            cell.check()
-            cell.measure()
-            cell.profile()
+            for fn in (cell.compile, cell.first_call, cell.check, cell.measure, cell.profile):
+                phase(fn)
     except Exception as e:  # noqa: BLE001 - every failure becomes the row's status
         cell.fail(e)
+    print(f"[cell] {cell.row['status']}: " + ", ".join(took), flush=True)  # into cell.log
     return cell.rows()
 
 
