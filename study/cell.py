@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study import check, compiling, metrics, timing
+from study import check, compiling, flops, metrics, timing
 from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
@@ -99,7 +99,7 @@ def build_workload(cfg: DictConfig, device: str):
     shared by the cell and by the Nsight pass that must replay exactly the same work."""
     import torch
 
-    entry = registry.get(cfg.variant.name)
+    entry = registry.resolve(cfg.variant)
     shape = resolve_shape(entry, cfg, device)
     dtype = plain(cfg.dtype)
     torch.manual_seed(cfg.seed)
@@ -232,8 +232,6 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
         mode = cfg.compile.mode
         notes += wl.notes
         row["backend_expected"] = wl.sdpa_backend or ""
-        row["flops"] = metrics.flops_analytic(entry.family, shape)
-        row["flops_source"] = "analytic" if row["flops"] is not None else None
 
         if mode != "off":
             bad = ind.apply({**ind.settings(run_dir, device), **dict(cfg.compile.inductor)})
@@ -271,8 +269,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
             row.update(
                 {k: res[k] for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance")}
             )
-            if res.get("flops") is not None and not wl.ref_index:
-                row["flops"], row["flops_source"] = res["flops"], "flop_counter"
+            row.update(flops.cell_flops(entry, wl, shape, None if wl.ref_index else res["flops"]))
             del out
 
             generated = {}
@@ -387,7 +384,6 @@ def _sdp_choice(qkv) -> str | None:
 
 def _check(wl, out, dtype: str, tolerance) -> dict:
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
     out_bytes = out.numel() * out.element_size()
     ins = wl.inputs
@@ -395,11 +391,11 @@ def _check(wl, out, dtype: str, tolerance) -> dict:
         ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
         out = out[wl.ref_index]
     ins = tuple(t.double() if t.is_floating_point() else t for t in ins)
-    counter = FlopCounterMode(display=False)
+    counter = flops.counter()
     with counter, torch.no_grad():
-        ref = wl.reference(*ins)
+        ref = registry.reference_of(wl)(*ins)
     res = check.compare(out, ref, dtype, tolerance)
-    res["flops"] = float(counter.get_total_flops()) or None
+    res["flops"] = float(counter.get_total_flops())
     res["out_bytes"] = out_bytes
     return res
 
