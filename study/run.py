@@ -99,7 +99,7 @@ def main(cfg: DictConfig) -> None:
                 raise ConfigError(str(e)) from None
     except ConfigError as e:
         print(f"[study] config error: {e}", file=sys.stderr, flush=True)
-        raise
+        raise SystemExit(1) from None  # the user's mistake: the message, not a traceback
     from study.sweep import run_job
 
     hc = HydraConfig.get()
