@@ -50,6 +50,7 @@ NUMERIC = [
         "cudagraph_skip_reasons",
         "generated_dir",
         "flops_source",
+        "flops_note",
         "bound",
         "sdpa_choice",
         "ncu_status",

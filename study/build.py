@@ -65,7 +65,7 @@ def build_workload(cfg: DictConfig, device: str):
     """(registry entry, resolved shape, seeded workload) for a cell."""
     import torch
 
-    entry = registry.get(cfg.variant.name)
+    entry = registry.resolve(cfg.variant)
     shape = resolve_shape(entry, cfg, device)
     dtype = plain(cfg.dtype)
     torch.manual_seed(cfg.seed)

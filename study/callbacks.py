@@ -82,17 +82,38 @@ def shape_of(config: DictConfig) -> dict[str, list[str]]:
     return out
 
 
-def check_point(overrides: list[str], config_name: str) -> str | None:
-    """Why this point of the sweep cannot run, or None."""
+def _compose(overrides: list[str], config_name: str, master: DictConfig | None) -> DictConfig:
+    """A point's config, composed as Hydra's sweeper will compose its job: through the app's
+    own config loader, with the run's hydra overrides (``hydra.searchpath`` among them)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    if master is not None:
+        cfg = GlobalHydra.instance().hydra.config_loader.load_sweep_config(master, list(overrides))
+        with flag_override(cfg, ["struct", "readonly"], [False, False]):
+            cfg.pop("hydra", None)
+        return cfg
     from hydra import compose
+
+    return compose(config_name=config_name, overrides=overrides)
+
+
+def check_point(
+    overrides: list[str], config_name: str, master: DictConfig | None = None
+) -> str | None:
+    """Why this point of the sweep cannot run, or None."""
+    try:
+        cfg = _compose(overrides, config_name, master)
+    except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
+        return " ".join(str(e).split())
+    return check_config(cfg)
+
+
+def check_config(cfg: DictConfig) -> str | None:
+    """Why a composed cell config cannot run (unknown keys, bad values), or None."""
     from omegaconf.errors import ConfigKeyError, ValidationError
 
     from study.config import CellConf, ConfigError, validate
 
-    try:
-        cfg = compose(config_name=config_name, overrides=overrides)
-    except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
-        return " ".join(str(e).split())
     try:
         OmegaConf.merge(
             OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
@@ -126,7 +147,7 @@ def validate_sweep(config: DictConfig, config_name: str) -> int:
     pts = points(config)
     bad: dict[str, list[str]] = {}
     for p in pts:
-        why = check_point(p, config_name)
+        why = check_point(p, config_name, config)
         if why:
             bad.setdefault(why, []).append(" ".join(p) or "(no overrides)")
     if config.gpu_slots > 0:
@@ -183,11 +204,14 @@ def _with_repeats(config: DictConfig) -> None:
 class Sweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         name = kwargs.get("config_name") or "config"
+        spec = str(config.cores)
         if "BasicLauncher" in str(config.hydra.launcher.get("_target_", "")):
+            from study.pinning import check_spec
             from study.sweep import core_plan, server
 
             # Jobs run in this process: its cell server imports torch while the sweep is checked.
-            server(core_plan(1, str(config.cores))[0])
+            if check_spec(spec) is None:  # a bad core list is reported by the check below
+                server(core_plan(1, spec)[0])
         _with_repeats(config)
         total = validate_sweep(config, name)
         sweep_dir = Path(config.hydra.sweep.dir)

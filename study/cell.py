@@ -30,7 +30,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study import build, check, compiling, metrics, pinning, proof, stats, timing
+from study import build, check, compiling, flops, metrics, pinning, proof, stats, timing
 from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
@@ -90,8 +90,7 @@ class Cell:
         self.row.update(shape)
         self.notes += self.wl.notes
         self.row["backend_expected"] = self.wl.sdpa_backend or ""
-        self.row["flops"] = metrics.flops_analytic(self.entry.family, shape)
-        self.row["flops_source"] = "analytic" if self.row["flops"] is not None else None
+        self.shape = shape
 
     # 2 ------------------------------------------------------------------------------------
     def compile(self) -> None:
@@ -143,8 +142,8 @@ class Cell:
         self.row["bytes_min"] = build.input_bytes(self.wl) + res["out_bytes"]
         for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance"):
             self.row[k] = res[k]
-        if res.get("flops") is not None and not self.wl.ref_index:
-            self.row["flops"], self.row["flops_source"] = res["flops"], "flop_counter"
+        counted = None if self.wl.ref_index else res["flops"]
+        self.row.update(flops.cell_flops(self.entry, self.wl, self.shape, counted))
         self.check_ok, self.check_reason = res["ok"], res["reason"]
         del self.out
 
@@ -314,7 +313,8 @@ def _sdp_choice(qkv) -> str | None:
 
 def _check(wl, out, dtype: str, tolerance) -> dict:
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
+
+    from study.workloads import registry
 
     out_bytes = out.numel() * out.element_size()
     ins = wl.inputs
@@ -322,11 +322,11 @@ def _check(wl, out, dtype: str, tolerance) -> dict:
         ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
         out = out[wl.ref_index]
     ins = tuple(t.double() if t.is_floating_point() else t for t in ins)
-    counter = FlopCounterMode(display=False)
+    counter = flops.counter()
     with counter, torch.no_grad():
-        ref = wl.reference(*ins)
+        ref = registry.reference_of(wl)(*ins)
     res = check.compare(out, ref, dtype, tolerance)
-    res["flops"] = float(counter.get_total_flops()) or None
+    res["flops"] = float(counter.get_total_flops())
     res["out_bytes"] = out_bytes
     return res
 

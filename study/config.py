@@ -3,8 +3,10 @@
 Hydra checks types and enum values when it composes (a bad dtype or a string where an int
 belongs fails at start, naming the full key). What types cannot say (sizes > 0, a compile
 mode spelled with a dash) is checked by ``validate``, which raises ``ConfigError`` with the
-key, the bad value and what is allowed. No torch import here: ``study.run`` validates
-before any cell process starts.
+key, the bad value and what is allowed. No torch import at module level: ``study.run``
+validates before any cell process starts. A custom variant (``variant.target``) is imported by
+``validate`` (study.workloads.custom.check), so a path that does not import, or a shape key its
+factories ask for and the config lacks, stops the run there.
 """
 
 from __future__ import annotations
@@ -84,6 +86,12 @@ class FamilyConf:
 @dataclass
 class VariantConf:
     name: str = MISSING
+    # Your own workload (study.workloads.custom); all null for a registered variant.
+    target: str | None = None  # pkg.module.factory -> nn.Module or callable (Hydra _target_)
+    kwargs: dict[str, Any] = field(default_factory=dict)  # the factory's keyword arguments
+    inputs: str | None = None  # pkg.module.fn(<shape keys>, dtype, device, gen) -> inputs
+    reference: str | None = None  # pkg.module.fn(*inputs in float64); null: target in float64
+    flops: str | None = None  # pkg.module.fn(<shape keys>) -> FLOPs per call (analytic)
 
 
 @dataclass
@@ -165,11 +173,19 @@ class CellConf:
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 
+def custom_name(target: str | None) -> str:
+    """variant=custom's default name: the factory's own name (``pkg.mod.make_block`` ->
+    ``make_block``), so two factories swept together never share a row label."""
+    return target.rsplit(".", 1)[-1] if target else "custom"
+
+
 def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
     cs.store(name="cell_schema", node=CellConf)
+    if not OmegaConf.has_resolver("study_custom_name"):
+        OmegaConf.register_new_resolver("study_custom_name", custom_name)
 
 
 def positive(key: str, value: Any) -> None:
@@ -224,9 +240,13 @@ def validate(cfg: DictConfig | CellConf) -> None:
     bad = check_spec(str(c.cores))
     if bad:
         raise ConfigError(bad)
-    from study.workloads.registry import names  # registry is torch-free until a build
+    from study.workloads.registry import names
 
-    if c.variant.name not in names():
+    if c.variant.target or c.variant.name == "custom":  # the user's own factory: imports it
+        from study.workloads import custom
+
+        custom.check(c)
+    elif c.variant.name not in names():
         raise ConfigError(
             f"variant.name={c.variant.name!r} is not registered; known: {', '.join(names())}."
         )

@@ -1,8 +1,8 @@
 """Pure metric functions: numbers in, numbers out. No torch, no I/O.
 
 Conventions (also in SCHEMA.md):
-- FLOPs count a multiply-add as 2, like torch.utils.flop_counter. Bias adds and softmax
-  are not counted (flop_counter counts addmm as 2*M*K*N).
+- FLOPs come from the call itself (study.flops): flop_counter, or the variant's own formula.
+  A multiply-add is 2; bias adds, softmax, norms and elementwise ops are not counted.
 - Causal attention counts the FULL score matrix, 4*B*H*S^2*D (q@k^T and p@v), not half.
   This is flop_counter's convention for SDPA. The naive and math variants do compute the
   full matrix; flash, efficient and cuDNN skip the masked blocks, so their rate is nominal:
@@ -14,21 +14,6 @@ Conventions (also in SCHEMA.md):
 from __future__ import annotations
 
 import math
-
-
-def flops_analytic(family: str, shape: dict) -> float | None:
-    """The documented analytic FLOP count of one call, or None for an unknown family."""
-    s = shape
-    if family == "matmul":
-        return 2.0 * s["n"] ** 3
-    if family == "linear":
-        return 2.0 * s["batch"] * s["in_features"] * s["out_features"]
-    if family == "mlp":
-        tokens = s["batch"] * s["seq_len"]
-        return 3 * 2.0 * tokens * s["dim"] * s["hidden"]  # gate, up, down projections
-    if family == "attention":
-        return 4.0 * s["batch"] * s["heads"] * s["seq_len"] ** 2 * s["head_dim"]
-    return None
 
 
 def rate(amount: float | None, us: float | None, scale: float) -> float | None:

@@ -21,7 +21,7 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.callbacks import check_point, fail, interrupted  # noqa: E402
+from study.callbacks import check_config, fail, interrupted  # noqa: E402
 from study.config import plain, register_configs  # noqa: E402
 
 _SWEEP_IDS: dict = {}
@@ -95,7 +95,7 @@ def main(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"
     if not multirun:  # a multirun checked every point before the first job (callbacks)
-        why = check_point(list(hc.overrides.task), hc.job.config_name or "config")
+        why = check_config(cfg)
         if why:
             fail(why)
     slots, gpus = _slots(cfg)

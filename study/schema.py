@@ -33,9 +33,9 @@ KEYS = [
     Col(
         "variant",
         "",
-        "workload variant (conf/variant): matmul_add, linear, mlp, naive, naive_inplace, math, efficient, flash, cudnn, sdpa",
+        "workload variant (conf/variant): matmul_add, linear, mlp, naive, naive_inplace, math, efficient, flash, cudnn, sdpa, block; or a custom variant's name (variant.target)",
     ),
-    Col("family", "", "workload family: matmul, linear, mlp, attention"),
+    Col("family", "", "workload family: matmul, linear, mlp, attention, block, custom"),
     Col(
         "compile",
         "",
@@ -50,10 +50,10 @@ SHAPE = [
     Col("batch", "", "batch size"),
     Col("in_features", "", "linear: input features"),
     Col("out_features", "", "linear: output features"),
-    Col("seq_len", "", "sequence length (mlp tokens per batch row, attention S)"),
-    Col("dim", "", "mlp: model dim"),
-    Col("hidden", "", "mlp: hidden dim"),
-    Col("heads", "", "attention: heads H"),
+    Col("seq_len", "", "sequence length (mlp and block: tokens per batch row; attention: S)"),
+    Col("dim", "", "mlp, block: model dim"),
+    Col("hidden", "", "mlp, block: hidden dim of the MLP"),
+    Col("heads", "", "attention, block: heads H"),
     Col("head_dim", "", "attention: head dim D"),
     Col("causal", "bool", "attention: causal mask"),
 ]
@@ -223,9 +223,22 @@ RUN = (
         Col(
             "flops",
             "FLOP",
-            "FLOPs per call (flop_counter on the math reference; causal counts the full matrix, so a kernel that skips the masked half reads up to 2x high)",
+            "FLOPs per call, from the call itself: flop_counter on the float64 reference (matmul, "
+            "convolution and attention ops; a multiply-add is 2; softmax, norms and elementwise ops "
+            "are not counted), else the variant's own analytic formula, else empty (flops_note). "
+            "Causal attention counts the full matrix, so a kernel that skips the masked half reads "
+            "up to 2x high",
         ),
-        Col("flops_source", "", "flop_counter or analytic"),
+        Col(
+            "flops_source",
+            "",
+            "flop_counter, analytic (the variant's own formula), or empty (flops_note says why)",
+        ),
+        Col(
+            "flops_note",
+            "",
+            "why flops is empty, or why it is analytic rather than counted",
+        ),
         Col(
             "bytes_min",
             "B",

@@ -136,12 +136,12 @@ def _tail(path: Path, n: int = 800) -> str:
 
 def resolve(cfg, cuda: bool) -> dict:
     """The cell's config as it will run: plain data, device and the family's shape resolved."""
-    from study.workloads.registry import get
+    from study.workloads.registry import resolve as entry_of
 
     d = to_plain(cfg)
     if d["device"] == "auto":
         d["device"] = "cuda" if cuda else "cpu"
-    entry = get(d["variant"]["name"])
+    entry = entry_of(cfg.variant)
     base = d["family"].get("shapes", {}).get(d["device"]) or d["family"].get("shapes", {}).get(
         "cpu"
     )

@@ -4,15 +4,32 @@ import pytest
 from omegaconf import OmegaConf
 
 from study.config import COMPILE_MODES, ConfigError, validate
-from study.workloads.registry import names
-from tests.conftest import ROOT, cli, compose
+from study.workloads.registry import get, names, variant_yaml
+from tests.conftest import ROOT, TINY, cli, compose
 
 VARIANTS = sorted(p.stem for p in (ROOT / "conf" / "variant").glob("*.yaml"))
 MODES = sorted(p.stem for p in (ROOT / "conf" / "compile").glob("*.yaml"))
 
 
+def _custom(stem: str) -> bool:
+    """A YAML for the user's own factory (it has variant.target), not a registered variant."""
+    return "target" in OmegaConf.load(ROOT / "conf" / "variant" / f"{stem}.yaml").variant
+
+
 def test_variant_yaml_and_registry_agree():
-    assert VARIANTS == names()
+    yamls = {v for v in VARIANTS if not _custom(v)}
+    missing = [n for n in names() if n not in yamls]
+    assert not missing, "\n\n".join(
+        f"variant {n!r} is registered but has no YAML: add conf/variant/{n}.yaml with\n"
+        + variant_yaml(get(n))
+        for n in missing
+    )
+    stray = sorted(yamls - set(names()))
+    assert not stray, (
+        f"conf/variant/{stray[0]}.yaml names variant {stray[0]!r}, which no family module "
+        "registers: register a builder with @register in study/workloads/, or name your own "
+        "factory with variant.target (README, 'Add a workload')"
+    )
     assert {
         "matmul_add",
         "linear",
@@ -24,16 +41,27 @@ def test_variant_yaml_and_registry_agree():
         "flash",
         "cudnn",
         "sdpa",
+        "block",
     } <= set(VARIANTS)
     assert sorted(MODES) == sorted(COMPILE_MODES)
+
+
+def test_the_missing_yaml_message_gives_the_file_and_its_content():
+    text = variant_yaml(get("block"))
+    assert text == (ROOT / "conf" / "variant" / "block.yaml").read_text()
+    assert "- /family: block" in text and "name: block" in text
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("mode", MODES)
 def test_every_group_composes(variant, mode):
-    cfg = compose(f"variant={variant}", f"compile={mode}")
+    extra = ["variant.target=examples.norm_mlp.NormMLP", *TINY] if _custom(variant) else []
+    cfg = compose(f"variant={variant}", f"compile={mode}", *extra)
     validate(cfg)
-    assert cfg.variant.name == variant and cfg.compile.mode == mode
+    assert cfg.compile.mode == mode
+    if extra:
+        return
+    assert cfg.variant.name == variant and cfg.family.name == get(variant).family
     assert cfg.family.shapes.cpu is not None and cfg.family.shapes.cuda is not None
 
 

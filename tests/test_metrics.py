@@ -1,42 +1,8 @@
-"""FLOP formulas, rates, roofline and payback: pure functions, checked against flop_counter."""
+"""Rates, roofline and payback: pure functions (FLOPs themselves: tests/test_flops.py)."""
 
 import pytest
-import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from study import metrics
-from study.workloads import attention, dense
-
-
-def counted(fn, *args):
-    with FlopCounterMode(display=False) as c:
-        fn(*args)
-    return c.get_total_flops()
-
-
-def test_analytic_flops_match_flop_counter():
-    g = torch.Generator().manual_seed(0)
-    n = 24
-    wl = dense.matmul_add(shape={"n": n}, dtype=torch.float32, device="cpu", gen=g)
-    assert counted(wl.fn, *wl.inputs) == metrics.flops_analytic("matmul", {"n": n})
-    shp = {"batch": 4, "in_features": 8, "out_features": 6}
-    wl = dense.linear(shape=shp, dtype=torch.float32, device="cpu", gen=g)
-    assert counted(wl.fn, *wl.inputs) == metrics.flops_analytic("linear", shp)
-    shp = {"batch": 2, "seq_len": 3, "dim": 8, "hidden": 16}
-    wl = dense.mlp(shape=shp, dtype=torch.float32, device="cpu", gen=g)
-    assert counted(wl.fn, *wl.inputs) == metrics.flops_analytic("mlp", shp)
-    shp = {"batch": 2, "heads": 3, "seq_len": 16, "head_dim": 8}
-    q, k, v, mask = attention._qkv_mask(shp, torch.float32, "cpu", g, causal=True)
-    # Causal attention: the full score matrix is counted, by both (the documented convention).
-    assert counted(attention.naive, q, k, v, mask) == metrics.flops_analytic("attention", shp)
-    # SDPA: the CPU flash op counts 0 (a flop_counter gap), so count the math backend.
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    with sdpa_kernel([SDPBackend.MATH]):
-        sdpa = counted(
-            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        )
-    assert sdpa == metrics.flops_analytic("attention", shp)
 
 
 def test_rates_are_amount_over_latency():

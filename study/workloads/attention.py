@@ -6,6 +6,10 @@ shows up as a hidden copy kernel); ``naive_inplace`` uses ``masked_fill_``. The 
 call ``F.scaled_dot_product_attention(is_causal=...)``; the cell pins the backend with
 ``torch.nn.attention.sdpa_kernel`` around all its calls, and proves from the trace that the
 backend really ran.
+
+Every variant here registers the same analytic FLOPs (``attention_flops``: q@k^T and p@v over the
+full S x S matrix, flop_counter's convention); the cell uses it where the float64 reference is
+checked on a slice and so cannot be counted whole.
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ SHAPE = ("batch", "heads", "seq_len", "head_dim")
 
 # Above this many float64 score elements the reference checks batch 0, heads 0-1 only.
 FULL_CHECK_LIMIT = 2**28
+
+
+def attention_flops(s: dict) -> float:
+    """4*B*H*S^2*D: q@k^T and p@v, the full score matrix (causal is not halved)."""
+    return 4.0 * s["batch"] * s["heads"] * s["seq_len"] ** 2 * s["head_dim"]
 
 
 def _ref_index(shape):
@@ -67,7 +76,7 @@ def naive_break(q, k, v, mask):
 def _register_primitive(name: str, fn):
     """naive-style attention from primitives: (q, k, v, mask) against the float64 reference."""
 
-    @register(name, family="attention", shape_keys=SHAPE)
+    @register(name, family="attention", shape_keys=SHAPE, flops=attention_flops)
     def build(shape, dtype, device, gen, causal=True, **_):
         return Workload(
             fn=fn,
@@ -98,7 +107,14 @@ def _sdpa_workload(shape, dtype, device, gen, causal):
 
 
 def _register_sdpa(name: str, backend: str | None):
-    @register(name, family="attention", shape_keys=SHAPE, sdpa_backend=backend)
+    @register(
+        name,
+        family="attention",
+        shape_keys=SHAPE,
+        sdpa_backend=backend,
+        flops=attention_flops,
+        devices=("cuda",) if backend in ("efficient", "cudnn") else ("cpu", "cuda"),
+    )
     def build(shape, dtype, device, gen, causal=True, **_):
         return _sdpa_workload(shape, dtype, device, gen, causal)
 

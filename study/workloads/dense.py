@@ -2,6 +2,10 @@
 
 Shapes (see conf/family/*.yaml): matmul_add is square N x N; linear is (batch, in) -> out;
 mlp is (batch, seq_len, dim) -> hidden -> dim with three bias-free Linear layers.
+
+Each variant registers its own analytic FLOPs (a multiply-add is 2, bias adds not counted, as
+torch.utils.flop_counter counts them); the cell uses them only where the counter cannot count.
+The modules' float64 reference is a float64 copy of the module (registry.reference_of).
 """
 
 from __future__ import annotations
@@ -13,7 +17,11 @@ from torch import nn
 from study.workloads.registry import Workload, register
 
 
-@register("matmul_add", family="matmul", shape_keys=("n",))
+def matmul_add_flops(s: dict) -> float:
+    return 2.0 * s["n"] ** 3  # x @ w; the bias add is not counted
+
+
+@register("matmul_add", family="matmul", shape_keys=("n",), flops=matmul_add_flops)
 def matmul_add(shape, dtype, device, gen, **_):
     n = shape["n"]
     x = torch.randn(n, n, generator=gen, device=device, dtype=dtype)  # (N, N)
@@ -26,18 +34,23 @@ def matmul_add(shape, dtype, device, gen, **_):
     return Workload(fn=fn, inputs=(x, w, b), reference=fn)
 
 
-@register("linear", family="linear", shape_keys=("batch", "in_features", "out_features"))
+def linear_flops(s: dict) -> float:
+    return 2.0 * s["batch"] * s["in_features"] * s["out_features"]
+
+
+@register(
+    "linear",
+    family="linear",
+    shape_keys=("batch", "in_features", "out_features"),
+    flops=linear_flops,
+)
 def linear(shape, dtype, device, gen, **_):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(gen.initial_seed())
         mod = nn.Linear(shape["in_features"], shape["out_features"]).to(device=device, dtype=dtype)
     mod.eval().requires_grad_(False)
     x = torch.randn(shape["batch"], shape["in_features"], generator=gen, device=device, dtype=dtype)
-
-    def reference(x):
-        return F.linear(x, mod.weight.double(), mod.bias.double())
-
-    return Workload(fn=mod, inputs=(x,), reference=reference, module=mod)
+    return Workload(fn=mod, inputs=(x,), module=mod)  # reference: the module in float64
 
 
 class GeGLU(nn.Module):
@@ -53,7 +66,11 @@ class GeGLU(nn.Module):
         return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
 
 
-@register("mlp", family="mlp", shape_keys=("batch", "seq_len", "dim", "hidden"))
+def mlp_flops(s: dict) -> float:
+    return 3 * 2.0 * s["batch"] * s["seq_len"] * s["dim"] * s["hidden"]  # gate, up, down
+
+
+@register("mlp", family="mlp", shape_keys=("batch", "seq_len", "dim", "hidden"), flops=mlp_flops)
 def mlp(shape, dtype, device, gen, **_):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(gen.initial_seed())
@@ -62,10 +79,4 @@ def mlp(shape, dtype, device, gen, **_):
     x = torch.randn(
         shape["batch"], shape["seq_len"], shape["dim"], generator=gen, device=device, dtype=dtype
     )  # (B, S, dim)
-
-    def reference(x):
-        g = F.linear(x, mod.gate.weight.double())
-        u = F.linear(x, mod.up.weight.double())
-        return F.linear(F.gelu(g, approximate="tanh") * u, mod.down.weight.double())
-
-    return Workload(fn=mod, inputs=(x,), reference=reference, module=mod)
+    return Workload(fn=mod, inputs=(x,), module=mod)  # reference: the module in float64

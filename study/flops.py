@@ -1,0 +1,63 @@
+"""FLOPs of one call, from the call itself, never borrowed from another variant or family.
+
+Where the number comes from, in this order (``flops_source``):
+
+1. ``flop_counter``: ``torch.utils.flop_counter.FlopCounterMode`` around the cell's float64
+   reference call (eager; a compiled call would count only its extern kernels). It counts
+   matmuls (a multiply-add is 2), convolutions and attention (4*B*H*S^2*D; causal is not
+   halved), and nothing else: no softmax, normalisation or elementwise op. ``counter()`` adds
+   the CPU flash SDPA op, which flop_counter leaves at 0, with flop_counter's own SDPA formula,
+   so a module that calls SDPA is counted the same on CPU and GPU.
+2. ``analytic``: the formula the variant registers for itself (``@register(..., flops=fn)``,
+   or ``variant.flops`` for a custom variant), used only when the counter did not see the whole
+   call (the reference was checked on a slice) or counted nothing.
+3. blank, with ``flops_note`` saying why: then every rate is blank too.
+
+``cell_flops`` is pure: the counting happens in the cell's check (study.cell._check).
+"""
+
+from __future__ import annotations
+
+COUNTED_OPS = "matmul, convolution and attention ops"
+
+
+def counter():
+    """A FlopCounterMode that also counts the CPU flash SDPA op (flop_counter's formula)."""
+    import torch
+    from torch.utils import flop_counter as fc
+
+    def cpu_flash(query_shape, key_shape, value_shape, *_, out_shape=None, **__):
+        return fc.sdpa_flop_count(query_shape, key_shape, value_shape)  # (shapes, not tensors)
+
+    extra = {}
+    op = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    if op is not None and hasattr(fc, "sdpa_flop_count"):
+        extra[op] = cpu_flash
+    return fc.FlopCounterMode(display=False, custom_mapping=extra)
+
+
+def cell_flops(entry, wl, shape: dict, counted: float | None) -> dict:
+    """flops, flops_source, flops_note for one call of ``entry``'s workload at ``shape``.
+
+    ``counted``: what the counter saw on the whole reference call; None when the reference ran
+    on a slice only (``wl.ref_index``), so that the count is not the call's.
+    """
+    formula = entry.flops(shape) if entry.flops is not None else None
+    if counted:
+        return {"flops": float(counted), "flops_source": "flop_counter", "flops_note": None}
+    if counted is None:
+        why = "the float64 reference was checked on a slice, so flop_counter saw part of the call"
+    else:
+        why = f"flop_counter counted 0 FLOPs (it counts {COUNTED_OPS}; this call ran none)"
+    if formula is not None:
+        return {"flops": float(formula), "flops_source": "analytic", "flops_note": why}
+    how = (
+        "set variant.flops=pkg.module.fn (fn takes shape keys, returns FLOPs per call)"
+        if entry.target
+        else f"register one with @register({entry.name!r}, ..., flops=fn)"
+    )
+    return {
+        "flops": None,
+        "flops_source": None,
+        "flops_note": f"{why}, and variant {entry.name!r} has no analytic formula of its own: {how}",
+    }

@@ -1,0 +1,244 @@
+"""Your own workload, named in one YAML or on one command line: no Python in ``study/``.
+
+    python -m study.run -m variant=custom variant.target=examples.norm_mlp.NormMLP \\
+        shape.batch=2 shape.seq_len=32 shape.dim=64 shape.hidden=256 compile=off,default
+
+- ``variant.target``: a factory's dotted path, called once through Hydra's ``instantiate``
+  with ``variant.kwargs`` (so ``_partial_`` and nested ``_target_`` work). Its parameters named
+  like a shape key (``batch``, ``seq_len``, ``dim``, ``hidden``, ``heads``, ...; see
+  study.schema.SHAPE_KEYS) that ``kwargs`` leaves out get the cell's shape. It returns an
+  ``nn.Module`` (seeded, then moved to the cell's device and dtype) or any callable.
+- ``variant.inputs``: ``fn(<shape keys>, *, dtype, device, gen)`` returning a tensor or a tuple
+  of tensors, built once outside every timed region; default: ``inputs`` beside the target.
+- ``variant.reference``: ``ref(*inputs)`` on float64 inputs; default: a float64 copy of the
+  module, or the same callable on float64 inputs.
+- ``variant.flops``: ``fn(<shape keys>) -> FLOPs per call``, used only where flop_counter
+  cannot count the call (study.flops).
+
+``check(cfg)`` runs at ``python -m study.run`` start, before any cell: every path imports, and
+every shape key the factories ask for has a value; one ConfigError says all that is wrong.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+from study.config import ConfigError
+from study.schema import SHAPE_KEYS
+from study.workloads.registry import Entry, Workload, get, names
+
+INPUT_EXTRAS = ("dtype", "device", "gen")  # what an inputs factory may ask for beside shapes
+
+
+class BadWorkload(ValueError):
+    """What the user's factory built cannot be studied; the message says what and how to fix."""
+
+
+def locate(path: str, key: str):
+    """The object at dotted ``path`` (``pkg.module.attr``), or a ConfigError naming the module
+    that did not import and its error."""
+    parts = path.split(".")
+    if len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        raise ConfigError(f"{key}={path!r} is not a dotted path: write it as pkg.module.name.")
+    not_found = {}  # prefixes that are no module, with the error that says so
+    for i in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+        mod_name = ".".join(parts[:i])
+        try:
+            obj = importlib.import_module(mod_name)
+        except ModuleNotFoundError as e:
+            if e.name and (mod_name == e.name or mod_name.startswith(e.name + ".")):
+                not_found[mod_name] = e
+                continue  # no such module: maybe pkg.module.Class.attr, try a shorter prefix
+            raise ConfigError(
+                f"{key}={path!r}: importing module {mod_name!r} failed: "
+                f"{type(e).__name__}: {e}. Install what it imports."
+            ) from None
+        except Exception as e:  # noqa: BLE001 - any error while importing the user's module
+            raise ConfigError(
+                f"{key}={path!r}: importing module {mod_name!r} failed: {type(e).__name__}: {e}"
+            ) from None
+        for j, attr in enumerate(parts[i:]):
+            if not hasattr(obj, attr):
+                sub = ".".join(parts[: i + 1])
+                if j == 0 and sub in not_found:
+                    raise _not_importable(key, path, sub, not_found[sub])
+                raise ConfigError(
+                    f"{key}={path!r}: {'.'.join(parts[: i + j])!r} imports but has no {attr!r}"
+                    f" (it has: {', '.join(n for n in dir(obj) if not n.startswith('_'))[:300]})."
+                )
+            obj = getattr(obj, attr)
+        return obj
+    raise _not_importable(key, path, parts[0], not_found.get(parts[0]))
+
+
+def _not_importable(key: str, path: str, module: str, e) -> ConfigError:
+    return ConfigError(
+        f"{key}={path!r}: cannot import module {module!r} "
+        f"(ModuleNotFoundError: {e or f'No module named {module!r}'}). Check its spelling, and run "
+        "from the directory that holds it or put that directory on PYTHONPATH."
+    )
+
+
+def _params(fn, key: str) -> list[inspect.Parameter]:
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"{key}: cannot read the parameters of {fn!r}; wrap it in a Python function."
+        ) from None
+
+
+def _named(params) -> list[inspect.Parameter]:
+    return [
+        p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"
+    ]
+
+
+def _shape_params(fn, key: str, given=()) -> tuple[str, ...]:
+    """Parameters of ``fn`` named like a shape key and not given otherwise: the shape keys it
+    asks for. Any other parameter must have a default."""
+    keys, stray = [], []
+    for p in _named(_params(fn, key)):
+        if p.name in given:
+            continue
+        if p.name in SHAPE_KEYS:
+            keys.append(p.name)
+        elif p.default is p.empty:
+            stray.append(p.name)
+    if stray:
+        raise ConfigError(
+            f"{key}: parameter(s) {', '.join(stray)} are not shape keys "
+            f"({', '.join(SHAPE_KEYS)}) and have no default: give them a default"
+            + (" or a value in variant.kwargs." if key == "variant.target" else ".")
+        )
+    return tuple(keys)
+
+
+def _parts(variant) -> dict:
+    """The located pieces of a custom variant config, and the shape keys they ask for."""
+    target = variant.target
+    factory = locate(target, "variant.target")
+    if not callable(factory):
+        raise ConfigError(
+            f"variant.target={target!r} is a {type(factory).__name__}, not a factory: name a "
+            "class or a function that returns an nn.Module or a callable."
+        )
+    kwargs = dict(variant.get("kwargs") or {})
+    if variant.get("inputs"):
+        inputs_fn = locate(variant.inputs, "variant.inputs")
+    else:  # an ``inputs`` function beside the factory
+        home = importlib.import_module(getattr(factory, "__module__", None) or "builtins")
+        inputs_fn = getattr(home, "inputs", None)
+        if not callable(inputs_fn):
+            raise ConfigError(
+                f"variant.inputs is not set and {home.__name__!r} (where {target} lives) has no "
+                "function 'inputs': set variant.inputs=pkg.module.fn, with fn(<shape keys>, *, "
+                "dtype, device, gen) returning the input tensors."
+            )
+    ref = locate(variant.reference, "variant.reference") if variant.get("reference") else None
+    flops_fn = locate(variant.flops, "variant.flops") if variant.get("flops") else None
+    keys = list(_shape_params(factory, "variant.target", given=kwargs))
+    keys += _shape_params(inputs_fn, "variant.inputs", given=INPUT_EXTRAS)
+    if flops_fn is not None:
+        keys += _shape_params(flops_fn, "variant.flops")
+    return {
+        "factory": factory,
+        "kwargs": kwargs,
+        "inputs": inputs_fn,
+        "reference": ref,
+        "flops": flops_fn,
+        "shape_keys": tuple(k for k in SHAPE_KEYS if k in keys),
+    }
+
+
+def _call(fn, shape: dict, **extra):
+    """fn with the shape keys (and extras) its signature names."""
+    params = _params(fn, getattr(fn, "__qualname__", str(fn)))
+    takes_all = any(p.kind == p.VAR_KEYWORD for p in params)
+    wanted = {p.name for p in _named(params)}
+    kw = {k: v for k, v in {**shape, **extra}.items() if takes_all or k in wanted}
+    return fn(**kw)
+
+
+def entry(variant) -> Entry:
+    """A registry entry for a custom variant config (``variant.target`` set)."""
+    parts = _parts(variant)
+    target = variant.target
+
+    def build(shape, dtype, device, gen, **_):
+        import torch
+        from hydra.utils import instantiate
+        from torch import nn
+
+        asked = _shape_params(parts["factory"], "variant.target", parts["kwargs"])
+        made = {k: shape[k] for k in asked}
+        with torch.random.fork_rng(devices=[]):  # parameters seeded like the built-in modules
+            torch.manual_seed(gen.initial_seed())
+            obj = instantiate({"_target_": target, **parts["kwargs"], **made})
+        module = None
+        if isinstance(obj, nn.Module):
+            module = obj.to(device=device, dtype=dtype).eval().requires_grad_(False)
+        elif not callable(obj):
+            raise BadWorkload(
+                f"variant.target={target!r} returned {type(obj).__name__} ({str(obj)[:80]}), "
+                "which is not callable: it must return an nn.Module or a callable."
+            )
+        ins = _call(parts["inputs"], shape, dtype=dtype, device=device, gen=gen)
+        ins = (ins,) if isinstance(ins, torch.Tensor) else ins
+        if not isinstance(ins, tuple | list) or not all(isinstance(t, torch.Tensor) for t in ins):
+            raise BadWorkload(
+                f"variant.inputs returned {type(ins).__name__}: it must return a tensor or a "
+                "tuple of tensors (the positional arguments of one call)."
+            )
+        ref = parts["reference"] or (None if module is not None else obj)
+        return Workload(fn=obj, inputs=tuple(ins), reference=ref, module=module)
+
+    flops_fn = parts["flops"]
+    return Entry(
+        name=variant.name,
+        family="custom",
+        build=build,
+        shape_keys=parts["shape_keys"],
+        flops=(lambda shape: _call(flops_fn, shape)) if flops_fn is not None else None,
+        target=target,
+    )
+
+
+def missing_shape_keys(keys, cfg, device: str) -> list[str]:
+    """The shape keys without a value for ``device``: not in ``shape.*`` nor in the family's
+    shapes (the same lookup as study.cell.resolve_shape)."""
+    shapes = cfg.family.shapes
+    base = shapes.get(device) or shapes.get("cpu")
+    return [k for k in keys if cfg.shape.get(k) is None and (base is None or base.get(k) is None)]
+
+
+def check(cfg) -> None:
+    """At start: a custom variant imports, is not named like a built-in, and every shape key
+    its factories ask for has a value. Raises ConfigError listing what is wrong."""
+    variant = cfg.variant
+    if not variant.get("target"):
+        raise ConfigError(
+            f"variant={variant.name} needs a factory: variant.target=pkg.module.make "
+            "(a class or function returning an nn.Module or a callable); see README, "
+            "'Add a workload'."
+        )
+    if variant.name in names():
+        raise ConfigError(
+            f"variant.name={variant.name!r} is a registered variant ({get(variant.name).family}); "
+            "a custom variant needs its own name: variant.name=<label>."
+        )
+    e = entry(variant)
+    device = cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    missing = missing_shape_keys(e.shape_keys, cfg, device)
+    if missing:
+        raise ConfigError(
+            f"variant {variant.name!r} asks for shape key(s) {', '.join(missing)} (parameters of "
+            f"{variant.target} and its inputs/flops functions) that the config does not set on "
+            f"{device}: add {' '.join(f'shape.{k}=<int>' for k in missing)}, or set them under "
+            f"family.shapes.{device} in the variant's YAML."
+        )
