@@ -104,7 +104,7 @@ def check_point(
     try:
         cfg = _compose(overrides, config_name, master)
     except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
-        return " ".join(str(e).split())
+        return " ".join(str(e).split("Config search path")[0].split())
     return check_config(cfg)
 
 

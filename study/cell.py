@@ -30,7 +30,19 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study import build, check, compiling, flops, metrics, pinning, proof, stats, timing
+from study import (
+    build,
+    check,
+    compiling,
+    flops,
+    memory,
+    metrics,
+    passes,
+    pinning,
+    proof,
+    stats,
+    timing,
+)
 from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
@@ -52,6 +64,8 @@ def base_row(cfg: DictConfig, run_id: str) -> dict:
         "dynamic": c["dynamic"],
         "inductor_patches": ";".join(f"{k}={v}" for k, v in sorted(c["inductor"].items())),
         "compile_threads": c.get("threads"),
+        "pass": p.get("step", {}).get("kind", "fwd"),
+        "compiled_autograd": c.get("compiled_autograd"),
         "device": p["device"],
         "dtype": p["dtype"],
         "cache": p["cache"],
@@ -72,6 +86,7 @@ class Cell:
         self.row = base_row(cfg, self.run_dir.name)
         self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.mode = cfg.compile.mode
+        self.kind = cfg.step.kind
         self.kernels: list[dict] = []
         self.generated: dict = {}
         self.caught: list[str] = []
@@ -83,6 +98,11 @@ class Cell:
     # 1 ------------------------------------------------------------------------------------
     def build(self) -> None:
         _inject(self.cfg)
+        sw = self.cfg.shape_sweep
+        if sw.key is not None:  # the sweep's first shape is the cell's own
+            from omegaconf import OmegaConf
+
+            self.cfg = OmegaConf.merge(self.cfg, {"shape": {sw.key: sw.sizes[0]}})
         self.device = build.resolve_device(plain(self.cfg.device))
         self.row["device"] = self.device
         self.row.update(envinfo.collect(self.device))
@@ -105,13 +125,22 @@ class Cell:
         if self.wl.sdpa_backend or self.entry.name == "sdpa":
             self.row["sdpa_choice"] = _sdp_choice(self.wl.inputs[:3])
         c = self.cfg.compile
-        fn = compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic)
-        inputs = self.wl.inputs
-        self.step = lambda: fn(*inputs)
-        self.eager = lambda: self.wl.fn(*inputs)
+        self.trained = passes.prepare(self.kind, self.wl, self.cfg.step.lr)
+        if self.trained is not None:
+            self.notes += self.trained.notes
+            self.reference = passes.Reference(self.wl)  # float64, before any step changes it
+        backward_in = None
+        if c.compiled_autograd and self.trained is not None and self.mode != "off":
+            backward_in = lambda: compiling.compiled_autograd(c.fullgraph)  # noqa: E731
+        self.fn = compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic)
+        if c.dynamic == "mark":
+            compiling.mark_dynamic(self.wl.inputs, self.shape[self.cfg.shape_sweep.key])
+        inputs, seed = self.wl.inputs, self.cfg.seed
+        self.step = passes.make_step(self.kind, self.fn, inputs, self.trained, seed, backward_in)
+        self.eager = passes.make_step(self.kind, self.wl.fn, inputs, self.trained, seed)
         if self.mode != "off":  # an eager cell leaves Dynamo and Inductor alone (seconds)
             if compiling.compiles():  # a forked cell starts fresh; an in-process one may not
-                torch._dynamo.reset()
+                compiling.fresh_dynamo()
             self.stack.enter_context(self.tuner)
         self.row["setup_s"] = time.perf_counter() - self.t0
 
@@ -120,10 +149,12 @@ class Cell:
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter("always")
             try:
-                t = time.perf_counter()
-                self.out = self.step()
-                timing.sync(self.device)
-                self.row["first_call_s"] = time.perf_counter() - t
+                with memory.Peak(self.device) as peak:
+                    t = time.perf_counter()
+                    self.out = self.step()
+                    timing.sync(self.device)
+                    self.row["first_call_s"] = time.perf_counter() - t
+                self.row["compile_peak_mem_bytes"] = peak.allocated
             finally:
                 self.caught += [str(w.message).split("\n")[0][:200] for w in ws]
         if self.mode != "off":
@@ -137,15 +168,47 @@ class Cell:
     # 4 ------------------------------------------------------------------------------------
     def check(self) -> None:
         t = time.perf_counter()
-        res = _check(self.wl, self.out, self.row["dtype"], self.cfg.tolerance)
+        out = self.out.detach()
+        del self.out
+        if self.trained is None:
+            res = _check(self.wl, out, self.row["dtype"], self.cfg.tolerance)
+        else:
+            res = self._check_training(out)
         self.row["check_s"] = time.perf_counter() - t
         self.row["bytes_min"] = build.input_bytes(self.wl) + res["out_bytes"]
         for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance"):
             self.row[k] = res[k]
         counted = None if self.wl.ref_index else res["flops"]
-        self.row.update(flops.cell_flops(self.entry, self.wl, self.shape, counted))
+        f = flops.cell_flops(self.entry, self.wl, self.shape, counted)
+        factor = passes.flops_factor(self.kind, self.entry.family)
+        if f["flops_source"] == "analytic" and factor != 1.0:  # a forward formula, scaled
+            f["flops"] *= factor
+            f["flops_useful"] = f["flops_useful"] * factor if f["flops_useful"] else None
+            f["flops_source"] = f"analytic x{factor:g} ({self.kind})"
+        self.row.update(f)
         self.check_ok, self.check_reason = res["ok"], res["reason"]
-        del self.out
+
+    def _check_training(self, out) -> dict:
+        """The first step's output and every gradient, against the float64 reference."""
+        counter = flops.counter()
+        with counter:
+            ref_out, ref_grads = self.reference.run(self.step.grad_out[0])
+        index = self.wl.ref_index
+        res = check.compare(
+            out[index] if index is not None else out, ref_out, self.row["dtype"], self.cfg.tolerance
+        )
+        g = passes.check_grads(
+            self.trained, ref_grads, index, self.row["dtype"], self.cfg.tolerance
+        )
+        self.row["grad_max_rel_err"], self.row["grad_worst"] = (
+            g["grad_max_rel_err"],
+            g["grad_worst"],
+        )
+        if res["ok"] and not g["ok"]:
+            res["ok"], res["reason"] = False, g["reason"]
+        res["flops"] = float(counter.get_total_flops())
+        res["out_bytes"] = out.numel() * out.element_size()
+        return res
 
     # 5 ------------------------------------------------------------------------------------
     def measure(self) -> None:
@@ -162,8 +225,14 @@ class Cell:
                 latency_samples=lat["n"],
                 latency_method=lat["method"],
             )
+            peak = memory.steady(self.step, self.device)
+            row.update(
+                peak_mem_alloc_bytes=peak.allocated,
+                peak_mem_reserved_bytes=peak.reserved,
+                mem_source=peak.source,
+            )
             if self.device == "cuda":
-                dtm = _device_time(self.step, cfg, self.mode, self.notes)
+                dtm = _device_time(self.step, cfg, self.mode, self.notes, self.kind)
                 row.update(
                     device_time_us=dtm["median"],
                     device_time_p10_us=dtm["p10"],
@@ -183,6 +252,11 @@ class Cell:
         t = self.cfg.timing
         for _ in range(max(1, t.warmup)):
             self.eager()
+        eager_peak = memory.steady(self.eager, self.device)
+        self.row["eager_peak_mem_alloc_bytes"] = eager_peak.allocated
+        self.row["compression_ratio"] = metrics.speedup(
+            eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
+        )
         calls = timing.block_calls(compiled_us, t.block_ms)
         e, c = timing.paired(self.eager, self.step, self.device, t.pairs, calls)
         sp, lo, hi = stats.ratio_of_medians(e, c)
@@ -236,7 +310,7 @@ class Cell:
             self.notes.append("no kernels visible in the profiled CUDA-graph steps (kineto#1165)")
         status, reason = ("ok", "") if self.check_ok else ("mismatch", self.check_reason)
         if self.entry.family == "attention" and (self.wl.sdpa_backend or self.entry.name == "sdpa"):
-            pr = proof.prove_backend(self.wl.sdpa_backend, self.kernels, op_names, self.generated)
+            pr = proof.prove_pass(self.wl.sdpa_backend, self.kernels, op_names, self.generated)
             row["backend_seen"], row["backend_proof"] = pr["backend_seen"], pr["backend_proof"]
             if "decomposed by Inductor" in pr["backend_proof"]:
                 self.notes.append("Inductor decomposed the SDPA math op into generated kernels")
@@ -244,6 +318,96 @@ class Cell:
                 status, reason = "invalid", pr["reason"]
         row["status"], row["reason"] = status, reason
         row["profile_s"] = time.perf_counter() - t
+
+    # 7 ------------------------------------------------------------------------------------
+    def saved(self) -> None:
+        """Training passes: what the forward saves for backward, compiled against eager."""
+        if self.trained is None:
+            return
+        inputs = self.wl.inputs
+        n, b = passes.saved_for_backward(lambda: self.fn(*inputs), self.trained.leaves)
+        self.row["saved_tensors"], self.row["saved_bytes"] = n, b
+        if self.mode != "off":
+            n, b = passes.saved_for_backward(lambda: self.wl.fn(*inputs), self.trained.leaves)
+            self.row["eager_saved_tensors"], self.row["eager_saved_bytes"] = n, b
+            self.row.update(compiling.autograd_counts())
+        self.trained.zero()
+
+    # 8 ------------------------------------------------------------------------------------
+    def shapes(self) -> None:
+        """shape_sweep: the same compiled function over several shapes, in this process:
+        what each new shape costs (a recompile, or none with dynamic shapes), and the
+        steady-state latency at each (shapes.csv)."""
+        sw = self.cfg.shape_sweep
+        if sw.key is None:
+            return
+        import torch
+
+        from study import io
+
+        rows = []
+        for order, value in enumerate(sw.sizes):
+            r = {"order": order, "value": value, "status": "ok", "reason": ""}
+            try:
+                if order == 0:  # the cell's own shape: compiled and timed above
+                    r.update(first_call_s=self.row.get("first_call_s"), compiled=True)
+                    step = self.step
+                else:
+                    step, r["first_call_s"], r["compiled"] = self._new_shape(sw.key, value)
+                with compiling.no_recompile(self.mode), timing.quiet():
+                    lat = timing.per_call(
+                        step, self.device, self.cfg.timing.warmup, self.cfg.timing.repeat
+                    )
+                r.update(
+                    latency_median_us=lat["median"],
+                    latency_p10_us=lat["p10"],
+                    latency_p90_us=lat["p90"],
+                )
+            except Exception as e:  # noqa: BLE001 - one shape's failure is its own row
+                r["status"], r["reason"] = classify_error(e, [])
+                if self.device == "cuda":
+                    torch.cuda.empty_cache()
+            m = ind.metrics() if self.mode != "off" else {}
+            r.update(
+                graphs=m.get("graphs"),
+                recompiles=m.get("recompiles"),
+                recompile_reason=(m.get("recompile_reasons") or "").split(" | ")[-1]
+                if r.get("compiled") and order
+                else "",
+            )
+            rows.append(r)
+        meta = {
+            "run_id": self.row["run_id"],
+            "variant": self.row["variant"],
+            "compile": self.mode,
+            "dynamic": self.cfg.compile.dynamic,
+            "pass": self.kind,
+            "key": sw.key,
+        }
+        io.write_csv(self.run_dir / "shapes.csv", [{**meta, **r} for r in rows], "shapes")
+        self.row.update(
+            {
+                k: v
+                for k, v in (ind.metrics() if self.mode != "off" else {}).items()
+                if k in ("graphs", "recompiles", "recompile_reasons")
+            }
+        )
+
+    def _new_shape(self, key: str, value: int):
+        """(step at the new shape, its first call's seconds, whether Dynamo compiled for it)."""
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.merge(self.cfg, {"shape": {key: value}})
+        _, _, wl = build.build_workload(cfg, self.device)
+        if self.cfg.compile.dynamic == "mark":
+            compiling.mark_dynamic(wl.inputs, value)
+        tr = passes.prepare(self.kind, wl, self.cfg.step.lr)
+        step = passes.make_step(self.kind, self.fn, wl.inputs, tr, self.cfg.seed)
+        before = compiling.compiles()
+        t = time.perf_counter()
+        step()
+        timing.sync(self.device)
+        return step, time.perf_counter() - t, compiling.compiles() > before
 
     # rows ---------------------------------------------------------------------------------
     def fail(self, e: BaseException) -> None:
@@ -277,7 +441,15 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
     try:
         phase(cell.build)
         with cell.stack:
-            for fn in (cell.compile, cell.first_call, cell.check, cell.measure, cell.profile):
+            for fn in (
+                cell.compile,
+                cell.first_call,
+                cell.check,
+                cell.measure,
+                cell.profile,
+                cell.saved,
+                cell.shapes,
+            ):
                 phase(fn)
     except Exception as e:  # noqa: BLE001 - every failure becomes the row's status
         cell.fail(e)
@@ -331,11 +503,14 @@ def _check(wl, out, dtype: str, tolerance) -> dict:
     return res
 
 
-def _device_time(step, cfg, mode, notes) -> dict:
+def _device_time(step, cfg, mode, notes, kind="fwd") -> dict:
     import torch
 
     t = cfg.timing
     method = plain(t.device_time)
+    if kind != "fwd" and method == "graph":  # autograd and the optimizer in one captured graph
+        method = "do_bench"  # is not what users run; do_bench times the real step
+        notes.append(f"device time of a {kind} step by do_bench (L2 flushed), not graph replay")
     try:
         return timing.device_time(
             step, method, compiling.uses_cudagraphs(mode), t.graph_calls, t.graph_replays

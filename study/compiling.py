@@ -50,6 +50,8 @@ def make(fn, mode: str, fullgraph: bool, dynamic):
         return fn
     import torch
 
+    if dynamic == "mark":  # the marked dims are dynamic; the rest as Dynamo decides
+        dynamic = None
     return torch.compile(
         fn, mode=None if mode == "default" else mode, fullgraph=fullgraph, dynamic=dynamic
     )
@@ -113,3 +115,54 @@ def no_recompile(mode: str):
     after = compiles()
     if after != before:
         raise Recompiled(f"recompiled while timing: {after - before} new compile(s)")
+
+
+def compiled_autograd(fullgraph: bool):
+    """The context that sends a backward through compiled autograd, as PyTorch's dynamo
+    benchmark harness does for ``--compiled-autograd``: the captured backward graph is compiled
+    by Inductor, and counted (``autograd_compiles``; captures are Dynamo's own count)."""
+    import torch
+    from torch._dynamo import compiled_autograd as ca
+
+    def compiler_fn(gm):
+        def inner(gm_, example_inputs_):
+            torch._dynamo.utils.counters["compiled_autograd"]["compiles"] += 1
+            return torch._inductor.compile(gm_, example_inputs_)
+
+        return torch.compile(gm, backend=inner, fullgraph=fullgraph, dynamic=True)
+
+    return ca._enable(compiler_fn)
+
+
+def autograd_counts() -> dict:
+    from torch._dynamo.utils import counters
+
+    c = counters["compiled_autograd"]
+    return {"autograd_captures": c.get("captures", 0), "autograd_compiles": c.get("compiles", 0)}
+
+
+def mark_dynamic(inputs, size: int) -> int:
+    """``torch._dynamo.mark_dynamic`` on every dim of the inputs that has ``size`` elements
+    (the dims that carry the swept shape key: a sequence of 1024 in (B, H, 1024, D) and in the
+    (1024, 1024) mask). Returns how many dims were marked."""
+    import torch
+
+    n = 0
+    for t in inputs:
+        if isinstance(t, torch.Tensor):
+            for d, s in enumerate(t.shape):
+                if s == size:
+                    torch._dynamo.mark_dynamic(t, d)
+                    n += 1
+    return n
+
+
+def fresh_dynamo() -> None:
+    """Forget what an earlier cell of this process compiled, and its counts (in-process cells
+    only: tests and isolation=inline; a forked cell starts fresh)."""
+    import torch
+    from torch._dynamo.utils import clear_compilation_metrics, counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    clear_compilation_metrics()

@@ -98,9 +98,13 @@ class VariantConf:
 class CompileConf:
     mode: str = "off"
     fullgraph: bool = False
-    dynamic: bool | None = False
+    # False: specialise every shape; True: symbolic shapes; null: automatic (Dynamo's default,
+    # dynamic after the first recompile); mark: torch._dynamo.mark_dynamic on the dims of the
+    # inputs that carry shape_sweep.key.
+    dynamic: Any = False
     inductor: dict[str, Any] = field(default_factory=dict)  # torch._inductor.config patches
     threads: int = 1  # Inductor compile_threads; 1 = no async-compile process pool (compiling)
+    compiled_autograd: bool = False  # training passes: the backward through compiled autograd
 
 
 @dataclass
@@ -139,12 +143,33 @@ class NsysConf:
     binary: str = "nsys"
 
 
+PASSES = ("fwd", "fwd_bwd", "train_step")
+
+
+@dataclass
+class StepConf:
+    """What one call is: pick it with pass=fwd|fwd_bwd|train_step (conf/pass/, study.passes)."""
+
+    kind: str = "fwd"
+    lr: float = 1e-3  # train_step: AdamW's learning rate
+
+
+@dataclass
+class ShapeSweepConf:
+    """Several shapes in one process, one compiled function: what dynamic shapes cost."""
+
+    key: str | None = None  # a shape key, e.g. seq_len; null: no sweep
+    sizes: list[int] = field(default_factory=list)
+
+
 @dataclass
 class CellConf:
     variant: VariantConf = field(default_factory=VariantConf)
     family: FamilyConf = field(default_factory=FamilyConf)
     compile: CompileConf = field(default_factory=CompileConf)
+    step: StepConf = field(default_factory=StepConf)
     shape: ShapeConf = field(default_factory=ShapeConf)
+    shape_sweep: ShapeSweepConf = field(default_factory=ShapeSweepConf)
     timing: TimingConf = field(default_factory=TimingConf)
     profile: ProfileConf = field(default_factory=ProfileConf)
     ncu: NcuConf = field(default_factory=NcuConf)
@@ -232,6 +257,33 @@ def validate(cfg: DictConfig | CellConf) -> None:
         raise ConfigError(
             f"repeats={c.repeats} is not allowed: it must be a positive integer "
             "(the number of fresh processes each cell runs in)."
+        )
+    if c.step.kind not in PASSES:
+        raise ConfigError(
+            f"step.kind={c.step.kind!r} is not a pass; allowed: {', '.join(PASSES)} "
+            "(pick one with pass=<name>)."
+        )
+    if c.compile.dynamic not in (False, True, None, "mark"):
+        raise ConfigError(
+            f"compile.dynamic={c.compile.dynamic!r} is not allowed: false, true, null "
+            "(automatic) or mark (mark_dynamic on shape_sweep.key's dims)."
+        )
+    sw = c.shape_sweep
+    if sw.key is not None:
+        if sw.key not in SHAPE_KEYS:
+            raise ConfigError(
+                f"shape_sweep.key={sw.key!r} is not a shape key; allowed: {', '.join(SHAPE_KEYS)}."
+            )
+        if len(sw.sizes) < 2:
+            raise ConfigError(
+                "shape_sweep.sizes needs at least two shapes, e.g. shape_sweep.sizes=[512,1024]."
+            )
+        for v in sw.sizes:
+            positive(f"shape_sweep.sizes ({sw.key})", v)
+    elif c.compile.dynamic == "mark":
+        raise ConfigError(
+            "compile.dynamic=mark marks the dims of shape_sweep.key: set shape_sweep.key=<key> "
+            "and shape_sweep.sizes=[...]."
         )
     if c.compile.threads < 1:
         raise ConfigError(f"compile.threads={c.compile.threads} is not allowed: it must be >= 1.")

@@ -124,6 +124,14 @@ def aggregate(sweep_dir: Path) -> Path | None:
                 for k in read_csv(kp):
                     kernels.setdefault(k["run_id"], []).append(k)
         write_csv(sweep_dir / "revealed.csv", revealed.table(rows, kernels), "revealed")
+        shapes = [
+            x
+            for p in run_csvs(sweep_dir)
+            if (p.with_name("shapes.csv")).exists()
+            for x in read_csv(p.with_name("shapes.csv"))
+        ]
+        if shapes:
+            write_csv(sweep_dir / "shapes.csv", shapes, "shapes")
         return out
 
 

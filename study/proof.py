@@ -94,3 +94,39 @@ def prove_backend(
     out["ok"] = not why
     out["reason"] = why
     return out
+
+
+def _fused(rows: list[dict]) -> list[str]:
+    return [b for b, cls in BACKEND_CLASS.items() if any(r["kernel_class"] == cls for r in rows)]
+
+
+def prove_pass(
+    expected: str | None, kernel_rows: list[dict], op_names: list[str], generated: dict
+) -> dict:
+    """``prove_backend`` for the forward's kernels, and for a training pass the backward's too:
+    a fused backend's backward kernel (flash bwd, CUTLASS fmha bwd, cuDNN bprop) proves that
+    backend and no other may appear; math's backward is the decomposition's own kernels, so
+    it is proven when a math forward ran and no fused backward kernel did."""
+    fwd = [r for r in kernel_rows if r.get("phase", "fwd") == "fwd"]
+    bwd = [r for r in kernel_rows if r.get("phase") == "bwd"]
+    out = prove_backend(expected, fwd, op_names, generated)
+    if not bwd:
+        return out
+    want = expected or (out["backend_seen"] if "+" not in out["backend_seen"] else None)
+    seen = _fused(bwd)
+    if want == "math":
+        ok, bseen = not seen, "+".join(seen) or "math"
+    else:
+        ok, bseen = seen == [want], "+".join(seen) or "none"
+    out["backend_seen"] = f"{out['backend_seen']} (fwd), {bseen} (bwd)"
+    if ok:
+        hit = [r["kernel"] for r in bwd if r["kernel_class"] == BACKEND_CLASS.get(want, "")]
+        proof = f"bwd: kernel {hit[0]}" if hit else "bwd: no fused backward kernel (decomposed)"
+        out["backend_proof"] += f"; {proof}"
+    elif out["ok"]:
+        out["ok"] = False
+        out["reason"] = (
+            f"{PREFIX}the forward ran {want}, but the backward's fused kernels are "
+            f"{'+'.join(seen) or 'none'}: the backward does not show {want}"
+        )
+    return out

@@ -81,6 +81,17 @@ RUN = (
         ),
         Col("repeat", "", "which repetition of the cell this row is (repeats=N: 0..N-1)"),
         Col(
+            "pass",
+            "",
+            "what one call is (pass=): fwd, fwd_bwd (forward, (out*g).sum(), backward) or "
+            "train_step (fwd_bwd + AdamW.step); study/passes.py",
+        ),
+        Col(
+            "compiled_autograd",
+            "bool",
+            "compile.compiled_autograd: the backward captured by compiled autograd",
+        ),
+        Col(
             "compile_threads",
             "",
             "Inductor compile_threads (compile.threads; 1 = no async-compile process pool)",
@@ -95,6 +106,13 @@ RUN = (
         Col("max_rel_err", "", "max_abs_err / max |ref|; compared with tolerance"),
         Col("norm_rel_err", "", "||out - ref||_2 / ||ref||_2"),
         Col("tolerance", "", "max_rel_err allowed for this dtype"),
+        Col(
+            "grad_max_rel_err",
+            "",
+            "training passes: the largest max_rel_err over every input's and parameter's "
+            "gradient against float64 (same tolerance as the output)",
+        ),
+        Col("grad_worst", "", "the gradient with that error (param:<name> or input:<i>)"),
         Col("first_call_s", "s", "wall time of the first call, compile included"),
         Col(
             "latency_median_us",
@@ -145,6 +163,11 @@ RUN = (
         Col("steps_consistent", "bool", "every profiled step ran the same number of kernels"),
         Col("kernels_by_class", "", "kernels per step by kernel_class, class:count;..."),
         Col(
+            "kernels_by_phase",
+            "",
+            "kernels per step by phase of the pass, fwd:n;bwd:n;optim:n (kernels.csv phase)",
+        ),
+        Col(
             "copies_per_step",
             "",
             "copy kernels per step (Memcpy and copy kernels: the hidden copy)",
@@ -190,6 +213,55 @@ RUN = (
         Col(
             "unattributed_events", "", "device events whose launch fell outside every profiled step"
         ),
+        Col(
+            "peak_mem_alloc_bytes",
+            "B",
+            "peak memory of the step in steady state (after warm-up): CUDA, "
+            "max_memory_allocated; CPU, peak resident growth over the calls (mem_source)",
+        ),
+        Col("peak_mem_reserved_bytes", "B", "CUDA: max_memory_reserved over the same calls"),
+        Col(
+            "compile_peak_mem_bytes",
+            "B",
+            "peak memory of the first call (compile, autotuning, CUDA-graph recording included)",
+        ),
+        Col(
+            "eager_peak_mem_alloc_bytes",
+            "B",
+            "compiled cells: the eager step's steady-state peak, measured in the same process",
+        ),
+        Col(
+            "compression_ratio",
+            "x",
+            "compiled cells: eager_peak_mem_alloc_bytes / peak_mem_alloc_bytes (above 1: "
+            "compiled needs less memory), as PyTorch's dynamo benchmark harness reports it",
+        ),
+        Col(
+            "mem_source",
+            "",
+            "cuda_caching_allocator, or cpu_rss_peak_delta (VmHWM reset by clear_refs, minus the "
+            "resident memory before the calls: includes the allocator's slack)",
+        ),
+        Col(
+            "saved_tensors",
+            "",
+            "training passes: tensors saved for backward in one forward (autograd's pack hook, "
+            "once per tensor; AOTAutograd's partitioner decides them for compiled cells)",
+        ),
+        Col(
+            "saved_bytes",
+            "B",
+            "bytes of the saved tensors that are activations (inputs and parameters are saved "
+            "by reference), once per storage",
+        ),
+        Col("eager_saved_tensors", "", "compiled cells: saved_tensors of the eager step"),
+        Col("eager_saved_bytes", "B", "compiled cells: saved_bytes of the eager step"),
+        Col(
+            "autograd_captures",
+            "",
+            "compiled autograd: backward graphs captured (torch._dynamo counters)",
+        ),
+        Col("autograd_compiles", "", "compiled autograd: backward graphs compiled"),
         Col("compile_s", "s", "Dynamo frame compile time, all frames (empty for eager)"),
         Col("dynamo_s", "s", "compile_s minus backend time: Dynamo tracing and guards"),
         Col("aot_s", "s", "backend time minus Inductor time: AOTAutograd"),
@@ -358,6 +430,7 @@ KERNEL = [
         "",
         "gemm_cublas, gemm_cutlass, gemm_cpu, triton_pointwise, triton_reduction, triton_persistent_reduction, triton_template, triton_other, cpp_generated, flash, mem_efficient, cudnn, softmax, aten_reduction, copy, memset, aten_elementwise, other",
     ),
+    Col("phase", "", "fwd, bwd or optim: the part of the pass that launched it (study::* ranges)"),
     Col("generated", "bool", "Inductor generated it"),
     Col(
         "inductor_kind",
@@ -429,13 +502,42 @@ NCU = [
     Col("value", "", "value as a number when it parses (occupancy_limiter: the limiting resource)"),
 ]
 
-TABLES = {"runs": RUN, "kernels": KERNEL, "autotune": AUTOTUNE, "revealed": REVEALED, "ncu": NCU}
+SHAPES = [
+    Col("run_id", "", "see runs"),
+    Col("variant", "", "see runs"),
+    Col("compile", "", "see runs"),
+    Col("dynamic", "", "compile.dynamic: False (specialise), True, or mark (mark_dynamic)"),
+    Col("pass", "", "see runs"),
+    Col("key", "", "the shape key the cell swept in one process (shape_sweep.key)"),
+    Col("value", "", "its value at this step of the sweep"),
+    Col("order", "", "position in the sweep (0 = the first shape the cell compiled)"),
+    Col("first_call_s", "s", "first call at this shape: a compile or recompile when one happened"),
+    Col("compiled", "bool", "Dynamo compiled a frame for this shape (a recompile after the first)"),
+    Col("graphs", "", "graphs Dynamo captured so far in the cell (cumulative)"),
+    Col("recompiles", "", "recompilations so far in the cell (cumulative)"),
+    Col("recompile_reason", "", "why Dynamo recompiled at this shape (its guard failure)"),
+    Col("latency_median_us", "us", "per-call latency at this shape, median"),
+    Col("latency_p10_us", "us", "10th percentile"),
+    Col("latency_p90_us", "us", "90th percentile"),
+    Col("status", "", "ok, mismatch (the output at this shape against float64), or error"),
+    Col("reason", "", "why not ok"),
+]
+
+TABLES = {
+    "runs": RUN,
+    "kernels": KERNEL,
+    "autotune": AUTOTUNE,
+    "revealed": REVEALED,
+    "ncu": NCU,
+    "shapes": SHAPES,
+}
 FILES = {
     "runs": "run.csv (one row per cell) and runs.csv (one row per cell of a sweep)",
     "kernels": "kernels.csv (one row per distinct kernel per run)",
     "autotune": "autotune.csv (max-autotune: one row per benchmarked choice)",
     "revealed": "revealed.csv (a sweep's blog table: what each trace revealed)",
     "ncu": "ncu.csv (Nsight Compute: one row per kernel x metric)",
+    "shapes": "shapes.csv (shape_sweep: one row per shape a cell ran in one process)",
 }
 
 

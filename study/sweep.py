@@ -142,6 +142,9 @@ def resolve(cfg, cuda: bool) -> dict:
     if d["device"] == "auto":
         d["device"] = "cuda" if cuda else "cpu"
     entry = entry_of(cfg.variant)
+    sw = d.get("shape_sweep") or {}
+    if sw.get("key"):  # a shape sweep in one process starts at its first shape
+        d["shape"][sw["key"]] = sw["sizes"][0]
     base = d["family"].get("shapes", {}).get(d["device"]) or d["family"].get("shapes", {}).get(
         "cpu"
     )

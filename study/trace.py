@@ -34,6 +34,7 @@ LAUNCH_RE = re.compile(
     r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|Memcpy|Memset)"
 )
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+PHASE_RE = re.compile(r"^study::(fwd|bwd|optim)$")  # study.passes' record_function ranges
 REGION_RE = re.compile(r"^Torch-Compiled Region|CompiledFxGraph|^CUDAGraphNode|cudagraph", re.I)
 # aten ops that only make views, allocate or inspect: they launch no kernel.
 METADATA_OPS = {
@@ -118,11 +119,36 @@ def _steps(events: list[dict]) -> list[dict]:
     return sorted(steps, key=lambda e: e["ts"])
 
 
-def _step_of(steps: list[dict], tid, t: float) -> int | None:
+def _step_of(steps: list[dict], tid, t: float, phases=()) -> int | None:
+    """The step whose range on thread ``tid`` holds ``t``. A launch from another thread
+    (autograd runs the backward on its own) belongs to the step that holds it in time, when it
+    falls inside one of the pass's own ranges (``phases``); otherwise it is unattributed."""
     for i, s in enumerate(steps):
         if s.get("tid") == tid and s["ts"] <= t <= s["ts"] + s["dur"]:
             return i
+    if any(a <= t <= b for a, b, _ in phases):
+        for i, s in enumerate(steps):
+            if s["ts"] <= t <= s["ts"] + s["dur"]:
+                return i
     return None
+
+
+def _phases(events: list[dict]) -> list[tuple[float, float, str]]:
+    """(start, end, phase) of the pass's ranges (study::fwd|bwd|optim), CPU side."""
+    out = []
+    for e in events:
+        m = PHASE_RE.match(e.get("name", ""))
+        if m and e.get("ph") == "X" and e.get("cat") == "user_annotation":
+            out.append((e["ts"], e["ts"] + e.get("dur", 0), m.group(1)))
+    return sorted(out)
+
+
+def _phase_at(phases, t: float) -> str:
+    """fwd, bwd or optim: the pass's range that holds ``t`` (a forward-only pass has none)."""
+    for a, b, p in phases:
+        if a <= t <= b:
+            return p
+    return "fwd"
 
 
 def _occupancy(args: dict):
@@ -171,15 +197,16 @@ def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
             cpu_ranges[e.get("tid")].append(e)
     ranges = {tid: _Intervals(evs) for tid, evs in cpu_ranges.items()}
     op_names = sorted({e["name"] for evs in cpu_ranges.values() for e in evs})
+    phases = _phases(events)
     if device == "cuda":
-        rows, summary = _parse_cuda(events, steps, ranges)
+        rows, summary = _parse_cuda(events, steps, ranges, phases)
     else:
-        rows, summary = _parse_cpu(steps, cpu_ranges)
+        rows, summary = _parse_cpu(steps, cpu_ranges, phases)
     summary["op_names"] = op_names
     return rows, summary
 
 
-def _parse_cuda(events, steps, ranges):
+def _parse_cuda(events, steps, ranges, phases=()):
     launches = {}
     for e in events:
         if e.get("cat") in LAUNCH_CATS and e.get("ph") == "X":
@@ -190,32 +217,33 @@ def _parse_cuda(events, steps, ranges):
     launches_per_step = [0] * len(steps)
     for e in launches.values():
         if LAUNCH_RE.match(e["name"]):
-            i = _step_of(steps, e.get("tid"), e["ts"])
+            i = _step_of(steps, e.get("tid"), e["ts"], phases)
             if i is not None:
                 launches_per_step[i] += 1
     unattributed = 0
-    info = {}  # kernel name -> launch context
-    op_calls = defaultdict(lambda: [set() for _ in steps])  # kernel -> launching op calls/step
+    info = {}  # (kernel name, phase) -> launch context
+    op_calls = defaultdict(lambda: [set() for _ in steps])  # key -> launching op calls/step
     for e in events:
         if e.get("cat") not in DEVICE_CATS or e.get("ph") != "X":
             continue
         args = e.get("args", {})
         launch = launches.get(args.get("correlation"))
-        i = _step_of(steps, launch.get("tid"), launch["ts"]) if launch else None
+        i = _step_of(steps, launch.get("tid"), launch["ts"], phases) if launch else None
         if i is None:
             unattributed += 1
             continue
-        per_step[i].append(e)
         name = e["name"]
+        key = (name, _phase_at(phases, launch["ts"]))
+        per_step[i].append({**e, "key": key})
         ctx = ranges.get(launch.get("tid"))
         around = [r for r in (ctx.containing(launch["ts"]) if ctx else []) if r["name"] != name]
         op_events = [r for r in around if r.get("cat") == "cpu_op"]
         if op_events:
-            op_calls[name][i].add(id(op_events[-1]))
-        if name not in info:
+            op_calls[key][i].add(id(op_events[-1]))
+        if key not in info:
             ops = [r["name"] for r in op_events]
             regions = [r["name"] for r in around if REGION_RE.search(r["name"])]
-            info[name] = {
+            info[key] = {
                 "cpu_op": ops[-1] if ops else None,
                 "op_max_input_numel": _max_numel(op_events[-1]) if op_events else None,
                 "cpu_region": regions[0] if regions else None,
@@ -228,13 +256,13 @@ def _parse_cuda(events, steps, ranges):
                 "bytes": args.get("bytes"),
             }
         elif launch["name"] == "cudaGraphLaunch":
-            info[name]["graph_launched"] = True
-    launches = [Counter(e["name"] for e in evs) for evs in per_step]
-    for name, calls in op_calls.items():  # launches of this kernel per call of its op
-        ratios = [launches[i][name] / len(c) for i, c in enumerate(calls) if c]
+            info[key]["graph_launched"] = True
+    launches = [Counter(e["key"] for e in evs) for evs in per_step]
+    for key, calls in op_calls.items():  # launches of this kernel per call of its op
+        ratios = [launches[i][key] / len(c) for i, c in enumerate(calls) if c]
         if ratios:
             r = _med(ratios)
-            info[name]["launches_per_op_call"] = int(r) if float(r).is_integer() else r
+            info[key]["launches_per_op_call"] = int(r) if float(r).is_integer() else r
     durs = {i: [(e["ts"], e["ts"] + e["dur"]) for e in evs] for i, evs in enumerate(per_step)}
     rows = _kernel_rows(per_step, lambda e: e["dur"], info)
     kernel_sum = [sum(e["dur"] for e in evs) for evs in per_step]
@@ -270,7 +298,7 @@ def _is_compute(e: dict) -> bool:
     )
 
 
-def _parse_cpu(steps, cpu_ranges):
+def _parse_cpu(steps, cpu_ranges, phases=()):
     """CPU 'kernels': compute ops whose time is their own. An op counts when no compute op
     runs inside it, or when its own time (minus the compute ops inside) is at least half its
     duration (e.g. the CPU flash kernel, which zero-fills its output inside)."""
@@ -309,15 +337,16 @@ def _parse_cpu(steps, cpu_ranges):
             if i is None:
                 continue
             name = e["name"]
-            per_step[i].append({**e, "self": self_us})
-            if name not in info:
+            key = (name, _phase_at(phases, e["ts"]))
+            per_step[i].append({**e, "self": self_us, "key": key})
+            if key not in info:
                 p = parent.get(id(e))
                 chain = []
                 while p is not None:
                     chain.append(p["name"])
                     p = parent.get(id(p))
                 regions = [n for n in reversed(chain) if REGION_RE.search(n)]
-                info[name] = {
+                info[key] = {
                     "cpu_op": chain[0] if chain else None,
                     "cpu_region": regions[0] if regions else None,
                     "graph_launched": False,
@@ -355,22 +384,24 @@ def _scalar_only(e: dict) -> bool:
 
 
 def _kernel_rows(per_step, dur_of, info) -> list[dict]:
+    """One row per (kernel, phase): the same kernel in the forward and the backward is two."""
     n = len(per_step)
-    by_name = defaultdict(list)
+    by_key = defaultdict(list)
     counts = defaultdict(lambda: [0] * n)
     for i, evs in enumerate(per_step):
         for e in evs:
-            by_name[e["name"]].append(dur_of(e))
-            counts[e["name"]][i] += 1
+            by_key[e["key"]].append(dur_of(e))
+            counts[e["key"]][i] += 1
     step_total = sum(sum(dur_of(e) for e in evs) for evs in per_step) / max(n, 1)
     rows = []
-    for name, ds in by_name.items():
-        c = counts[name]
+    for (name, phase), ds in by_key.items():
+        c = counts[(name, phase)]
         us_per_step = sum(ds) / n
         cls = classify(name)
         rows.append(
             {
                 "kernel": name,
+                "phase": phase,
                 "kernel_short": short_name(name),
                 "kernel_class": cls,
                 "generated": is_generated(name),
@@ -381,7 +412,7 @@ def _kernel_rows(per_step, dur_of, info) -> list[dict]:
                 "min_us": min(ds),
                 "max_us": max(ds),
                 "share": us_per_step / step_total if step_total > 0 else None,
-                **{k: v for k, v in info.get(name, {}).items() if k != "bytes"},
+                **{k: v for k, v in info.get((name, phase), {}).items() if k != "bytes"},
             }
         )
     rows.sort(key=lambda r: -r["us_per_step"])
@@ -390,15 +421,19 @@ def _kernel_rows(per_step, dur_of, info) -> list[dict]:
 
 def _summary(per_step, rows, steps, kernel_sum) -> dict:
     counts = [len(evs) for evs in per_step]
-    classes = Counter()
+    classes, phases = Counter(), Counter()
     for r in rows:
         classes[r["kernel_class"]] += r["calls_per_step"]
+        phases[r["phase"]] += r["calls_per_step"]
     dom = rows[0] if rows else None
     return {
         "profiled_steps": len(steps),
         "kernels_per_step": _med(counts),
         "steps_consistent": len(set(counts)) == 1,
         "kernels_by_class": ";".join(f"{k}:{v:g}" for k, v in sorted(classes.items())),
+        "kernels_by_phase": ";".join(
+            f"{p}:{phases[p]:g}" for p in ("fwd", "bwd", "optim") if phases.get(p)
+        ),
         "copies_per_step": sum(r["calls_per_step"] for r in rows if r["kernel_class"] == "copy"),
         "memsets_per_step": sum(r["calls_per_step"] for r in rows if r["kernel_class"] == "memset"),
         "generated_per_step": sum(r["calls_per_step"] for r in rows if r["generated"]),

@@ -1,0 +1,73 @@
+"""Peak memory of a step in steady state, and of the first call (compile included).
+
+CUDA (``mem_source=cuda_caching_allocator``): garbage collected, peak statistics reset, the
+calls run, then ``torch.cuda.max_memory_allocated`` and ``max_memory_reserved``: the same
+method as PyTorch's dynamo benchmark harness, measured after warm-up so that compile's
+transients do not count (``--use-warm-peak-memory``). Allocated is what tensors held; reserved
+is what the caching allocator took from the driver.
+
+CPU (``mem_source=cpu_rss_peak_delta``): there is no caching allocator to ask, so the process's
+peak resident memory is reset (``/proc/self/clear_refs``) and read back (``VmHWM``) around the
+calls, minus the resident memory before them: how much the calls grew the process, which
+includes the allocator's own slack. No reserved figure.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+
+def _vm(key: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+class Peak:
+    """``with Peak(device) as p: ...`` then ``p.allocated``, ``p.reserved`` (bytes or None)."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.allocated = self.reserved = None
+        self.source = "cuda_caching_allocator" if device == "cuda" else "cpu_rss_peak_delta"
+
+    def __enter__(self):
+        gc.collect()
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            self._base = _vm("VmRSS")
+            try:
+                Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to VmRSS
+            except OSError:
+                self._base = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+            self.allocated = torch.cuda.max_memory_allocated()
+            self.reserved = torch.cuda.max_memory_reserved()
+        elif self._base is not None:
+            hwm = _vm("VmHWM")
+            self.allocated = None if hwm is None else max(0, hwm - self._base)
+        return False
+
+
+def steady(step, device: str, calls: int = 3) -> Peak:
+    """The peak of ``calls`` calls of a warmed-up step."""
+    with Peak(device) as p:
+        for _ in range(calls):
+            out = step()
+            del out
+    return p

@@ -1,0 +1,203 @@
+"""What one call of a cell is (``pass=``): the forward, forward and backward, or a training step.
+
+- ``fwd``: ``fn(*inputs)``, the study's default.
+- ``fwd_bwd``: gradients set to None (as ``zero_grad(set_to_none=True)``), the forward, then
+  ``(out * g).sum().backward()`` with ``g`` a fixed seeded tensor shaped like the output (a
+  plain sum would make every upstream gradient 1). Compiled modes compile the module or
+  function the way users do; AOTAutograd compiles its backward at the first backward.
+- ``train_step``: ``fwd_bwd``, then ``AdamW.step()`` (foreach, eager: users compile the model).
+
+What is trained: the module's parameters and the floating-point inputs (their gradients are
+checked too). A workload with no parameters (matmul_add's tensors, attention's q, k, v)
+trains its inputs: AdamW updates them in place, which changes values, not shapes, so nothing
+recompiles. Each phase runs inside ``record_function("study::fwd|bwd|optim")``, so the trace
+says which kernels belong to which (study.trace); backward kernels, launched from autograd's
+own thread, are placed by their launch time inside the main thread's range.
+
+Correctness of a training pass: the first call's output and every gradient against float64
+copies of the inputs and parameters taken before that call (``Reference``), with the dtype's
+tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+PASSES = ("fwd", "fwd_bwd", "train_step")
+RANGE = "study::"
+# Backward FLOPs per forward FLOP when the count is analytic: 2 for matmuls (dX and dW), 2.5
+# for attention (FlashAttention's convention: the backward recomputes the scores).
+BWD_FACTOR = {"attention": 2.5}
+
+
+@dataclass
+class Trained:
+    """The leaves a training pass differentiates, by name (``param:<name>``, ``input:<i>``)."""
+
+    leaves: list[tuple[str, object]] = field(default_factory=list)
+    optimizer: object = None
+    notes: list[str] = field(default_factory=list)
+
+    def zero(self) -> None:
+        for _, t in self.leaves:
+            t.grad = None
+
+
+def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
+    """Make the workload's parameters and floating-point inputs require grad; None for fwd."""
+    import torch
+
+    from study.errors import Unsupported
+
+    if kind == "fwd":
+        return None
+    tr = Trained()
+    if wl.module is not None:
+        wl.module.requires_grad_(True)
+        tr.leaves += [(f"param:{n}", p) for n, p in wl.module.named_parameters()]
+    for i, t in enumerate(wl.inputs):
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            t.requires_grad_(True)
+            tr.leaves.append((f"input:{i}", t))
+    if not tr.leaves:
+        raise Unsupported(f"pass={kind}: the workload has no floating-point input or parameter")
+    if kind == "train_step":
+        params = [t for n, t in tr.leaves if n.startswith("param:")]
+        if not params:
+            params = [t for _, t in tr.leaves]
+            tr.notes.append("train_step: no parameters, so AdamW trains the inputs")
+        tr.optimizer = torch.optim.AdamW(params, lr=lr, foreach=True)
+    return tr
+
+
+def make_step(kind: str, fn, inputs: tuple, tr: Trained | None, seed: int, backward_in=None):
+    """One call of the pass: ``step() -> output``. ``backward_in``: a context factory the
+    backward runs in (compiled autograd, for the compiled step only)."""
+    from contextlib import nullcontext
+
+    import torch
+    from torch.profiler import record_function
+
+    if kind == "fwd":
+        return lambda: fn(*inputs)
+    grad_out = []
+    backward_in = backward_in or nullcontext
+
+    def step():
+        tr.zero()
+        with record_function(RANGE + "fwd"):
+            out = fn(*inputs)
+        if not grad_out:  # the first call (compile): shape the upstream gradient once
+            gen = torch.Generator(device=out.device).manual_seed(seed + 1)
+            grad_out.append(
+                torch.randn(out.shape, generator=gen, device=out.device, dtype=out.dtype)
+            )
+        with record_function(RANGE + "bwd"), backward_in():
+            (out * grad_out[0]).sum().backward()
+        if tr.optimizer is not None:
+            with record_function(RANGE + "optim"):
+                tr.optimizer.step()
+        return out
+
+    step.grad_out = grad_out
+    return step
+
+
+class Reference:
+    """Float64 copies of the inputs and parameters, taken before the first call changes them."""
+
+    def __init__(self, wl):
+        from study.workloads.registry import reference_of
+
+        ins = wl.inputs
+        if wl.ref_index is not None:  # the full float64 reference would not fit: a slice
+            ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
+        self.index = wl.ref_index
+        self.inputs = tuple(
+            t.detach().double().requires_grad_(t.requires_grad) if t.is_floating_point() else t
+            for t in ins
+        )
+        ref = reference_of(wl)
+        self.fn = copy.deepcopy(ref) if ref is wl.module else ref
+        if hasattr(self.fn, "named_parameters"):
+            self.fn = self.fn.double()
+            for p in self.fn.parameters():
+                p.grad = None
+
+    def run(self, grad_out=None) -> tuple[object, dict]:
+        """(output, {leaf name: float64 gradient}); gradients only with ``grad_out``."""
+        import torch
+
+        if grad_out is None:
+            with torch.no_grad():
+                return self.fn(*self.inputs), {}
+        out = self.fn(*self.inputs)
+        g = grad_out[self.index] if self.index is not None else grad_out
+        (out * g.double()).sum().backward()
+        grads = {
+            f"input:{i}": t.grad
+            for i, t in enumerate(self.inputs)
+            if getattr(t, "grad", None) is not None
+        }
+        if hasattr(self.fn, "named_parameters"):
+            grads |= {
+                f"param:{n}": p.grad for n, p in self.fn.named_parameters() if p.grad is not None
+            }
+        return out.detach(), grads
+
+
+def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> dict:
+    """Every leaf's gradient against the float64 one; the worst, and the first that fails."""
+    from study import check
+
+    worst, worst_name, bad = 0.0, None, None
+    for name, t in tr.leaves:
+        want = ref_grads.get(name)
+        if t.grad is None or want is None:
+            bad = (
+                bad
+                or f"gradient of {name} is missing ({'ours' if t.grad is None else 'reference'})"
+            )
+            continue
+        got = t.grad[index] if index is not None and t.grad.dim() == 4 else t.grad
+        res = check.compare(got, want, dtype, tolerance)
+        err = res["max_rel_err"]
+        if err is not None and err >= worst:
+            worst, worst_name = err, name
+        if not res["ok"]:
+            bad = bad or f"gradient of {name}: {res['reason']}"
+    return {
+        "grad_max_rel_err": worst,
+        "grad_worst": worst_name,
+        "ok": bad is None,
+        "reason": bad or "",
+    }
+
+
+def saved_for_backward(call, leaves) -> tuple[int, int]:
+    """(tensors saved for backward, bytes of those that are activations) in one forward: every
+    tensor autograd's pack hook sees, once per storage; inputs and parameters are saved by
+    reference, so their bytes do not count. Works for eager and for AOTAutograd's graphs."""
+    import torch
+
+    own = {t.untyped_storage().data_ptr() for _, t in leaves}
+    seen: dict[tuple, int] = {}
+    storages: dict[int, int] = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        seen[(ptr, t.storage_offset(), tuple(t.shape), t.dtype)] = 1
+        if ptr not in own:
+            storages[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = call()
+    del out
+    return len(seen), sum(storages.values())
+
+
+def flops_factor(kind: str, family: str) -> float:
+    """FLOPs of the pass per forward FLOP, for an analytic (forward) count."""
+    return 1.0 if kind == "fwd" else 1.0 + BWD_FACTOR.get(family, 2.0)

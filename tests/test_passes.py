@@ -1,0 +1,119 @@
+"""Training passes on the CPU: gradients checked, kernels by phase, memory, saved tensors,
+compiled autograd, and dynamic shapes in one process."""
+
+import csv
+
+import pytest
+
+from study import trace
+from tests.conftest import cli
+
+pytestmark = pytest.mark.slow
+
+
+def test_fwd_bwd_checks_every_gradient_and_splits_kernels_by_phase(run_inline):
+    row, kernels, _ = run_inline("variant=naive", "pass=fwd_bwd", name="naive_bwd")
+    assert row["status"] == "ok", row["reason"]
+    assert row["pass"] == "fwd_bwd" and 0 <= row["grad_max_rel_err"] <= row["tolerance"]
+    assert row["grad_worst"].startswith("input:")
+    phases = {k["phase"] for k in kernels}
+    assert phases == {"fwd", "bwd"}, phases
+    assert row["kernels_by_phase"].startswith("fwd:") and ";bwd:" in row["kernels_by_phase"]
+    fwd, _, _ = run_inline("variant=naive", name="naive_fwd")
+    assert row["flops"] == pytest.approx(3 * fwd["flops"])  # backward: two matmuls per matmul
+    assert row["saved_tensors"] >= 2 and row["peak_mem_alloc_bytes"] is not None
+    assert row["mem_source"] == "cpu_rss_peak_delta"
+
+
+def test_a_wrong_gradient_is_a_mismatch_that_names_the_tensor(run_inline, monkeypatch):
+    from study import passes
+
+    real = passes.Reference.run
+
+    def off_by_a_lot(self, grad_out=None):
+        out, grads = real(self, grad_out)
+        grads["input:1"] = grads["input:1"] * 1.5
+        return out, grads
+
+    monkeypatch.setattr(passes.Reference, "run", off_by_a_lot)
+    row, _, _ = run_inline("variant=naive", "pass=fwd_bwd", name="wrong")
+    assert row["status"] == "mismatch" and "gradient of input:1" in row["reason"], row["reason"]
+
+
+def test_the_sdpa_backward_proves_its_backend(run_inline):
+    row, kernels, _ = run_inline("variant=flash", "pass=fwd_bwd", "compile=default", name="fb")
+    assert row["status"] == "ok", row["reason"]
+    assert row["backend_seen"] == "flash (fwd), flash (bwd)", row["backend_proof"]
+    assert any(k["phase"] == "bwd" and k["kernel_class"] == "flash" for k in kernels)
+    assert row["eager_saved_tensors"] is not None and row["speedup_paired"] > 0
+
+
+def test_train_step_attributes_the_optimizer_and_compares_memory(run_inline):
+    row, kernels, _ = run_inline("variant=mlp", "pass=train_step", "compile=default", name="ts")
+    assert row["status"] == "ok", row["reason"]
+    assert {k["phase"] for k in kernels} == {"fwd", "bwd", "optim"}
+    assert any(k["phase"] == "bwd" and k["generated"] for k in kernels)  # AOTAutograd's backward
+    assert row["eager_peak_mem_alloc_bytes"] is not None and row["compile_peak_mem_bytes"] > 0
+    assert row["saved_tensors"] < row["eager_saved_tensors"]  # the partitioner recomputes
+    plain, _, _ = run_inline("variant=matmul_add", "pass=train_step", name="inputs")
+    assert plain["status"] == "ok" and "AdamW trains the inputs" in plain["notes"]
+
+
+def test_compiled_autograd_counts_its_captures(run_inline):
+    row, _, _ = run_inline(
+        "variant=linear", "pass=fwd_bwd", "compile=default", "compile.compiled_autograd=true", name="ca"
+    )
+    assert row["status"] == "ok", row["reason"]
+    assert row["autograd_captures"] >= 1 and row["autograd_compiles"] >= 1
+
+
+@pytest.mark.parametrize("dynamic, most", [("false", 3), ("true", 2), ("mark", 2)])
+def test_a_shape_sweep_in_one_process_counts_its_graphs(run_inline, tmp_path, dynamic, most):
+    row, _, _ = run_inline(
+        "variant=naive",
+        "compile=default",
+        f"compile.dynamic={dynamic}",
+        "shape_sweep.key=seq_len",
+        "shape_sweep.sizes=[16,32,48]",
+        name=f"dyn_{dynamic}",
+    )
+    assert row["status"] == "ok", row["reason"]
+    with open(tmp_path / f"dyn_{dynamic}" / "shapes.csv") as f:
+        shapes = list(csv.DictReader(f))
+    assert [s["value"] for s in shapes] == ["16", "32", "48"]
+    assert all(s["status"] == "ok" and float(s["latency_median_us"]) > 0 for s in shapes)
+    graphs = int(shapes[-1]["graphs"])
+    assert graphs <= most and (dynamic != "false" or graphs == 3)
+    if dynamic == "false":
+        assert "size mismatch" in shapes[1]["recompile_reason"]
+
+
+def test_a_pass_that_does_not_exist_lists_the_passes(tmp_path):
+    r = cli("-m", "pass=bogus", f"out_root={tmp_path}")
+    assert r.returncode != 0 and "fwd_bwd" in r.stderr and "train_step" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def _ev(name, cat, ts, dur, tid, **args):
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "tid": tid, "args": args}
+
+
+def test_backward_kernels_launched_from_autograds_thread_belong_to_their_step():
+    """The launch happens on autograd's thread (2) while the main thread (1) is inside
+    study::bwd: its kernel is this step's, phase bwd. A launch outside the pass's ranges on
+    another thread stays unattributed."""
+    events = [
+        _ev("ProfilerStep#1", "user_annotation", 0, 100, 1),
+        _ev("study::fwd", "user_annotation", 5, 30, 1),
+        _ev("study::bwd", "user_annotation", 40, 50, 1),
+        _ev("cudaLaunchKernel", "cuda_runtime", 10, 2, 1, correlation=1),
+        _ev("cudaLaunchKernel", "cuda_runtime", 60, 2, 2, correlation=2),
+        _ev("cudaLaunchKernel", "cuda_runtime", 200, 2, 2, correlation=3),
+        _ev("gemm_fwd", "kernel", 12, 5, 7, correlation=1),
+        _ev("gemm_bwd", "kernel", 62, 9, 7, correlation=2),
+        _ev("stray", "kernel", 202, 1, 7, correlation=3),
+    ]
+    rows, s = trace.parse(events, "cuda")
+    by = {r["kernel"]: r["phase"] for r in rows}
+    assert by == {"gemm_fwd": "fwd", "gemm_bwd": "bwd"}
+    assert s["unattributed_events"] == 1 and s["kernels_by_phase"] == "fwd:1;bwd:1"
