@@ -56,7 +56,11 @@ def fp32_gemm(run, kernels, ctx=None):
     ]
     if not ks:
         return None
-    return f"FP32 GEMM in a {run['dtype']} run: {len(ks)} kernel(s), e.g. {ks[0]['kernel_short']}"
+    phases = sorted({k.get("phase") or "fwd" for k in ks}, key=["fwd", "bwd", "optim"].index)
+    where = f" (in the {' and '.join(phases)})" if phases != ["fwd"] else ""
+    return (
+        f"FP32 GEMM in a {run['dtype']} run: {len(ks)} kernel(s){where}, e.g. {ks[0]['kernel_short']}"
+    )
 
 
 def mask_rebuilt(run, kernels, ctx=None):
@@ -161,6 +165,32 @@ def split_launches(run, kernels, ctx=None):
     )
 
 
+def partitioner_recomputes(run, kernels, ctx=None):
+    """A compiled training pass that saves less for backward than eager: AOTAutograd's
+    partitioner chose to recompute the rest in the backward (its min-cut trades memory for
+    recomputation)."""
+    mine, eager = _f(run.get("saved_bytes")), _f(run.get("eager_saved_bytes"))
+    n, en = _f(run.get("saved_tensors")), _f(run.get("eager_saved_tensors"))
+    if None in (mine, eager, n, en) or run.get("compile") == "off" or mine >= eager:
+        return None
+    return (
+        f"partitioner saves {n:g} tensor(s), {mine / 2**20:.3g} MiB, for backward where eager "
+        f"saves {en:g}, {eager / 2**20:.3g} MiB: the rest is recomputed in the backward"
+    )
+
+
+def backward_heavier(run, kernels, ctx=None):
+    """The backward launches more kernels than the forward (training passes)."""
+    by = {}
+    for k in kernels:
+        p = k.get("phase") or "fwd"
+        by[p] = by.get(p, 0) + (_f(k["calls_per_step"]) or 0)
+    if not by.get("bwd"):
+        return None
+    parts = ", ".join(f"{p} {by[p]:g}" for p in ("fwd", "bwd", "optim") if by.get(p))
+    return f"kernels per step by phase: {parts}"
+
+
 def backend_missing(run, kernels, ctx=None):
     if run.get("status") != "invalid" or not run.get("backend_expected"):
         return None
@@ -177,6 +207,8 @@ RULES = [
     cpu_above_gpu,
     cudagraph_input_copies,
     split_launches,
+    partitioner_recomputes,
+    backward_heavier,
     backend_missing,
 ]
 

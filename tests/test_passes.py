@@ -61,7 +61,11 @@ def test_train_step_attributes_the_optimizer_and_compares_memory(run_inline):
 
 def test_compiled_autograd_counts_its_captures(run_inline):
     row, _, _ = run_inline(
-        "variant=linear", "pass=fwd_bwd", "compile=default", "compile.compiled_autograd=true", name="ca"
+        "variant=linear",
+        "pass=fwd_bwd",
+        "compile=default",
+        "compile.compiled_autograd=true",
+        name="ca",
     )
     assert row["status"] == "ok", row["reason"]
     assert row["autograd_captures"] >= 1 and row["autograd_compiles"] >= 1
@@ -117,3 +121,41 @@ def test_backward_kernels_launched_from_autograds_thread_belong_to_their_step():
     by = {r["kernel"]: r["phase"] for r in rows}
     assert by == {"gemm_fwd": "fwd", "gemm_bwd": "bwd"}
     assert s["unattributed_events"] == 1 and s["kernels_by_phase"] == "fwd:1;bwd:1"
+
+
+def test_the_training_tables_read_a_sweep(tmp_path):
+    """analysis.training on a fwd/fwd_bwd sweep and a shape sweep, from CSVs alone."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, TINY
+
+    r = cli(
+        "-m",
+        "variant=naive",
+        "compile=off,default",
+        "pass=fwd,fwd_bwd",
+        f"out_root={tmp_path}",
+        *TINY,
+    )
+    assert r.returncode == 0, r.stderr[-1500:]
+    r = cli(
+        "-m",
+        "variant=naive",
+        "compile=default",
+        "compile.dynamic=false,true",
+        "shape_sweep.key=seq_len",
+        "shape_sweep.sizes=[16,32]",
+        f"out_root={tmp_path}",
+        *TINY,
+    )
+    assert r.returncode == 0, r.stderr[-1500:]
+    dirs = sorted(str(p) for p in (tmp_path / "sweeps").iterdir())
+    out = subprocess.run(
+        [sys.executable, "-m", "analysis.training", *dirs], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "| naive | default | " in text and "x [" in text  # a paired speedup per pass
+    assert "| naive | fwd_bwd | default |" in text
+    assert "| naive | fwd | False | 2 | 1 |" in text and "| naive | fwd | True | 1 | 0 |" in text

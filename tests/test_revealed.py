@@ -181,3 +181,31 @@ def test_split_launches_stays_silent_on_real_h200_traces():
     for name in ("h200_naive_eager", "h200_math_eager", "h200_naive_default", "h200_cudnn_eager"):
         k, _ = kernels_from_trace(name)
         assert revealed.split_launches(RUN, k) is None, name
+
+
+def test_the_partitioner_saving_less_than_eager_is_revealed():
+    run = {
+        "compile": "default",
+        "saved_tensors": "3",
+        "saved_bytes": str(2**20),
+        "eager_saved_tensors": "6",
+        "eager_saved_bytes": str(4 * 2**20),
+    }
+    s = revealed.partitioner_recomputes(run, [])
+    assert s.startswith("partitioner saves 3 tensor(s), 1 MiB") and "eager saves 6, 4 MiB" in s
+    assert revealed.partitioner_recomputes({**run, "saved_bytes": str(4 * 2**20)}, []) is None
+    assert revealed.partitioner_recomputes({**run, "compile": "off"}, []) is None
+
+
+def test_fp32_gemms_of_the_backward_say_so():
+    ks = [
+        {
+            "kernel": "sm80_xmma_gemm_f32f32_f32f32_f32_tn",
+            "kernel_short": "g",
+            "kernel_class": "gemm_cublas",
+            "phase": "bwd",
+            "calls_per_step": "2",
+        }
+    ]
+    assert "(in the bwd)" in revealed.fp32_gemm({"dtype": "bf16"}, ks)
+    assert "kernels per step by phase: bwd 2" == revealed.backward_heavier({}, ks)
