@@ -166,7 +166,7 @@ def context(runs: pd.DataFrame, width_in: float = 12.0) -> str:
         src = f"source {runs['source'].iloc[0]} | "
     head = f"{src}{uniq('device_name')} | {uniq('dtype')} | torch {uniq('torch_version')}"
     text = head + " | " + "; ".join(shapes)
-    return "\n".join(textwrap.wrap(text, max(60, int(width_in * 14)))[:2])
+    return "\n".join(textwrap.wrap(text, max(60, int(width_in * 14)))[:3])
 
 
 def figure(nrows=1, ncols=1, w=8.0, h=5.0, **kw):
@@ -179,12 +179,16 @@ def finish(fig, question: str, ctx: str = "", right_in: float = 0.0, bottom_in: 
     """Title = the question; below it, in small type, what the rows are. ``right_in`` inches
     on the right are kept free for a legend outside the axes."""
     fw, fh = fig.get_figwidth(), fig.get_figheight()
+    q = textwrap.wrap(question, max(30, int(fw * 8.2)))  # 12 pt bold: about 8 characters an inch
     # fig.text, not suptitle: tight_layout would make room for a suptitle a second time
-    fig.text(0.01, 1 - 0.08 / fh, question, fontsize=12, fontweight="bold", ha="left", va="top")
+    fig.text(0.01, 1 - 0.08 / fh, "\n".join(q), fontsize=12, fontweight="bold", ha="left", va="top")
+    q_in = 0.22 * len(q)
     lines = ctx.count("\n") + 1 if ctx else 0
     if ctx:
-        fig.text(0.01, 1 - 0.36 / fh, ctx, fontsize=8, va="top", ha="left", color="#444444")
-    top = 1 - (0.45 + 0.16 * lines) / fh
+        fig.text(
+            0.01, 1 - (0.14 + q_in) / fh, ctx, fontsize=8, va="top", ha="left", color="#444444"
+        )
+    top = 1 - (0.23 + q_in + 0.16 * lines) / fh
     fig.tight_layout(rect=(0, bottom_in / fh, 1 - right_in / fw, top))
 
 
@@ -219,6 +223,8 @@ def log_colorbar(ax, base: float, ticks, fmt, label: str) -> None:
         return
     lo, hi = cb.vmin, cb.vmax
     keep = [t for t in ticks if lo - 1e-9 <= np.log(t) / np.log(base) <= hi + 1e-9]
+    while len(keep) > 7:  # every other tick, keeping 1 (the middle of a diverging scale)
+        keep = [t for i, t in enumerate(keep) if (i - keep.index(1) if 1 in keep else i) % 2 == 0]
     cb.set_ticks([np.log(t) / np.log(base) for t in keep], labels=[fmt(t) for t in keep])
     cb.ax.tick_params(labelsize=8)
     cb.set_label(label, fontsize=9)
