@@ -35,6 +35,8 @@ CALLS = [1e2, 1e3, 1e4, 1e5, 1e6, 1e7]
 
 def payback(d) -> tuple:
     r = ok(d["runs"])
+    if r.empty or not (r["compile"] != "off").any():
+        raise Skip("payback: no ok compiled cell")
     if "compile_s" not in r or r["compile_s"].isna().all():
         raise Skip("payback: no data in column(s) compile_s")
     r = speedups(r)

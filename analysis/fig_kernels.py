@@ -20,6 +20,7 @@ from analysis.style import (
     context,
     figure,
     finish,
+    fit_text,
     label_kernels,
     left_out,
     legend_right,
@@ -167,6 +168,7 @@ def top_kernels(d) -> tuple:
     total = share.sum(axis=1)
     share = share.div(total.where(total > 0), axis=0) * 100
     top = k.loc[k.groupby("cell")["us_per_step"].idxmax()].set_index("cell")
+    names = []  # (ax, x, y, kernel, share, ha): placed once the layout is final
     for ax, (m, labels) in zip(axes.flat, panels, strict=False):
         cells = [f"{lab} · {m}" for lab in labels]
         p = share.reindex(cells).fillna(0)
@@ -177,12 +179,16 @@ def top_kernels(d) -> tuple:
                 ax.barh(y, p[c], left=left, color=CLASS_COLORS.get(c, "grey"), height=0.75)
                 left += p[c].to_numpy()
         for yy, cell in zip(y, cells, strict=True):
-            if cell in top.index:
-                t = top.loc[cell]
-                pct = 100 * t["us_per_step"] / total[cell] if total[cell] else 0
-                ax.text(1.5, yy, f"{str(t['kernel_short'])[:34]} {pct:.0f}%", va="center",
-                        fontsize=6.5, bbox={"boxstyle": "square,pad=0.1", "fc": "white",
-                                            "alpha": 0.75, "lw": 0})  # fmt: skip
+            if cell not in top.index:
+                continue
+            t = top.loc[cell]  # named on its own class's segment, so the colour agrees
+            pct = 100 * t["us_per_step"] / total[cell] if total[cell] else 0
+            row = p.loc[cell]
+            start = sum(row.get(c, 0) for c in classes[: classes.index(t["kernel_class"])])
+            end = start + row.get(t["kernel_class"], 0)
+            left = start < 55
+            names.append((ax, start + 1 if left else end - 1, yy, str(t["kernel_short"]),
+                          f" {pct:.0f}%", "left" if left else "right"))  # fmt: skip
         ax.set_yticks(y, labels, fontsize=8)
         ax.set_ylim(-0.6, len(labels) - 0.4)
         ax.set_xlim(0, 100)
@@ -194,6 +200,10 @@ def top_kernels(d) -> tuple:
     finish(fig, "Where does each cell's device time go?",
            context(r, fig.get_figwidth()) + "\nlargest kernel named on each bar",
            right_in=leg)  # fmt: skip
+    fig.canvas.draw()
+    for ax, x, y, name, share, ha in names:
+        fit_text(ax, x, y, name, share, ha=ha, va="center", fontsize=6.5,
+                 bbox={"boxstyle": "square,pad=0.1", "fc": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
     dom = top["us_per_step"] / total.reindex(top.index)
     s = (
         f"Kernel time per step by kind for {len(top)} cells, the largest kernel named; it takes "

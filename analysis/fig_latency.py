@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import seaborn as sns
 
-from analysis.measures import kinds_text, latency_methods, order, sig, speedup_words, speedups
+from analysis.measures import has, kinds_text, latency_methods, order, sig, speedup_words, speedups
 from analysis.style import (
     MAX_BARS,
     MAX_IN,
@@ -100,7 +100,11 @@ def latency(d) -> tuple:
 
 def speedup(d) -> tuple:
     r = ok(d["runs"])
-    if r.empty or not any(c in r and r[c].notna().any() for c in ("speedup", "speedup_paired")):
+    if r.empty or not (r["compile"] != "off").any():
+        raise Skip("speedup: no ok compiled cell")
+    if not (r["compile"] == "off").any() and not has(r, "speedup_paired"):
+        raise Skip("speedup: no ok eager cell (compile=off) to compare with, and no paired speedup")
+    if not any(c in r and r[c].notna().any() for c in ("speedup", "speedup_paired")):
         raise Skip("speedup: no data in column(s) speedup, speedup_paired")
     r = speedups(r)
     r = order(r[(r["compile"] != "off") & r["sp"].notna()])

@@ -302,6 +302,20 @@ def label_points(ax, x, y, labels, priority=None, max_labels=14, fontsize=7) -> 
     return done
 
 
+def fit_text(ax, x, y, text: str, suffix: str = "", **kw):
+    """Write ``text + suffix`` at (x, y), shortening ``text`` with '…' until it stays inside
+    the axes. Call after the layout is final (and the figure drawn once)."""
+    rend = ax.figure.canvas.get_renderer()
+    box = ax.get_window_extent(rend)
+    for n in range(len(text), 0, -1):
+        t = ax.text(x, y, (text if n == len(text) else text[: n - 1] + "…") + suffix, **kw)
+        bb = t.get_window_extent(rend)
+        if bb.x0 >= box.x0 and bb.x1 <= box.x1:
+            return t
+        t.remove()
+    return None
+
+
 def marker_legend(modes, fams):
     """Handles and names for 'colour = compile mode, marker = family' (families only when
     the figure has more than one)."""
