@@ -18,7 +18,9 @@ def test_naive_default_removes_four_fuses_one_and_keeps_the_gemms(part3):
     row = summ[(summ["variant"] == "naive") & (summ["compile"] == "default")].iloc[0]
     assert (row["n_removed"], row["n_fused"], row["n_added"]) == (4, 1, 0)
     assert (row["kernels_eager"], row["kernels_compiled"]) == (7, 4)
-    gone = set(detail[(detail["run_id"] == row["run_id"]) & (detail["change"] == "removed")]["kernel"])
+    gone = set(
+        detail[(detail["run_id"] == row["run_id"]) & (detail["change"] == "removed")]["kernel"]
+    )
     assert "Memcpy DtoD" in gone and "softmax_warp_forward" in gone
     fused = detail[(detail["run_id"] == row["run_id"]) & (detail["change"] == "fused")].iloc[0]
     assert fused["kernel"].startswith("triton_per_fused") and "aten.exp" in fused["fused ops"]
