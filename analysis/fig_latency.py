@@ -148,7 +148,7 @@ def speedup(d) -> tuple:
                     vmax=vmax, cmap="RdBu", ax=ax, cbar=k == len(panels) - 1,
                     cbar_kws={"shrink": 0.8}, annot_kws={"fontsize": 7.5 if sweep else 8},
                     linewidths=0.5, linecolor="white")  # fmt: skip
-        log_colorbar(ax, 2, [2.0**k for k in range(-10, 11)], lambda t: f"{t:g}x",
+        log_colorbar(ax, 2, [2.0**k for k in range(-10, 11)], lambda t: f"{t:g}x" if t >= 0.03 else f"{sig(t, 2)}x",
                      "speedup (blue: compiled faster)")  # fmt: skip
         ax.set_yticks(np.arange(len(rows)) + 0.5, rows, rotation=0, fontsize=8)
         ax.set_xticks(np.arange(len(cols)) + 0.5, cols, rotation=20, ha="right", fontsize=8)

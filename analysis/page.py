@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.measures import sig
+from study.schema import SHAPE_KEYS
 
 STYLE = """
 body{font-family:system-ui,-apple-system,sans-serif;max-width:1500px;margin:1.5em auto;padding:0 1.2em;color:#222;line-height:1.45}
@@ -50,21 +51,28 @@ def anchor(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", "-".join(parts)).strip("-").lower()
 
 
-def _cell(v, raw_html: bool = False) -> str:
+def _cell(v, raw_html: bool = False, plain: bool = False) -> str:
     if raw_html:
         return f"<td>{v}</td>"
     if isinstance(v, bool):
         return f"<td>{v}</td>"
     if isinstance(v, int | float) and not (isinstance(v, float) and v != v):
-        text = f"{v:,.0f}" if float(v).is_integer() and abs(v) < 1e15 else sig(v)
+        whole = float(v).is_integer() and abs(v) < 1e15
+        text = f"{v:.0f}" if plain and whole else f"{v:,.0f}" if whole else sig(v)
         return f"<td class='num' data-v='{float(v)!r}'>{html.escape(text)}</td>"
     if v is None or (isinstance(v, float) and v != v) or v is pd.NA:
         return "<td></td>"
     return f"<td>{html.escape(str(v))}</td>"
 
 
-def table(df: pd.DataFrame, html_cols: tuple[str, ...] = (), sortable: bool = True) -> str:
-    """A table; columns named in ``html_cols`` hold ready HTML (links), the rest is escaped."""
+def table(
+    df: pd.DataFrame,
+    html_cols: tuple[str, ...] = (),
+    sortable: bool = True,
+    plain: tuple[str, ...] = SHAPE_KEYS,
+) -> str:
+    """A table; columns named in ``html_cols`` hold ready HTML (links), the rest is escaped;
+    numbers in ``plain`` columns (shapes) print without thousands separators."""
     if df is None or df.empty:
         return "<p class='muted'><em>(none)</em></p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
@@ -72,7 +80,9 @@ def table(df: pd.DataFrame, html_cols: tuple[str, ...] = (), sortable: bool = Tr
     for rec in df.astype(object).where(df.notna(), None).itertuples(index=False):
         rows.append(
             "<tr>"
-            + "".join(_cell(v, c in html_cols) for c, v in zip(df.columns, rec, strict=True))
+            + "".join(
+                _cell(v, c in html_cols, c in plain) for c, v in zip(df.columns, rec, strict=True)
+            )
             + "</tr>"
         )
     cls = " class='sortable'" if sortable else ""

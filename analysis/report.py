@@ -46,11 +46,13 @@ ENV_COLS = [
 TITLE = "torch.compile study report"
 
 
-def _fmt(v) -> str:
+def _fmt(v, plain: bool = False) -> str:
     if v is None or v is pd.NA or (isinstance(v, float) and v != v):
         return ""
     if isinstance(v, bool):
         return str(v)
+    if isinstance(v, int | float) and plain:
+        return f"{v:.0f}" if float(v).is_integer() else str(v)
     if isinstance(v, float):
         return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else sig(v)
     return str(v)
@@ -62,8 +64,9 @@ def _md_table(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
     for rec in df.astype(object).where(df.notna(), None).itertuples(index=False):
+        cells = [_fmt(v, c in SHAPE_KEYS) for c, v in zip(cols, rec, strict=True)]
         lines.append(
-            "| " + " | ".join(_fmt(v).replace("|", "\\|").replace("\n", " ") for v in rec) + " |"
+            "| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
         )
     return "\n".join(lines) + "\n"
 
@@ -269,13 +272,18 @@ def build(dirs: list[Path], out: Path) -> Path:
             toc.append((2, f"{sid}-bad", f"Rows that are not ok ({len(bad)})"))
             body.append(f"<h3 id='{sid}-bad'>Rows that are not ok</h3>{page.table(bad)}")
         md += ["### Figures", ""]
-        body.append(f"<h3 id='{sid}-figs'>Figures</h3>")
+        index = " · ".join(
+            f"<a href='#{page.anchor(sid, key)}'>{html.escape(name)}</a>"
+            for key, name, _, _ in made
+        )
+        body.append(f"<h3 id='{sid}-figs'>Figures</h3><p class='muted'>{index}</p>")
         toc.append((2, f"{sid}-figs", "Figures"))
         for key, name, sentence, path in made:
             rel = path.relative_to(out).as_posix()
             md += [f"#### {name}", "", sentence, "", f"![{name}]({rel})", ""]
             fid = page.anchor(sid, key)
-            toc.append((3, fid, name))
+            if not many:  # with several sources, each Figures heading lists its own
+                toc.append((3, fid, name))
             body.append(page.figure(path, name, sentence, fid))
         if skipped:
             md += ["Skipped:", ""] + [f"- {n}: {w}" for n, w in skipped] + [""]
@@ -290,7 +298,7 @@ def build(dirs: list[Path], out: Path) -> Path:
         f"({n_ok} ok, {len(runs) - n_ok} not ok).</p><p class='muted'>{html.escape(how)}</p>"
     )
     (out / "report.html").write_text(page.page(TITLE, intro, toc, "".join(body)))
-    n_made = sum(1 for lv, _, _ in toc if lv == 3)
+    n_made = sum(x.startswith("<figure") for x in body)
     print(
         f"report: {out / 'report.md'} and {out / 'report.html'} ({n_made} figures"
         + (f", {len(skipped_all)} skipped" if skipped_all else "")

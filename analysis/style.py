@@ -166,7 +166,7 @@ def context(runs: pd.DataFrame, width_in: float = 12.0) -> str:
         src = f"source {runs['source'].iloc[0]} | "
     head = f"{src}{uniq('device_name')} | {uniq('dtype')} | torch {uniq('torch_version')}"
     text = head + " | " + "; ".join(shapes)
-    return "\n".join(textwrap.wrap(text, max(60, int(width_in * 14)))[:3])
+    return "\n".join(textwrap.wrap(text, max(60, int(width_in * 14)))[:4])
 
 
 def figure(nrows=1, ncols=1, w=8.0, h=5.0, **kw):
