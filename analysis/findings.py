@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.load import cells
 from study import metrics
 from study.schema import SHAPE_KEYS
 
@@ -29,7 +30,7 @@ NOISE = 0.02
 
 
 def _load(d: Path):
-    runs = pd.read_csv(d / "runs.csv")
+    runs = cells(pd.read_csv(d / "runs.csv"))  # one row per cell when cells were repeated
     kernels = pd.read_csv(d / "kernels.csv")
     ncu = pd.read_csv(d / "ncu.csv") if (d / "ncu.csv").exists() else pd.DataFrame()
     return runs, kernels, ncu
@@ -216,6 +217,8 @@ def compile_effects(runs: pd.DataFrame) -> list[str]:
         e = mine[eager].iloc[0]
         varying = [c for c in cols if mine[c].nunique() > 1]
         sp = metrics.speedup(e["latency_median_us"], r["latency_median_us"])
+        if pd.notna(r.get("speedup_paired")):  # measured in one process: the better number
+            sp = float(r["speedup_paired"])
         calls = metrics.payback_calls(
             r["compile_s"], e["latency_median_us"], r["latency_median_us"]
         )
@@ -231,7 +234,9 @@ def compile_effects(runs: pd.DataFrame) -> list[str]:
                 "compile_s": r["compile_s"],
                 "payback": calls if sp is not None and sp >= 1 + NOISE else None,
                 # the GPU waits on the host: per-call latency over device time by more than 10%
-                "host_bound": r["latency_median_us"] > 1.1 * r["device_time_us"],
+                "host_bound": bool(r["host_bound"])
+                if pd.notna(r.get("host_bound"))
+                else r["latency_median_us"] > 1.1 * r["device_time_us"],
             }
         )
     rows = []
@@ -248,7 +253,13 @@ def compile_effects(runs: pd.DataFrame) -> list[str]:
     rows.sort(key=lambda x: (x["label"], mode_i.get(x["mode"], 99)))
     out = [
         "",
-        "What torch.compile changes, per variant and mode (speedup = eager latency / compiled "
+        "What torch.compile changes, per variant and mode (speedup = "
+        + (
+            "paired (eager and compiled timed in alternation in one process) where measured, else "
+            if "speedup_paired" in ok and ok["speedup_paired"].notna().any()
+            else ""
+        )
+        + "eager latency / compiled "
         "latency, per-call medians from the same sweep; payback = calls until the compile time "
         f"is repaid, empty unless compiled is more than {NOISE:.0%} faster; source = the sweep "
         f"the row comes from, the first of {', '.join(PRIORITY)} that has it; other sweeps = "

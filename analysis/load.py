@@ -4,6 +4,12 @@ A sweep dir holds ``runs.csv`` and run dirs with ``kernels.csv`` (and ``ncu.csv`
 ``autotune.csv``). A results dir committed to git (e.g. ``results/h200``) may hold the
 combined ``runs.csv``/``kernels.csv`` directly. Each frame gets a ``source`` column that tells
 sweeps apart (machines, torch versions).
+
+A cell run N times in fresh processes (``repeat``/``repeats`` columns) has N rows in runs.csv.
+Figures get ONE row per cell (``cells``): numbers are the median over its ok repeats, with
+``<col>_min``/``<col>_max`` and ``<col>_spread_pct`` for the headline columns and
+``n_repeats``; the raw rows stay in ``load()["repeats"]``. A cell is its ``config_hash`` when
+the rows have one, else (source, run_id, pass).
 """
 
 from __future__ import annotations
@@ -68,8 +74,104 @@ NUMERIC = [
         "trace_file",
         "causal",
         "gpu_index",
+        "pass",
+        "config_hash",
+        "host_bound",
+        "device_time_l2",
+        "cpu_cores",
+        "cpu_governor",
+        "host_loaded",
+        "grad_worst",
+        "mem_source",
+        "kernels_by_phase",
+        "compiled_autograd",
+        "nsys_status",
+        "nsys_note",
+        "mask",
+        "score_mod",
     }
 ]
+# Columns the runtime is adding (issue 20/21); numeric when present, absent in older results.
+NEWER_NUMERIC = [
+    "repeat",
+    "repeats",
+    "speedup_paired",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "pairs",
+    "eager_latency_paired_us",
+    "peak_mem_alloc_bytes",
+    "peak_mem_reserved_bytes",
+    "compression_ratio",
+    "flops_useful",
+    "tflops_useful",
+    "overhead_s",
+]
+# Columns whose spread over repeats a figure or analysis.compare shows.
+SPREAD = [
+    "latency_median_us",
+    "speedup",
+    "speedup_paired",
+    "compile_s",
+    "peak_mem_alloc_bytes",
+    "device_time_us",
+]
+
+
+def has(df: pd.DataFrame, col: str) -> bool:
+    """The column exists and holds at least one value (old results lack the newer columns)."""
+    return col in df and df[col].notna().any()
+
+
+def cell_id(runs: pd.DataFrame) -> pd.Series:
+    """One id per cell: config_hash where the row has one, else source/run_id/pass."""
+    fallback = runs["source"].astype(str) + "/" + runs["run_id"].astype(str)
+    if "pass" in runs:
+        fallback = fallback + "/" + runs["pass"].fillna("fwd").astype(str)
+    if has(runs, "config_hash"):
+        return (
+            runs["source"].astype(str)
+            + "/"
+            + runs["config_hash"].astype(str).where(runs["config_hash"].notna(), fallback)
+        )
+    return fallback
+
+
+def cells(raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell from runs.csv rows that may hold several repeats of it."""
+    if raw.empty:
+        return raw.copy()
+    r = raw.copy()
+    r["pass"] = r["pass"].fillna("fwd") if "pass" in r else "fwd"
+    r["_cell"] = cell_id(r)
+    if not r["_cell"].duplicated().any():
+        r["n_repeats"] = 1
+        return r.drop(columns="_cell")
+    if "repeat" in r:
+        r = r.sort_values(["_cell", "repeat"], kind="stable")
+    num = [
+        c
+        for c in r.columns
+        if pd.api.types.is_numeric_dtype(r[c])
+        and not pd.api.types.is_bool_dtype(r[c])
+        and c not in {"repeat", "repeats", "seed"}
+    ]
+    out = []
+    for _, g in r.groupby("_cell", sort=False):
+        good = g[g["status"] == "ok"]
+        use = good if len(good) else g
+        row = use.iloc[0].copy()
+        for c in num:
+            row[c] = use[c].median()
+        for c in SPREAD:
+            if c in use and use[c].notna().any():
+                lo, hi, med = use[c].min(), use[c].max(), use[c].median()
+                row[f"{c}_min"], row[f"{c}_max"] = lo, hi
+                row[f"{c}_spread_pct"] = 100 * (hi - lo) / med if med else None
+        row["n_repeats"] = len(g)
+        row["n_repeats_ok"] = len(good)
+        out.append(row)
+    return pd.DataFrame(out).drop(columns="_cell").reset_index(drop=True)
 
 
 def newest_sweep(root: Path = Path("outputs")) -> Path:
@@ -111,12 +213,21 @@ def _tag(df: pd.DataFrame, label: str) -> None:
     return df
 
 
+# Versions are names, not numbers: CUDA "13.0" stays "13.0", cuDNN 91900 is not "91,900".
+TEXT = {c: str for c in ("torch_version", "triton_version", "cuda_version", "cudnn_version",
+                         "driver_version", "python_version", "git_rev", "config_hash")}  # fmt: skip
+
+
 def _read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True).copy()
+    return pd.read_csv(path, keep_default_na=True, dtype=TEXT).copy()
 
 
 def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
+    """``runs`` (one row per cell), ``repeats`` (every runs.csv row), ``kernels``, ``ncu``,
+    ``autotune``, ``revealed``, and ``run_dirs``: (source, run_id) -> the cell's own dir, where
+    its generated code and trace lie (sweep dirs only)."""
     runs, kernels, ncu, autotune = [], [], [], []
+    where: dict[tuple[str, str], Path] = {}
     for d, label in zip(dirs, _labels(dirs), strict=True):
         r = _read(d / "runs.csv")
         _tag(r, label)
@@ -124,6 +235,8 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         run_dirs = sorted(
             p.parent for p in d.glob("*/run.csv")
         )  # not report/, which has its own CSVs
+        for rd in run_dirs:
+            where[(label, rd.name)] = rd
         kfiles = [r / "kernels.csv" for r in run_dirs if (r / "kernels.csv").exists()]
         if not run_dirs and (d / "kernels.csv").exists():  # a committed results dir
             kfiles = [d / "kernels.csv"]
@@ -148,12 +261,15 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         "autotune": pd.concat(autotune, ignore_index=True) if autotune else pd.DataFrame(),
     }
     r = out["runs"]
-    for c in NUMERIC:
+    for c in NUMERIC + NEWER_NUMERIC:
         if c in r:
             r[c] = pd.to_numeric(r[c], errors="coerce")
     if "speedup" not in r or r["speedup"].isna().all():
-        out["runs"] = _speedups(r)
-    k = out["kernels"]
+        r = _speedups(r)
+    out["repeats"] = r  # every row as written, repeats and all
+    out["runs"] = cells(r)  # one row per cell
+    k = _one_repeat(out["kernels"], out["runs"])
+    out["kernels"] = k
     for c in (
         "calls_per_step",
         "us_per_step",
@@ -165,7 +281,20 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         if c in k:
             k[c] = pd.to_numeric(k[c], errors="coerce")
     out["revealed"] = blog_table(out["runs"], out["kernels"])
+    out["run_dirs"] = where
     return out
+
+
+def _one_repeat(k: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Kernels of the repeat that stands for each cell (its first), so counts are not summed
+    over repeats."""
+    if k.empty or runs.empty:
+        return k
+    if "repeat" in k and k["repeat"].notna().any():
+        first = k.groupby(["source", "run_id"])["repeat"].transform("min")
+        k = k[k["repeat"].isna() | (k["repeat"] == first)]
+    keep = runs[["source", "run_id"]].drop_duplicates()
+    return k.merge(keep, on=["source", "run_id"]).reset_index(drop=True)
 
 
 def _speedups(r: pd.DataFrame) -> pd.DataFrame:

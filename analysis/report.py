@@ -1,30 +1,36 @@
 """From a sweep's CSVs to figures and a report a person can read in a minute.
 
     python -m analysis.report                       # the newest sweep under outputs/
-    python -m analysis.report outputs/sweeps/A outputs/sweeps/B --out outputs/compare
+    python -m analysis.report outputs/sweeps/A outputs/sweeps/B --out outputs/both
     python -m analysis.report 'results/*'           # globs work; a `source` column tells them apart
 
 Reads only CSVs (never torch): a laptop can read a GPU machine's results. Writes into
-``<sweep>/report/`` (one sweep) or ``--out``: figures as PNG and SVG, ``report.md``, a
-self-contained ``report.html`` (images embedded), and the combined tidy ``runs.csv``,
-``kernels.csv`` and ``revealed.csv``. A figure that cannot be drawn is skipped with one line
-saying why; failed rows never crash the report.
+``<sweep>/report/`` (one sweep) or ``--out``: figures as PNG and SVG (one set per source, in
+``<source>/`` when there are several), ``report.md``, a self-contained ``report.html`` (table
+of contents, one section per source, sortable tables, figures with their sentence, links to
+each cell's generated kernels and trace), and the combined tidy ``runs.csv``, ``kernels.csv``
+and ``revealed.csv``. A figure that cannot be drawn is skipped with one line saying why;
+failed rows never crash the report.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime as dt
 import html
+import os
+import re
 import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import figures
+from analysis import figures, kdiff, page
 from analysis.load import expand, load, newest_sweep
+from analysis.measures import latency_methods, order, sig, speedups
+from analysis.style import DPI
+from study.schema import SHAPE_KEYS
 
 ENV_COLS = [
     "source",
@@ -37,39 +43,32 @@ ENV_COLS = [
     "host",
     "cpu_threads",
 ]
+TITLE = "torch.compile study report"
 
 
-def _fmt(v, digits=1):
-    if v is None or (isinstance(v, float) and v != v):
+def _fmt(v, plain: bool = False) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
         return ""
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int | float) and plain:
+        return f"{v:.0f}" if float(v).is_integer() else str(v)
     if isinstance(v, float):
-        return f"{v:,.{digits}f}" if abs(v) >= 0.01 or v == 0 else f"{v:.2e}"
+        return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else sig(v)
     return str(v)
 
 
 def _md_table(df: pd.DataFrame) -> str:
-    if df.empty:
+    if df is None or df.empty:
         return "_(none)_\n"
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-    for _, r in df.iterrows():
+    for rec in df.astype(object).where(df.notna(), None).itertuples(index=False):
+        cells = [_fmt(v, c in SHAPE_KEYS) for c, v in zip(cols, rec, strict=True)]
         lines.append(
-            "| "
-            + " | ".join(_fmt(r[c]).replace("|", "\\|").replace("\n", " ") for c in cols)
-            + " |"
+            "| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
         )
     return "\n".join(lines) + "\n"
-
-
-def _html_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "<p><em>(none)</em></p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(r[c]))}</td>" for c in df.columns) + "</tr>"
-        for _, r in df.iterrows()
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def environment(runs: pd.DataFrame) -> pd.DataFrame:
@@ -77,57 +76,93 @@ def environment(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[cols].drop_duplicates().reset_index(drop=True)
 
 
-def blog_table(d) -> pd.DataFrame:
-    t = d["revealed"]
-    if t.empty:
-        return t
-    r = d["runs"][["source", "run_id", "status"]]
-    t = t.merge(r, on=["source", "run_id"], how="left")
-    order = {m: i for i, m in enumerate(figures.MODES)}
-    t = t.assign(_o=t["compile"].map(order)).sort_values(["source", "family", "variant", "_o"])
-    cols = (["source"] if t["source"].nunique() > 1 else []) + [
-        "variant",
-        "compile",
-        "status",
-        "kernels_per_step",
-        "latency_median_us",
-        "speedup",
-        "revealed",
-    ]
-    out = t[cols].rename(
-        columns={
-            "kernels_per_step": "kernels per forward",
-            "latency_median_us": "latency µs",
-            "revealed": "what the trace revealed",
-        }
-    )
-    for c in ("latency µs", "speedup", "kernels per forward"):
-        out[c] = pd.to_numeric(out[c], errors="coerce")
+def subset(d: dict, source: str) -> dict:
+    """The loaded frames of one source."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, pd.DataFrame) and "source" in v:
+            out[k] = v[v["source"] == source].reset_index(drop=True)
+        elif k == "run_dirs":
+            out[k] = {key: p for key, p in v.items() if key[0] == source}
+        else:
+            out[k] = v
+    return out
+
+
+def _speedup_text(row) -> str:
+    sp = row.get("sp")
+    if sp is None or sp != sp or row.get("compile") == "off":
+        return ""
+    return f"≈ {sig(sp)}x" if row.get("sp_same") else f"{sig(sp)}x"
+
+
+def cell_table(d: dict) -> pd.DataFrame:
+    """One row per cell of one source: what it ran, how fast, what the trace revealed. A
+    ``_links`` column holds the (generated code, trace) paths where the run dir is known."""
+    r = d["runs"]
+    if r.empty:
+        return r
+    r = order(speedups(r))
+
+    def col(c):
+        return r[c] if c in r else pd.Series(float("nan"), index=r.index)
+
+    shapes = [c for c in SHAPE_KEYS if c in r and r[c].nunique() > 1]
+    out = pd.DataFrame({"variant": r["variant"]})
+    for c in shapes:
+        out[c] = r[c].astype("Int64")
+    if "pass" in r and r["pass"].nunique() > 1:
+        out["pass"] = r["pass"]
+    out["compile"], out["status"] = col("compile"), col("status")
+    out["kernels per forward"] = col("kernels_per_step")
+    out["latency µs"] = col("latency_median_us")
+    out["speedup"] = [_speedup_text(x) for x in r.to_dict("records")]
+    if r["sp_kind"].eq("paired").any():
+        out["95% CI"] = [
+            f"{sig(lo)}–{sig(hi)}" if lo == lo and hi == hi else ""
+            for lo, hi in zip(r["sp_lo"], r["sp_hi"], strict=True)
+        ]
+    if "n_repeats" in r and (r["n_repeats"] > 1).any():
+        out["repeats"] = r["n_repeats"]
+        if "latency_median_us_spread_pct" in r:
+            out["latency spread %"] = r["latency_median_us_spread_pct"]
+    rev = d["revealed"]
+    if not rev.empty:
+        text = dict(zip(rev["run_id"], rev["revealed"], strict=True))
+        out["what the trace revealed"] = [text.get(x, "") for x in r["run_id"]]
+    out["_run_id"] = r["run_id"].to_numpy()
     return out.reset_index(drop=True)
 
 
+def _links(d: dict, runs: pd.DataFrame, rid: str, out: Path) -> str:
+    """'code · trace' links from the report to the cell's own files, where they exist."""
+    src = runs["source"].iloc[0] if len(runs) else ""
+    rd = d["run_dirs"].get((src, rid))
+    if rd is None:
+        return ""
+    row = runs[runs["run_id"] == rid].iloc[0]
+    links = []
+    for what, col, default in (
+        ("code", "generated_dir", "generated"),
+        ("trace", "trace_file", "trace.json.gz"),
+    ):
+        rel = row.get(col) if isinstance(row.get(col), str) and row.get(col) else default
+        p = rd / rel
+        if p.exists():
+            href = html.escape(Path(os.path.relpath(p, out)).as_posix())
+            links.append(f"<a href='{href}'>{what}</a>")
+    return " · ".join(links)
+
+
 def failures(runs: pd.DataFrame) -> pd.DataFrame:
-    bad = runs[runs["status"] != "ok"]
-    cols = (["source"] if runs["source"].nunique() > 1 else []) + [
-        "variant",
-        "compile",
-        "status",
-        "reason",
-    ]
-    return bad[cols].reset_index(drop=True)
+    bad = order(runs[runs["status"] != "ok"])
+    shapes = [c for c in SHAPE_KEYS if c in runs and runs[c].nunique() > 1]
+    cols = ["variant", *shapes, "compile", "status", "reason"]
+    return bad[[c for c in cols if c in bad]].reset_index(drop=True)
 
 
-def build(dirs: list[Path], out: Path) -> Path:
-    d = load(dirs)
-    if d["runs"].empty:
-        raise SystemExit(f"no rows in {', '.join(map(str, dirs))}: nothing to report")
-    out.mkdir(parents=True, exist_ok=True)
-    d["runs"].to_csv(out / "runs.csv", index=False)
-    d["kernels"].to_csv(out / "kernels.csv", index=False)
-    d["revealed"].to_csv(out / "revealed.csv", index=False)
-    for extra in ("autotune", "ncu"):
-        if not d[extra].empty:
-            d[extra].to_csv(out / f"{extra}.csv", index=False)
+def render(d: dict, where: Path) -> tuple[list, list]:
+    """Draw every figure for one source into ``where``: (made, skipped)."""
     made, skipped = [], []
     for key, name, fn in figures.FIGURES:
         try:
@@ -135,75 +170,142 @@ def build(dirs: list[Path], out: Path) -> Path:
         except figures.Skip as e:
             skipped.append((name, str(e)))
             continue
-        except Exception as e:  # noqa: BLE001 - a figure must never take the report down; it says why
+        except Exception as e:  # noqa: BLE001 - a figure must never take the report down
             skipped.append((name, f"could not be drawn from these rows ({type(e).__name__}: {e})"))
             plt.close("all")
             continue
-        fig.savefig(out / f"{key}.png", dpi=130)
-        fig.savefig(out / f"{key}.svg", metadata={"Date": None})  # same rows, same file
+        where.mkdir(parents=True, exist_ok=True)
+        fig.savefig(where / f"{key}.png", dpi=DPI)
+        fig.savefig(where / f"{key}.svg", metadata={"Date": None})  # same rows, same file
         plt.close(fig)
-        made.append((key, name, sentence))
+        made.append((key, name, sentence, where / f"{key}.png"))
+    return made, skipped
+
+
+def _dirname(source: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=,-]+", "_", source)
+
+
+def build(dirs: list[Path], out: Path) -> Path:
+    d = load(dirs)
+    if d["runs"].empty:
+        raise SystemExit(f"no rows in {', '.join(map(str, dirs))}: nothing to report")
+    out.mkdir(parents=True, exist_ok=True)
+    d["repeats"].to_csv(out / "runs.csv", index=False)  # every row, as read
+    d["kernels"].to_csv(out / "kernels.csv", index=False)
+    d["revealed"].to_csv(out / "revealed.csv", index=False)
+    for extra in ("autotune", "ncu"):
+        if not d[extra].empty:
+            d[extra].to_csv(out / f"{extra}.csv", index=False)
     runs = d["runs"]
-    env, table, bad = environment(runs), blog_table(d), failures(runs)
+    sources = list(dict.fromkeys(runs["source"]))
+    many = len(sources) > 1
     stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     srcs = ", ".join(str(p) for p in dirs)
     n_ok = int((runs["status"] == "ok").sum())
+    how = (
+        f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "
+        "Speedup is eager over compiled: paired (both timed in alternating blocks in one "
+        "process, with a 95% interval) where the rows have it, else the cross-process ratio of "
+        "two cells' medians; ≈ marks an interval that contains 1.0 (no measurable difference). "
+        "Host-bound verdicts are given for GPU cells only."
+    )
     md = [
-        "# torch.compile study report",
+        f"# {TITLE}",
         "",
         f"Sources: {srcs}  ",
-        f"Built {stamp} from {len(runs)} rows ({n_ok} ok, {len(runs) - n_ok} not ok).",
+        f"Built {stamp} from {len(runs)} cells ({n_ok} ok, {len(runs) - n_ok} not ok)"
+        + (f" in {len(sources)} sources." if many else "."),
+        "",
+        how,
         "",
         "## Environment",
         "",
-        _md_table(env),
-        "## What each cell ran",
-        "",
-        "Latency is the per-call median (events around each call, back to back); "
-        "speedup is eager latency over this row's. The last column lists the named rules "
-        "(study/revealed.py) that fired on the cell's kernels.",
-        "",
-        _md_table(table),
-        "## Rows that are not ok",
-        "",
-        _md_table(bad),
-        "## Figures",
-        "",
+        _md_table(environment(runs)),
     ]
-    for key, name, sentence in made:
-        md += [f"### {name}", "", sentence, "", f"![{name}]({key}.png)", ""]
-    for name, why in skipped:
-        md += [f"- {name}: skipped — {why}"]
-    (out / "report.md").write_text("\n".join(md) + "\n")
-
-    imgs = []
-    for key, name, sentence in made:
-        b64 = base64.b64encode((out / f"{key}.png").read_bytes()).decode()
-        imgs.append(
-            f"<h3>{html.escape(name)}</h3><p>{html.escape(sentence)}</p>"
-            f"<img alt='{html.escape(name)}' src='data:image/png;base64,{b64}'/>"
+    toc = [(1, "environment", "Environment")]
+    body = [f"<h2 id='environment'>Environment</h2>{page.table(environment(runs), sortable=False)}"]
+    skipped_all = []
+    for src in sources:
+        ds = subset(d, src)
+        r = ds["runs"]
+        made, skipped = render(ds, out / _dirname(src) if many else out)
+        skipped_all += [(src, n, w) for n, w in skipped]
+        sid = page.anchor("src", src)
+        ok_n = int((r["status"] == "ok").sum())
+        head = f"Source `{src}`" if many else "Results"
+        count = f"{len(r)} cells, {ok_n} ok"
+        toc.append((1, sid, f"{'Source ' + src if many else 'Results'} ({count})"))
+        cells = cell_table(ds)
+        summ, detail = kdiff.diff(ds["runs"], ds["kernels"])
+        md += [f"## {head}", "", f"{count}.", "", "### What each cell ran", ""]
+        md += [_md_table(cells.drop(columns="_run_id")) if len(cells) else "_(none)_\n"]
+        body.append(f"<h2 id='{sid}'>{html.escape(head.replace('`', ''))}</h2><p>{count}.</p>")
+        toc.append((2, f"{sid}-cells", "What each cell ran"))
+        if len(cells):
+            cells_h = cells.copy()
+            if ds["run_dirs"]:
+                cells_h["files"] = [_links(ds, r, x, out) for x in cells_h["_run_id"]]
+            cells_h = cells_h.drop(columns="_run_id")
+        else:
+            cells_h = cells
+        body.append(
+            f"<h3 id='{sid}-cells'>What each cell ran</h3>"
+            f"{page.table(cells_h, html_cols=('files',))}"
         )
-    skipped_html = "".join(
-        f"<li>{html.escape(n)}: skipped — {html.escape(w)}</li>" for n, w in skipped
+        if len(summ):
+            kt = kdiff.table(summ)
+            md += ["### What compiling changed in the kernels", "", _md_table(kt)]
+            toc.append((2, f"{sid}-diff", "What compiling changed in the kernels"))
+            body.append(
+                f"<h3 id='{sid}-diff'>What compiling changed in the kernels</h3>"
+                "<p class='muted'>Eager → compiled, per cell: kernels removed (eager only), "
+                "fused (generated by Inductor), added (compiled only, not generated) and the "
+                "change in kernel time per step, µs.</p>"
+                f"{page.table(kt)}<details><summary>Every kernel that changed "
+                f"({len(detail)})</summary>{page.table(detail.drop(columns=['source', 'run_id']))}"
+                "</details>"
+            )
+        bad = failures(r)
+        if len(bad):
+            md += ["### Rows that are not ok", "", _md_table(bad)]
+            toc.append((2, f"{sid}-bad", f"Rows that are not ok ({len(bad)})"))
+            body.append(f"<h3 id='{sid}-bad'>Rows that are not ok</h3>{page.table(bad)}")
+        md += ["### Figures", ""]
+        index = " · ".join(
+            f"<a href='#{page.anchor(sid, key)}'>{html.escape(name)}</a>"
+            for key, name, _, _ in made
+        )
+        body.append(f"<h3 id='{sid}-figs'>Figures</h3><p class='muted'>{index}</p>")
+        toc.append((2, f"{sid}-figs", "Figures"))
+        for key, name, sentence, path in made:
+            rel = path.relative_to(out).as_posix()
+            md += [f"#### {name}", "", sentence, "", f"![{name}]({rel})", ""]
+            fid = page.anchor(sid, key)
+            if not many:  # with several sources, each Figures heading lists its own
+                toc.append((3, fid, name))
+            body.append(page.figure(path, name, sentence, fid))
+        if skipped:
+            md += ["Skipped:", ""] + [f"- {n}: {w}" for n, w in skipped] + [""]
+            body.append(
+                "<p class='muted'>Skipped:</p><ul class='muted'>"
+                + "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in skipped)
+                + "</ul>"
+            )
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    intro = (
+        f"<p>Sources: {html.escape(srcs)}<br>Built {stamp} from {len(runs)} cells "
+        f"({n_ok} ok, {len(runs) - n_ok} not ok).</p><p class='muted'>{html.escape(how)}</p>"
     )
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>torch.compile study report</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}}
-table{{border-collapse:collapse;font-size:13px;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}
-th{{background:#f3f3f3}}img{{max-width:100%;border:1px solid #eee}}</style></head><body>
-<h1>torch.compile study report</h1><p>Sources: {html.escape(srcs)}<br>Built {stamp} from {len(runs)} rows
-({n_ok} ok, {len(runs) - n_ok} not ok).</p>
-<h2>Environment</h2>{_html_table(env)}
-<h2>What each cell ran</h2><p>Latency is the per-call median; speedup is eager latency over this row's.</p>{_html_table(table)}
-<h2>Rows that are not ok</h2>{_html_table(bad)}
-<h2>Figures</h2>{"".join(imgs)}<ul>{skipped_html}</ul></body></html>"""
-    (out / "report.html").write_text(page)
+    (out / "report.html").write_text(page.page(TITLE, intro, toc, "".join(body)))
+    n_made = sum(x.startswith("<figure") for x in body)
     print(
-        f"report: {out / 'report.md'} and {out / 'report.html'} ({len(made)} figures"
-        + (f", {len(skipped)} skipped" if skipped else "")
+        f"report: {out / 'report.md'} and {out / 'report.html'} ({n_made} figures"
+        + (f", {len(skipped_all)} skipped" if skipped_all else "")
         + ")"
     )
-    for name, why in skipped:
-        print(f"  skipped {name}: {why}")
+    for src, name, why in skipped_all:
+        print(f"  skipped {name}" + (f" ({src})" if many else "") + f": {why}")
     return out
 
 

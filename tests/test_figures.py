@@ -41,7 +41,7 @@ def _rows():
 
 def test_bar_labels_name_only_the_shape_that_varies_and_never_go_missing():
     r = figures.ok(_rows())
-    lab = figures._bar_labels(r)
+    lab = figures.bar_labels(r)
     assert lab.notna().all()
     # n varies for part1 only: attention labels must not carry an "n=" (they used to be NaN)
     assert set(lab[r["source"] == "part1"]) == {"part1:matmul_add n=64", "part1:matmul_add n=4096"}
@@ -75,3 +75,108 @@ def test_scaling_skips_without_a_shape_sweep():
     r = _rows()
     with pytest.raises(figures.Skip, match="does not vary a shape"):
         figures.scaling({"runs": r[(r["source"] == "scaling") & (r["seq_len"] == 512)]})
+
+
+# Every figure from fixture sweeps: real H200 rows (several sources), the same rows with the
+# runtime's newer columns (repeats, paired speedups, passes, ...) and a CPU-flavoured copy.
+SOURCES = ["part3", "scaling", "ncu", "part1", "oom", "new", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def fixture_sweeps(tmp_path_factory):
+    from analysis.load import load
+    from tests import synth
+
+    root = tmp_path_factory.mktemp("fixtures")
+    dirs = [
+        synth.write(synth.h200("part3", "scaling", "ncu", "part1", "oom"), root / "h200"),
+        synth.write(synth.with_new_columns(), root / "new"),
+        synth.write(synth.on_cpu(), root / "cpu"),
+    ]
+    return load(dirs)
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+
+
+def _empty_tick_labels(fig):
+    """Major tick labels inside the view that are visible but say nothing."""
+    empty = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            lo, hi = min(lim), max(lim)
+            for tick in axis.get_major_ticks():
+                loc = tick.get_loc()
+                if tick.label1.get_visible() and lo <= loc <= hi:
+                    if not tick.label1.get_text().strip():
+                        empty.append((ax.get_title(), loc))
+    return empty
+
+
+def _bars_per_panel(ax):
+    from matplotlib.patches import Rectangle
+
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() and p.get_height()]
+    vertical = len({round(p.get_width(), 6) for p in bars}) <= len(
+        {round(p.get_height(), 6) for p in bars}
+    )
+    centers = {
+        round(p.get_x() + p.get_width() / 2, 3)
+        if vertical
+        else round(p.get_y() + p.get_height() / 2, 3)
+        for p in bars
+    }
+    return len(centers)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_figure_fits_a_screen_and_says_something(fixture_sweeps, source):
+    import re
+
+    from analysis.report import subset
+    from analysis.style import DPI, MAX_BARS, MAX_PX
+
+    d = subset(fixture_sweeps, source)
+    drawn = []
+    for key, _, fn in figures.FIGURES:
+        try:
+            fig, sentence = fn(d)
+        except figures.Skip as e:
+            assert str(e) and "nan" not in str(e).lower(), (key, e)
+            continue
+        try:
+            fig.canvas.draw()
+            w, h = fig.get_size_inches() * DPI
+            assert w <= MAX_PX[0] + 0.5 and h <= MAX_PX[1] + 0.5, f"{key}: {w:.0f}x{h:.0f} px"
+            texts = [t.get_text() for t in _texts(fig)] + [sentence]
+            bad = [t for t in texts if re.search(r"\b(nan|none|null)\b", t, re.I)]
+            assert not bad, f"{key}: {bad[:3]}"
+            assert not _empty_tick_labels(fig), (
+                f"{key}: empty tick labels {_empty_tick_labels(fig)[:3]}"
+            )
+            assert any(t.get_text().strip().endswith("?") for t in fig.texts), f"{key}: no question"
+            for ax in fig.axes:
+                assert ax.get_legend() is None, f"{key}: a legend inside the axes"
+                assert _bars_per_panel(ax) <= MAX_BARS, f"{key}: {_bars_per_panel(ax)} bars"
+            rend = fig.canvas.get_renderer()
+            for leg in fig.legends:
+                lb = leg.get_window_extent(rend)
+                assert not any(
+                    lb.overlaps(ax.get_window_extent(rend))
+                    for ax in fig.axes
+                    if ax.get_visible() and ax.axison
+                ), f"{key}: legend over data"
+            if key in ("payback", "roofline", "cpu_vs_gpu"):  # the points that matter, labelled
+                named = [t for ax in fig.axes for t in ax.texts if " · " in t.get_text()]
+                points = sum(len(c.get_offsets()) for ax in fig.axes for c in ax.collections
+                             if type(c).__name__ == "PathCollection")  # fmt: skip
+                assert len(named) >= min(3, points), f"{key}: {len(named)} labelled points"
+            drawn.append(key)
+        finally:
+            plt.close(fig)
+    assert {"latency", "kernels_per_forward", "top_kernels"} <= set(drawn), drawn

@@ -162,3 +162,24 @@ def test_between_sweeps_spread_is_split_into_gpu_and_host_bound():
     assert "1 where the compiled cell is GPU-bound moved by at most 2% (naive default" in text
     assert "moved by at most 128% (cudnn reduce-overhead: 0.25–0.57x)" in text
     assert _reproducibility(rows[2:]) == []
+
+
+def test_repeated_cells_with_paired_speedups(tmp_path):
+    """part3 as the runtime now writes it: 3 repeats a cell, paired speedups (1.01x the
+    cross-process ones here): one row per cell, and the paired number in the table."""
+    import shutil
+
+    import pandas as pd
+
+    from tests import synth
+
+    src = ROOT / "results" / "h200"
+    runs = pd.read_csv(src / "runs.csv")
+    new = synth.with_new_columns(name="part3")["runs"]
+    pd.concat([runs[runs["source"] != "part3"], new]).to_csv(tmp_path / "runs.csv", index=False)
+    for f in ("kernels.csv", "ncu.csv"):
+        shutil.copy(src / f, tmp_path / f)
+    text = findings(tmp_path)
+    assert "speedup = paired (eager and compiled timed in alternation in one process)" in text
+    assert "| flash | default | part3 | 1 → 1 | 96.8 → 103.7 | 0.94x |" in text
+    assert text.count("| naive | default | part3 |") == 1

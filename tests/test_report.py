@@ -1,11 +1,13 @@
 """The analysis on a real tiny CPU sweep: files, agreement with runs.csv, failures, no torch."""
 
+import re
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
+from analysis.measures import sig
 from tests.conftest import ROOT, TINY, cli
 
 pytestmark = pytest.mark.slow
@@ -40,6 +42,8 @@ def report(*args):
 
 
 def test_report_of_one_sweep_without_torch(two_sweeps):
+    from PIL import Image
+
     sweep = two_sweeps[0]
     r = report(str(sweep))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -47,29 +51,43 @@ def test_report_of_one_sweep_without_torch(two_sweeps):
     for f in ("report.md", "report.html", "runs.csv", "kernels.csv", "revealed.csv"):
         assert (out / f).stat().st_size > 0, f
     for fig in (
+        "kernels_per_forward",
         "latency",
         "speedup",
-        "kernels_per_forward",
-        "cpu_vs_gpu",
+        "kernel_diff",
+        "kernel_classes",
         "top_kernels",
+        "cpu_vs_gpu",
         "payback",
         "roofline",
     ):
         assert (out / f"{fig}.png").stat().st_size > 1000, fig
         assert (out / f"{fig}.svg").stat().st_size > 1000, fig
-    assert (
-        "skipped Scaling with shape" in r.stdout
-    )  # one sweep varies no shape: skipped, with a reason
+    for png in out.glob("*.png"):
+        w, h = Image.open(png).size
+        assert w <= 2000 and h <= 1400, f"{png.name}: {w}x{h}"
+    assert "skipped How does it scale" in r.stdout  # one sweep varies no shape: says why
+    assert "ncu.enabled=true" in r.stdout  # the Nsight Compute figure says how to get it
     md = (out / "report.md").read_text()
     runs = pd.read_csv(sweep / "runs.csv")
     for _, row in runs[runs["status"] == "ok"].iterrows():
-        assert f"{row['latency_median_us']:,.1f}" in md  # the table agrees with runs.csv
+        assert sig(row["latency_median_us"]) in md  # the table agrees with runs.csv
     failed = runs[runs["variant"] == "efficient"]
     assert set(failed["status"]) == {"unsupported"}
     assert "No viable backend" in md and "unsupported" in md
-    html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 7 and "<img" in html
     assert "hidden copy" in md
+    # CPU cells: timed with a monotonic clock, and no host-bound verdicts
+    assert "perf_counter" in md and "CUDA events" not in md
+    assert "CPU-bound" not in md and "◀" not in md
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(list(out.glob("*.png")))
+    assert "<nav>" in html and "class='sortable'" in html
+    assert not re.search(r"(src|href)=['\"]?(https?:)?//", html)  # no network fetches
+    links = re.findall(r"href='([^'#]+)'", html)
+    assert any(x.endswith("trace.json.gz") for x in links), links[:5]
+    assert any(x.endswith("generated") for x in links), links[:5]
+    for x in links:
+        assert (out / x).exists(), x
 
 
 def test_report_of_two_sweeps_side_by_side(two_sweeps, tmp_path):
@@ -77,7 +95,11 @@ def test_report_of_two_sweeps_side_by_side(two_sweeps, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     runs = pd.read_csv(tmp_path / "both" / "runs.csv")
     assert runs["source"].nunique() == 2 and len(runs) == 6
-    assert (tmp_path / "both" / "scaling.png").exists()  # the second sweep varies seq_len
+    b = two_sweeps[1].name  # one set of figures per source; the second sweep varies seq_len
+    assert (tmp_path / "both" / b / "scaling.png").exists()
+    assert not (tmp_path / "both" / two_sweeps[0].name / "scaling.png").exists()
+    md = (tmp_path / "both" / "report.md").read_text()
+    assert md.count("## Source `") == 2
 
 
 def test_report_survives_missing_columns(tmp_path):

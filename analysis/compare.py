@@ -1,0 +1,287 @@
+"""What changed between two studies: ``python -m analysis.compare A B [--out DIR]``.
+
+A and B are sweep dirs or committed results dirs (several ``source``s), e.g. the same sweep
+under two torch versions; ``DIR:SOURCE`` picks one source of a results dir. Cells are matched
+by their configuration (variant, compile, pass, dtype, device, shape, causal, and the Inductor
+patches/fullgraph/dynamic where both sides record them), never by run id, and within the same
+source name when both sides have it. Per cell and per variant it reports the change in
+latency, speedup (paired when measured), compile time, kernels per forward and peak memory,
+and flags regressions with the thresholds of PyTorch's compiler dashboard (torchci
+``components/benchmark/compilers/common.ts``): 5% relative change in latency and compile time,
+a speedup below 0.95x of the base, peak memory up 20%. A cell's own interval widens its
+threshold: the spread over repeats (fresh processes), and the 95% interval of a paired
+speedup. Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the
+summary. Reads only CSVs; never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import expand, load
+from analysis.measures import CONFIG_KEY, geomean, has, order, sig, speedups
+from study.schema import SHAPE_KEYS
+
+LATENCY = 0.05  # RELATIVE_THRESHOLD
+SPEEDUP = 0.95  # SPEEDUP_THRESHOLD: B's speedup below 0.95x of A's
+COMPILE = 0.05  # compilation latency uses RELATIVE_THRESHOLD too
+MEMORY = 0.20  # PEAK_MEMORY_USAGE_RELATIVE_THRESHOLD
+EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic")
+
+
+def side(arg: str) -> tuple[dict, str]:
+    """Load one side: a dir (sweep or results), or DIR:SOURCE for one source of it."""
+    path, src = arg, None
+    if not Path(arg).exists() and ":" in arg:
+        path, src = arg.rsplit(":", 1)
+    d = load(expand([path]))
+    if src is not None:
+        if src not in set(d["runs"]["source"]):
+            have = ", ".join(dict.fromkeys(d["runs"]["source"]))
+            raise SystemExit(f"analysis.compare: {path} has no source {src!r} (it has: {have})")
+        d = {k: (v[v["source"] == src] if isinstance(v, pd.DataFrame) and "source" in v else v)
+             for k, v in d.items()}  # fmt: skip
+    return d, arg
+
+
+def _norm(v) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v).strip().lower()
+
+
+def keyed(runs: pd.DataFrame, extra: tuple[str, ...]) -> pd.DataFrame:
+    """Cells with a configuration key ``_key`` (and the columns the comparison needs)."""
+    r = speedups(runs)
+    cols = [c for c in (*CONFIG_KEY, *extra) if c in r]
+    r["_key"] = r[cols].apply(lambda row: "|".join(f"{c}={_norm(row[c])}" for c in cols), axis=1)
+    return r
+
+
+def pairs(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[str, str]]:
+    """Which source of A is compared with which of B: same names, else every unmatched pair."""
+    sa, sb = list(dict.fromkeys(a["source"])), list(dict.fromkeys(b["source"]))
+    same = [(s, s) for s in sa if s in sb]
+    rest_a, rest_b = [s for s in sa if s not in sb], [s for s in sb if s not in sa]
+    return same + [(x, y) for x in rest_a for y in rest_b]
+
+
+def _spread(r: pd.DataFrame, col: str) -> pd.Series:
+    """A cell's own relative interval half-width for ``col`` (0 without repeats)."""
+    c = f"{col}_spread_pct"
+    return (r[c].fillna(0) / 200) if c in r else pd.Series(0.0, index=r.index)
+
+
+def match(da: dict, db: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(matched cells, only in A, only in B); ok cells only."""
+    ra = da["runs"][da["runs"]["status"] == "ok"]
+    rb = db["runs"][db["runs"]["status"] == "ok"]
+    extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
+    ka, kb = keyed(ra, extra), keyed(rb, extra)
+    for k in (ka, kb):
+        k["lat_w"], k["cmp_w"] = _spread(k, "latency_median_us"), _spread(k, "compile_s")
+        k["mem_w"] = _spread(k, "peak_mem_alloc_bytes")
+    keep = ["source", "run_id", "variant", "compile", "family", "_key", "latency_median_us", "sp",
+            "sp_lo", "sp_hi", "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
+            "lat_w", "cmp_w", "mem_w", *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
+    out, seen_a, seen_b = [], set(), set()
+    for sa, sb in pairs(ka, kb):
+        xa = ka[ka["source"] == sa].drop_duplicates("_key")
+        xb = kb[kb["source"] == sb].drop_duplicates("_key")
+        m = xa[[c for c in keep if c in xa]].merge(
+            xb[[c for c in keep if c in xb]], on="_key", suffixes=("_a", "_b")
+        )
+        seen_a |= {(sa, k) for k in m["_key"]}
+        seen_b |= {(sb, k) for k in m["_key"]}
+        out.append(m)
+    m = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+    only_a = ka[[(s, k) not in seen_a for s, k in zip(ka["source"], ka["_key"], strict=True)]]
+    only_b = kb[[(s, k) not in seen_b for s, k in zip(kb["source"], kb["_key"], strict=True)]]
+    return judge(m), only_a, only_b
+
+
+def _num(m: pd.DataFrame, col: str) -> pd.Series:
+    return m[col].astype(float) if col in m else pd.Series(np.nan, index=m.index)
+
+
+def judge(m: pd.DataFrame) -> pd.DataFrame:
+    """Ratios B/A and the flags: regression (worse beyond threshold + own interval), improved."""
+    if m.empty:
+        return m
+    for c in ("variant", "compile", "family"):
+        m[c] = m[f"{c}_a"]
+    for c in CONFIG_KEY:
+        if f"{c}_a" in m and c not in m:
+            m[c] = m[f"{c}_a"]
+    m["latency"] = _num(m, "latency_median_us_b") / _num(m, "latency_median_us_a")
+    m["speedup"] = _num(m, "sp_b") / _num(m, "sp_a")
+    m["compile_time"] = _num(m, "compile_s_b") / _num(m, "compile_s_a")
+    m["memory"] = _num(m, "peak_mem_alloc_bytes_b") / _num(m, "peak_mem_alloc_bytes_a")
+    m["kernels"] = _num(m, "kernels_per_step_b") - _num(m, "kernels_per_step_a")
+    lat_t = LATENCY + m["lat_w_a"] + m["lat_w_b"]
+    cmp_t = COMPILE + m["cmp_w_a"] + m["cmp_w_b"]
+    mem_t = MEMORY + m["mem_w_a"] + m["mem_w_b"]
+    # A speedup with an interval is judged by its ends: B's top under 0.95x A's bottom.
+    sp_a_lo = _num(m, "sp_lo_a").fillna(_num(m, "sp_a"))
+    sp_b_hi = _num(m, "sp_hi_b").fillna(_num(m, "sp_b"))
+    sp_a_hi = _num(m, "sp_hi_a").fillna(_num(m, "sp_a"))
+    sp_b_lo = _num(m, "sp_lo_b").fillna(_num(m, "sp_b"))
+    flags = {
+        "latency": (m["latency"] > 1 + lat_t, m["latency"] < 1 - lat_t),
+        "speedup": (sp_b_hi < SPEEDUP * sp_a_lo, sp_b_lo > sp_a_hi / SPEEDUP),
+        "compile time": (m["compile_time"] > 1 + cmp_t, m["compile_time"] < 1 - cmp_t),
+        "peak memory": (m["memory"] > 1 + mem_t, m["memory"] < 1 - mem_t),
+    }
+    worse, better = [], []
+    for i in range(len(m)):
+        worse.append(", ".join(k for k, (w, _) in flags.items() if bool(w.iloc[i])))
+        better.append(", ".join(k for k, (_, b) in flags.items() if bool(b.iloc[i])))
+    m["regressed"], m["improved"] = worse, better
+    return order(m).reset_index(drop=True)
+
+
+def per_variant(m: pd.DataFrame) -> pd.DataFrame:
+    if m.empty:
+        return pd.DataFrame()
+    rows = []
+    for v, g in m.groupby("variant", sort=True):
+        rows.append(
+            {
+                "variant": v,
+                "cells": len(g),
+                "latency B/A": geomean(g["latency"]),
+                "speedup B/A": geomean(g["speedup"]),
+                "compile time B/A": geomean(g["compile_time"]),
+                "kernels B−A": g["kernels"].sum(),
+                "peak memory B/A": geomean(g["memory"]),
+                "regressions": int((g["regressed"] != "").sum()),
+                "improvements": int((g["improved"] != "").sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _pct(x) -> str:
+    return "" if x != x else f"{'+' if x >= 1 else '−'}{sig(abs(x - 1) * 100, 2)}%"
+
+
+def cell_table(m: pd.DataFrame) -> pd.DataFrame:
+    if m.empty:
+        return pd.DataFrame()
+    srcs = m["source_a"] + np.where(m["source_a"] == m["source_b"], "", " → " + m["source_b"])
+    out = pd.DataFrame({"source": srcs, "variant": m["variant"], "mode": m["compile"]})
+    for c in SHAPE_KEYS:
+        if c in m and m[c].nunique() > 1:
+            out[c] = m[c].astype("Int64")
+    out["latency µs A → B"] = [f"{sig(a)} → {sig(b)}" for a, b in zip(
+        m["latency_median_us_a"], m["latency_median_us_b"], strict=True)]  # fmt: skip
+    out["latency"] = m["latency"].map(_pct)
+    out["speedup A → B"] = [
+        "" if a != a else f"{sig(a)}x → {sig(b)}x"
+        for a, b in zip(m["sp_a"], m["sp_b"], strict=True)
+    ]
+    out["compile time"] = m["compile_time"].map(_pct)
+    out["kernels"] = m["kernels"].map(lambda x: "" if x != x or x == 0 else f"{x:+g}")
+    out["peak memory"] = m["memory"].map(_pct)
+    out["regressed"], out["improved"] = m["regressed"], m["improved"]
+    return out
+
+
+def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
+    n_reg = int((m["regressed"] != "").sum()) if len(m) else 0
+    n_imp = int((m["improved"] != "").sum()) if len(m) else 0
+    parts = [f"{len(m)} cells matched ({len(only_a)} only in A, {len(only_b)} only in B)"]
+    if len(m):
+        names = (("latency", "latency"), ("speedup", "speedup"),
+                 ("compile_time", "compile time"), ("memory", "peak memory"))  # fmt: skip
+        gm = [(name, geomean(m[col])) for col, name in names]
+        parts.append("geomean B/A: " + ", ".join(
+            f"{name} {sig(v)}x" if v == v else f"{name} n/a" for name, v in gm))  # fmt: skip
+    parts.append(f"{n_reg} regression{'s' if n_reg != 1 else ''}, {n_imp} improved")
+    return "; ".join(parts) + "."
+
+
+def _md(df: pd.DataFrame) -> str:
+    from analysis.report import _md_table
+
+    return _md_table(df)
+
+
+def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
+    da, la = side(a)
+    db, lb = side(b)
+    m, only_a, only_b = match(da, db)
+    line = summary_line(m, only_a, only_b)
+    env = []
+    for lab, d in ((la, da), (lb, db)):
+        r = d["runs"]
+        tv = ", ".join(sorted({str(x) for x in r.get("torch_version", pd.Series()).dropna()}))
+        dev = ", ".join(sorted({str(x) for x in r.get("device_name", pd.Series()).dropna()}))
+        env.append(f"{lab}: {len(r)} cells, torch {tv or '?'}, {dev or '?'}")
+    thresholds = (
+        f"Regression: latency or compile time up more than {LATENCY:.0%}, speedup below "
+        f"{SPEEDUP}x of A's, peak memory up more than {MEMORY:.0%} (PyTorch's compiler "
+        "dashboard), each widened by the cell's own spread over repeats and a paired "
+        "speedup's 95% interval."
+    )
+    md = ["# What changed: A → B", "", f"A = {env[0]}  ", f"B = {env[1]}", "", f"**{line}**", "",
+          thresholds, "", "## Per variant (geometric means)", "", _md(per_variant(m)),
+          "## Regressions", "", _md(cell_table(m[m["regressed"] != ""]) if len(m) else m),
+          "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
+    for name, x in (("Only in A", only_a), ("Only in B", only_b)):
+        if len(x):
+            md += [f"## {name}", "", _md(x[["source", "variant", "compile", "run_id"]])]
+    text = "\n".join(md) + "\n"
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.md").write_text(text)
+        drop = [c for c in m.columns if c.startswith("_")]
+        m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
+        if len(m):
+            from analysis import fig_compare
+
+            fig, _ = fig_compare.changes(m, la, lb)
+            from analysis.style import DPI
+
+            fig.savefig(out / "compare.png", dpi=DPI)
+            fig.savefig(out / "compare.svg", metadata={"Date": None})
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+    return line, m
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.compare", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument("a", help="base: a sweep dir or results dir (DIR:SOURCE for one source)")
+    ap.add_argument("b", help="new: the same")
+    ap.add_argument("--out", help="where compare.md/.csv/.png go (default outputs/compare/<time>)")
+    ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 if any regression")
+    args = ap.parse_args(argv)
+    out = Path(args.out) if args.out else (
+        Path("outputs") / "compare" / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))  # fmt: skip
+    try:
+        line, m = build(args.a, args.b, out)
+    except FileNotFoundError as e:
+        sys.exit(f"analysis.compare: {e}")
+    print(line)
+    reg = m[m["regressed"] != ""] if len(m) else m
+    for _, r in reg.iterrows():
+        print(f"  regressed: {r['source_a']}: {r['variant']} · {r['compile']} ({r['regressed']};"
+              f" latency {_pct(r['latency'])})")  # fmt: skip
+    print(f"details: {out / 'compare.md'}")
+    return 1 if args.fail_on_regression and len(reg) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

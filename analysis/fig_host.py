@@ -1,0 +1,107 @@
+"""Does the GPU wait on the host? CPU time per profiled step against device busy time, one
+point per cell: above the diagonal the host takes longer than the device. CPU cells get no
+host-bound verdict (one processor does both): their panel shows how much of a step is kernel
+work. Returns ``(figure, sentence)`` or raises ``Skip``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.measures import has, host_verdict, sig
+from analysis.style import (
+    FAMILY_MARKERS,
+    MODE_COLORS,
+    Skip,
+    bar_labels,
+    context,
+    figure,
+    finish,
+    label_points,
+    left_out,
+    legend_right,
+    legend_width,
+    marker_legend,
+    modes_in,
+    need,
+    ok,
+    per_cell,
+)
+
+AXES = {
+    "cuda": ("device busy per step, µs", "CPU time per step (dispatch + launch), µs"),
+    "cpu": ("kernel (self) time per step, µs", "CPU time per step, µs"),
+}
+
+
+def cpu_gpu(d) -> tuple:
+    r = need(ok(d["runs"]), ["cpu_us_per_step", "gpu_us_per_step"], "CPU vs GPU")
+    r, dropped = per_cell(r.dropna(subset=["cpu_us_per_step", "gpu_us_per_step"]))
+    r = r[(r["cpu_us_per_step"] > 0) & (r["gpu_us_per_step"] > 0)]
+    if r.empty:
+        raise Skip("CPU vs GPU: no profiled ok cell")
+    r = r.assign(label=bar_labels(r), verdict=host_verdict(r))
+    devices = sorted(set(r["device"]), key=lambda x: x != "cuda")
+    modes = modes_in(r)
+    fams = [f for f in FAMILY_MARKERS if f in set(r["family"])]
+    handles, names = marker_legend(modes, fams)
+    leg = legend_width(names)
+    fig, axes = figure(1, len(devices), w=6.4 * len(devices) + leg + 0.3, h=6.6)
+    for ax, dev in zip(axes.flat, devices, strict=True):
+        g = r[r["device"] == dev]
+        lo = min(g["gpu_us_per_step"].min(), g["cpu_us_per_step"].min()) / 2
+        hi = max(g["gpu_us_per_step"].max(), g["cpu_us_per_step"].max()) * 2
+        ax.fill_between([lo, hi], [lo, hi], [hi, hi], color="#fdd9b5", alpha=0.45, lw=0)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+        above = (
+            "host slower than the device:\nthe GPU waits"
+            if dev == "cuda"
+            else "time outside kernels"
+        )
+        ax.text(lo * 1.3, hi / 1.3, above, fontsize=8, va="top", color="#a0522d")
+        for (m, fam), gm in g.groupby(["compile", "family"]):
+            ax.scatter(gm["gpu_us_per_step"], gm["cpu_us_per_step"], s=42,
+                       color=MODE_COLORS.get(m, "black"), marker=FAMILY_MARKERS.get(fam, "o"),
+                       edgecolor="black", linewidth=0.4, zorder=3)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        xl, yl = AXES.get(dev, AXES["cpu"])
+        ax.set_xlabel(xl, fontsize=9)
+        ax.set_ylabel(yl, fontsize=9)
+        ax.set_title(f"{dev} cells", fontsize=10)
+        ax.tick_params(labelsize=8)
+    legend_right(fig, handles, names, title="compile")
+    q = (
+        "Does the GPU wait on the host?"
+        if "cuda" in devices
+        else "How much of a CPU step is kernel work?"
+    )
+    finish(fig, q, context(r, fig.get_figwidth()), right_in=leg)
+    for ax, dev in zip(axes.flat, devices, strict=True):
+        g = r[r["device"] == dev]
+        far = np.abs(np.log(g["cpu_us_per_step"] / g["gpu_us_per_step"]))
+        label_points(ax, g["gpu_us_per_step"], g["cpu_us_per_step"],
+                     g["label"] + " · " + g["compile"], priority=far)  # fmt: skip
+    parts = []
+    cuda = r[r["device"] == "cuda"]
+    if len(cuda):
+        v = cuda["verdict"].dropna().astype(bool)
+        parts.append(
+            f"{int((cuda['cpu_us_per_step'] > cuda['gpu_us_per_step']).sum())} of {len(cuda)} "
+            "GPU cells spend more CPU time per profiled step than the device is busy"
+        )
+        if has(cuda, "host_bound"):
+            parts.append(
+                f"{int(v.sum())} are host-bound by per-call latency (over 1.1x device busy time)"
+            )
+    cpu = r[r["device"] != "cuda"]
+    if len(cpu):
+        frac = 100 * cpu["gpu_us_per_step"] / cpu["cpu_us_per_step"]
+        parts.append(
+            f"on the CPU ({len(cpu)} cells), kernels take {sig(frac.min(), 2)}–"
+            f"{sig(frac.max(), 2)}% of a profiled step, and no cell gets a host-bound verdict: "
+            "one processor does both"
+        )
+    s = "CPU time against device time per step: " + "; ".join(parts) + f"{left_out(dropped)}."
+    return fig, s

@@ -1,0 +1,180 @@
+"""Small pure helpers on the loaded frames, shared by the figures, the report and compare.
+
+Which speedup a sentence may use (paired in one process when measured, else the cross-process
+ratio, labelled as such), when a speedup is "no measurable difference", which rows may carry a
+host-bound verdict, how values are printed (significant digits), how cells sort (shapes as
+numbers). No plotting, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from study.schema import SHAPE_KEYS
+
+MODES = ["off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+FAMILIES = ["matmul", "linear", "mlp", "attention"]
+PASSES = ["fwd", "fwd_bwd", "train_step"]
+# What identifies a cell across sweeps, hosts and torch versions (analysis.compare).
+CONFIG_KEY = ("variant", "compile", "pass", "dtype", "device", *SHAPE_KEYS, "causal")
+
+KIND_TEXT = {
+    "paired": "paired speedup (eager and compiled timed in alternating blocks in one process, 95% interval)",
+    "cross-process": "cross-process speedup (eager latency / compiled latency, separate processes)",
+}
+LATENCY_METHOD_TEXT = {
+    "cuda_events_per_call": "CUDA events around each call",
+    "perf_counter_per_call": "a monotonic clock around each call (perf_counter)",
+}
+
+
+def has(df: pd.DataFrame, col: str) -> bool:
+    return col in df and df[col].notna().any()
+
+
+def sig(v, n: int = 3, unit: str = "") -> str:
+    """``v`` with ``n`` significant digits, no fixed decimals; whole numbers from 10^(n-1)
+    up (thousands separated): 1062.0 -> '1,062', 96.84 -> '96.8', 0.0334 -> '0.0334',
+    2.081 -> '2.08', 0.9996 -> '1.00'."""
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return ""
+    v = float(v)
+    if abs(v) >= 10 ** (n - 1):
+        return f"{round(v):,}" + unit
+    v = float(f"{v:.{n}g}")  # round first: 0.9996 -> 1.00, not 1.000
+    if v == 0:
+        return "0" + unit
+    mag = math.floor(math.log10(abs(v)))
+    if mag < -4:
+        return f"{v:.{n - 1}e}" + unit
+    if mag >= n - 1:
+        return f"{round(v):,}" + unit
+    return f"{v:,.{n - 1 - mag}f}" + unit
+
+
+def count(v) -> str:
+    """A count: '7', or '7.5' when the median over steps falls between two."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return f"{float(v):,.0f}" if float(v).is_integer() else sig(v)
+
+
+def xs(v, n: int = 3) -> str:
+    """A ratio: '2.08x'."""
+    return sig(v, n) + "x" if sig(v, n) else ""
+
+
+def order(df: pd.DataFrame) -> pd.DataFrame:
+    """Cells in reading order: family, variant, shapes as numbers (32 < 128), pass, mode."""
+    if df.empty:
+        return df
+    keys = pd.DataFrame(index=df.index)
+    keys["_f"] = (
+        df["family"].map({f: i for i, f in enumerate(FAMILIES)}).fillna(99) if "family" in df else 0
+    )
+    keys["_v"] = df["variant"].astype(str) if "variant" in df else ""
+    cols = ["_f", "_v"]
+    for c in SHAPE_KEYS:
+        if c in df:
+            keys[f"_{c}"] = pd.to_numeric(df[c], errors="coerce").fillna(-1)
+            cols.append(f"_{c}")
+    if "pass" in df:
+        keys["_p"] = df["pass"].map({p: i for i, p in enumerate(PASSES)}).fillna(9)
+        cols.append("_p")
+    if "compile" in df:
+        keys["_m"] = df["compile"].map({m: i for i, m in enumerate(MODES)}).fillna(99)
+        cols.append("_m")
+    idx = keys.sort_values(cols, kind="stable").index
+    return df.loc[idx]
+
+
+def speedups(r: pd.DataFrame) -> pd.DataFrame:
+    """Add the speedup each figure and sentence uses, per row:
+
+    - ``sp``: ``speedup_paired`` where measured (kind ``paired``, interval from
+      ``speedup_ci_low``/``_high``), else ``speedup`` (kind ``cross-process``; its interval is
+      the spread over repeats when the cell ran more than once, else none);
+    - ``sp_same``: the interval contains 1.0, i.e. no measurable difference (False without one);
+    - ``eager_us``, ``gain_us``: eager latency and eager minus compiled, per call, in the same
+      terms as ``sp`` (the paired eager latency for a paired speedup).
+    """
+    r = r.copy()
+    nan = pd.Series(np.nan, index=r.index)
+    cross = r["speedup"] if "speedup" in r else nan
+    paired = r["speedup_paired"] if "speedup_paired" in r else nan
+    use_p = paired.notna()
+    r["sp"] = paired.where(use_p, cross)
+    r["sp_kind"] = np.where(use_p, "paired", np.where(cross.notna(), "cross-process", ""))
+    lo_p = r["speedup_ci_low"] if "speedup_ci_low" in r else nan
+    hi_p = r["speedup_ci_high"] if "speedup_ci_high" in r else nan
+    many = (r["n_repeats"] > 1) if "n_repeats" in r else pd.Series(False, index=r.index)
+    lo_x = r["speedup_min"].where(many) if "speedup_min" in r else nan
+    hi_x = r["speedup_max"].where(many) if "speedup_max" in r else nan
+    r["sp_lo"] = lo_p.where(use_p, lo_x)
+    r["sp_hi"] = hi_p.where(use_p, hi_x)
+    r["sp_same"] = (r["sp_lo"] <= 1.0) & (r["sp_hi"] >= 1.0)
+    lat = r["latency_median_us"] if "latency_median_us" in r else nan
+    eager_p = r["eager_latency_paired_us"] if "eager_latency_paired_us" in r else nan
+    r["eager_us"] = eager_p.where(use_p & eager_p.notna(), lat * r["sp"])
+    r["gain_us"] = r["eager_us"] * (1 - 1 / r["sp"])
+    return r
+
+
+def kinds_text(r: pd.DataFrame) -> str:
+    kinds = [k for k in ("paired", "cross-process") if k in set(r.get("sp_kind", []))]
+    if not kinds:
+        return "speedup"
+    if len(kinds) == 2:
+        return "paired speedup where measured, else cross-process speedup"
+    return KIND_TEXT[kinds[0]]
+
+
+def speedup_words(row) -> str:
+    """'2.08x faster', '0.41x, slower', or 'no measurable difference (0.99x, 95% CI ...)'."""
+    sp = row.get("sp")
+    if sp is None or sp != sp:
+        return ""
+    ci = ""
+    lo, hi = row.get("sp_lo"), row.get("sp_hi")
+    if lo == lo and hi == hi and lo is not None and hi is not None:
+        what = "95% CI" if row.get("sp_kind") == "paired" else "over repeats"
+        ci = f", {what} {sig(lo)}–{xs(hi)}"
+    if bool(row.get("sp_same")):
+        return f"no measurable difference ({xs(sp)}{ci})"
+    return f"{xs(sp)}{' faster' if sp > 1 else ', slower'}" + (f" ({ci[2:]})" if ci else "")
+
+
+def latency_methods(r: pd.DataFrame) -> str:
+    """How per-call latency was timed, per device: 'CUDA events around each call on cuda'."""
+    out = []
+    for dev, g in r.groupby("device", sort=True) if "device" in r else []:
+        meths = g["latency_method"].dropna().unique() if "latency_method" in g else []
+        if len(meths) == 0:
+            meths = ["cuda_events_per_call" if dev == "cuda" else "perf_counter_per_call"]
+        text = "; ".join(LATENCY_METHOD_TEXT.get(m, m) for m in meths)
+        out.append(f"{text} on {dev}")
+    return "; ".join(out) or "per-call timing"
+
+
+def host_verdict(r: pd.DataFrame) -> pd.Series:
+    """True/False where a host-bound verdict means something (CUDA rows), NA elsewhere: the
+    ``host_bound`` column when the runtime wrote one (per-call latency > 1.1x device busy),
+    else ``cpu_bound`` (profiled CPU time > device busy time per step)."""
+    out = pd.Series(pd.NA, index=r.index, dtype="object")
+    cuda = r["device"].eq("cuda") if "device" in r else pd.Series(False, index=r.index)
+    for col in ("cpu_bound", "host_bound"):  # the later one wins where it has a value
+        if col in r:
+            v = r[col].map(
+                lambda x: None if pd.isna(x) else str(x).strip().lower() in ("true", "1", "1.0")
+            )
+            out = out.where(~(cuda & v.notna()), v)
+    return out
+
+
+def geomean(x) -> float:
+    x = pd.Series(x, dtype=float).dropna()
+    x = x[x > 0]
+    return float(np.exp(np.log(x).mean())) if len(x) else float("nan")

@@ -1,0 +1,133 @@
+"""analysis.compare: cells matched by configuration, regressions by the compiler dashboard's
+thresholds widened by each cell's own interval, and never an import of torch."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from analysis.compare import build
+from tests import synth
+from tests.conftest import ROOT
+
+
+def _h200_with(tmp_path, change):
+    out = tmp_path / "b"
+    out.mkdir()
+    for f in ("runs.csv", "kernels.csv", "ncu.csv"):
+        (out / f).write_bytes((synth.H200 / f).read_bytes())
+    runs = pd.read_csv(out / "runs.csv")
+    change(runs)
+    runs.to_csv(out / "runs.csv", index=False)
+    return out
+
+
+def test_h200_against_itself_without_torch(tmp_path):
+    code = (
+        "import sys\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('analysis must not import torch')\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "from analysis.compare import main\n"
+        f"rc = main(['results/h200', 'results/h200', '--out', {str(tmp_path)!r}, "
+        "'--fail-on-regression'])\n"
+        "assert 'torch' not in sys.modules\n"
+        "sys.exit(rc)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    assert "182 cells matched (0 only in A, 0 only in B)" in r.stdout
+    assert "0 regressions" in r.stdout and "latency 1.00x" in r.stdout
+    for f in ("compare.md", "compare.csv", "compare.png", "compare.svg"):
+        assert (tmp_path / f).stat().st_size > 0, f
+
+
+def test_one_cell_ten_percent_slower_is_the_one_regression(tmp_path):
+    def slower(runs):
+        at = (
+            (runs["source"] == "part3")
+            & (runs["variant"] == "flash")
+            & (runs["compile"] == "default")
+        )
+        runs.loc[at, "latency_median_us"] *= 1.10
+
+    line, m = build(str(synth.H200), str(_h200_with(tmp_path, slower)), tmp_path / "out")
+    reg = m[m["regressed"] != ""]
+    assert "1 regression," in line
+    assert list(zip(reg["source_a"], reg["variant"], reg["compile"], strict=True)) == [
+        ("part3", "flash", "default")
+    ]
+    assert reg["regressed"].iloc[0] == "latency"
+    assert "| part3 | flash | default |" in (tmp_path / "out" / "compare.md").read_text()
+
+
+def test_cells_match_by_configuration_not_run_id(tmp_path):
+    def renamed(runs):
+        runs["run_id"] = [f"job-{i}" for i in range(len(runs))]
+
+    line, m = build(str(synth.H200), str(_h200_with(tmp_path, renamed)), None)
+    assert line.startswith("182 cells matched (0 only in A, 0 only in B)")
+    # a sweep dir (one source, another name) against one source of a results dir
+    line, _ = build(f"{synth.H200}:part3", f"{synth.H200}:core", None)
+    assert line.startswith("12 cells matched (23 only in A, 6 only in B)")  # core lacks sdpa
+
+
+@pytest.fixture
+def repeated(tmp_path):
+    """The same source written twice, with 3 repeats a cell (latency spread 3%) and paired
+    speedups (95% interval ±3%); ``edit`` changes B's raw rows."""
+
+    def make(edit):
+        a = synth.write(synth.with_new_columns(), tmp_path / "a")
+        d = synth.with_new_columns()
+        edit(d["runs"])
+        return build(str(a), str(synth.write(d, tmp_path / "b")), None)[1]
+
+    return make
+
+
+def _at(runs, variant="math", mode="default"):
+    return (runs["variant"] == variant) & (runs["compile"] == mode) & (runs["pass"] == "fwd")
+
+
+def _flagged(m):
+    return {
+        (r["variant"], r["compile"], r["regressed"]) for _, r in m[m["regressed"] != ""].iterrows()
+    }
+
+
+def test_a_cells_own_spread_widens_the_latency_threshold(repeated):
+    def by(f):
+        def edit(runs):
+            runs.loc[_at(runs), "latency_median_us"] *= f
+
+        return edit
+
+    assert _flagged(repeated(by(1.06))) == set()  # 5% + the 3% spread over repeats
+    assert _flagged(repeated(by(1.12))) == {("math", "default", "latency")}
+
+
+def test_a_paired_speedup_is_judged_by_its_interval(repeated):
+    def by(f):
+        def edit(runs):
+            for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high"):
+                runs.loc[_at(runs), c] *= f
+
+        return edit
+
+    assert _flagged(repeated(by(0.90))) == set()  # intervals still overlap at 0.95x
+    assert _flagged(repeated(by(0.85))) == {("math", "default", "speedup")}
+
+
+def test_peak_memory_up_twenty_percent(repeated):
+    def by(f):
+        def edit(runs):
+            runs.loc[_at(runs, "flash"), "peak_mem_alloc_bytes"] *= f
+
+        return edit
+
+    assert _flagged(repeated(by(1.15))) == set()
+    assert _flagged(repeated(by(1.25))) == {("flash", "default", "peak memory")}

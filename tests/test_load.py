@@ -1,0 +1,97 @@
+"""Loading: one row per cell over repeats, with the spread and the raw rows kept; the newer
+columns are optional (old results lack them)."""
+
+import pandas as pd
+import pytest
+
+from analysis.load import cells, load
+from analysis.measures import host_verdict, order, sig, speedup_words, speedups
+from tests import synth
+
+
+def test_repeats_collapse_to_one_row_per_cell_with_their_spread(tmp_path):
+    d = load([synth.write(synth.with_new_columns(), tmp_path / "new")])
+    raw, r = d["repeats"], d["runs"]
+    assert len(raw) == 3 * len(r)  # three repeats per cell, kept as read
+    assert r["n_repeats"].eq(3).all()
+    row = r[(r["variant"] == "flash") & (r["compile"] == "default") & (r["pass"] == "fwd")].iloc[0]
+    reps = raw[raw["config_hash"] == row["config_hash"]]["latency_median_us"]
+    assert row["latency_median_us"] == pytest.approx(reps.median())
+    assert row["latency_median_us_min"] == pytest.approx(reps.min())
+    assert row["latency_median_us_spread_pct"] == pytest.approx(
+        100 * (reps.max() - reps.min()) / reps.median()
+    )
+    # the fwd_bwd pass of naive is a cell of its own, and its kernels are not counted 3 times
+    assert set(r[r["variant"] == "naive"]["pass"]) == {"fwd", "fwd_bwd"}
+    k = d["kernels"]
+    assert len(k) == len(k.drop_duplicates(["run_id", "kernel", "phase"]))
+
+
+def test_old_results_load_unchanged():
+    d = load([synth.H200])
+    raw = pd.read_csv(synth.H200 / "runs.csv")
+    assert len(d["runs"]) == len(d["repeats"]) == len(raw)
+    assert d["runs"]["pass"].eq("fwd").all() and d["runs"]["n_repeats"].eq(1).all()
+
+
+def test_a_failed_repeat_does_not_poison_the_cell():
+    raw = pd.DataFrame(
+        {
+            "source": "s",
+            "run_id": "compile=off,variant=naive",
+            "config_hash": "abc",
+            "status": ["ok", "crash", "ok"],
+            "latency_median_us": [10.0, None, 14.0],
+            "repeat": [0, 1, 2],
+        }
+    )
+    (row,) = cells(raw).to_dict("records")
+    assert row["status"] == "ok" and row["latency_median_us"] == 12.0
+    assert row["n_repeats"] == 3 and row["n_repeats_ok"] == 2
+
+
+def test_paired_speedup_wins_and_an_interval_over_one_is_no_difference():
+    r = pd.DataFrame(
+        {
+            "compile": ["default", "default", "default"],
+            "speedup": [1.5, 0.5, 2.0],
+            "speedup_paired": [1.02, 0.48, None],
+            "speedup_ci_low": [0.97, 0.46, None],
+            "speedup_ci_high": [1.06, 0.50, None],
+            "latency_median_us": [100.0, 100.0, 100.0],
+        }
+    )
+    s = speedups(r)
+    assert list(s["sp_kind"]) == ["paired", "paired", "cross-process"]
+    assert list(s["sp_same"]) == [True, False, False]
+    words = [speedup_words(x) for x in s.to_dict("records")]
+    assert words[0].startswith("no measurable difference (1.02x, 95% CI 0.970–1.06x")
+    assert words[1].startswith("0.480x, slower") and words[2] == "2.00x faster"
+    assert "faster" not in words[0] and "slower" not in words[0]
+
+
+def test_significant_digits_not_fixed_decimals():
+    assert [sig(x) for x in (0.0334, 2.081, 96.84, 1062.0, 0.9996, 0.07)] == [
+        "0.0334",
+        "2.08",
+        "96.8",
+        "1,062",
+        "1.00",
+        "0.0700",
+    ]
+
+
+def test_shapes_sort_as_numbers():
+    df = pd.DataFrame({"variant": "naive", "seq_len": [128, 32, 64], "compile": "off"})
+    assert list(order(df)["seq_len"]) == [32, 64, 128]
+
+
+def test_no_host_bound_verdict_on_cpu_rows():
+    r = pd.DataFrame(
+        {
+            "device": ["cpu", "cuda", "cuda", "cuda"],
+            "cpu_bound": [None, True, False, True],
+            "host_bound": [True, None, None, False],
+        }
+    )
+    assert list(host_verdict(r)) == [pd.NA, True, False, False]
