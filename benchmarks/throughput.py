@@ -35,6 +35,18 @@ SWEEPS = {
 MEASURED = ("first_call_s", "check_s", "measure_s", "profile_s")
 
 
+def same(a: dict, b: dict, keys) -> bool:
+    """The same value in every key, as numbers where they are (pandas writes 1024 as 1024.0)."""
+
+    def norm(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return v or ""
+
+    return all(norm(a.get(k)) == norm(b.get(k)) for k in keys)
+
+
 def num(v):
     try:
         return float(v)
@@ -94,11 +106,11 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
     for r in rows:
         if r["status"] != "ok":
             continue
-        same = [o for o in old if all(o.get(k, "") == r.get(k, "") for k in keys)]
-        same = sorted(same, key=lambda o: ("part" not in o.get("source", ""), o.get("source")))
-        if not same:
+        match = [o for o in old if same(o, r, keys)]
+        match = sorted(match, key=lambda o: ("part" not in o.get("source", ""), o.get("source")))
+        if not match:
             continue
-        o = same[0]
+        o = match[0]
         if num(o["kernels_per_step"]) != num(r["kernels_per_step"]):
             kmiss.append(
                 f"{r['variant']}/{r['compile']} {o['kernels_per_step']} -> {r['kernels_per_step']}"
