@@ -114,7 +114,6 @@ class Cell:
 
     # 2 ------------------------------------------------------------------------------------
     def compile(self) -> None:
-        import torch
 
         if self.mode != "off":
             patches = {**ind.settings(self.run_dir, self.device), **dict(self.cfg.compile.inductor)}
