@@ -51,6 +51,8 @@ NUMERIC = [
         "generated_dir",
         "flops_source",
         "flops_note",
+        "mask",
+        "score_mod",
         "bound",
         "sdpa_choice",
         "ncu_status",

@@ -110,6 +110,7 @@ def build_workload(cfg: DictConfig, device: str):
         device=device,
         gen=gen,
         causal=cfg.family.causal,
+        family=to_plain(cfg)["family"],
     )
     return entry, shape, wl
 
@@ -231,6 +232,7 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
         row.update(shape)
         mode = cfg.compile.mode
         notes += wl.notes
+        row.update(wl.row)
         row["backend_expected"] = wl.sdpa_backend or ""
 
         if mode != "off":
@@ -328,8 +330,14 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                         "no kernels visible in the profiled CUDA-graph steps (kineto#1165)"
                     )
                 status, reason = ("ok", "") if res["ok"] else ("mismatch", res["reason"])
-                if entry.family == "attention" and (wl.sdpa_backend or entry.name == "sdpa"):
-                    proof = prove_backend(wl.sdpa_backend, kernel_rows, op_names, generated)
+                prove = wl.prove or (
+                    (lambda *a: prove_backend(wl.sdpa_backend, *a))
+                    if entry.family == "attention" and (wl.sdpa_backend or entry.name == "sdpa")
+                    else None
+                )
+                if prove is not None:
+                    proof = prove(kernel_rows, op_names, generated)
+                    notes += proof.get("notes", [])
                     row["backend_seen"], row["backend_proof"] = (
                         proof["backend_seen"],
                         proof["backend_proof"],
@@ -420,6 +428,7 @@ def _rates(row: dict) -> None:
 
     row["arith_intensity"] = metrics.arith_intensity(row.get("flops"), row.get("bytes_min"))
     row["tflops"] = metrics.rate(row.get("flops"), row.get("latency_median_us"), 1e12)
+    row["tflops_useful"] = metrics.rate(row.get("flops_useful"), row.get("latency_median_us"), 1e12)
     row["gbps"] = metrics.rate(row.get("bytes_min"), row.get("latency_median_us"), 1e9)
     row["tflops_device"] = metrics.rate(row.get("flops"), row.get("device_time_us"), 1e12)
     row["gbps_device"] = metrics.rate(row.get("bytes_min"), row.get("device_time_us"), 1e9)
