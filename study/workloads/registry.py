@@ -23,6 +23,7 @@ from typing import Any
 FAMILY_MODULES = (
     "study.workloads.dense",
     "study.workloads.attention",
+    "study.workloads.flex",
     "study.workloads.block",
 )
 
