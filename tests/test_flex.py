@@ -175,3 +175,11 @@ def test_flex_experiment_tiny_form_compiles_flex_and_proves_its_kernel(tmp_path)
     source = (sweep / flex["run_id"] / k["source_file"]).read_text()
     assert "kv_num_blocks" in source  # the block-sparse template
     assert int(flex["kernels_per_step"]) == 1  # the whole attention: one kernel
+
+
+def test_block_size_and_kernel_options_reach_flex(run_inline):
+    row, _, _ = run_inline(
+        "variant=flex", "family.block_size=8", "+family.kernel_options.BLOCK_M=16", name="opts"
+    )  # +experiment=tiny: S=16, so 2 x 2 tiles of 8, causal keeps 3
+    assert row["status"] == "ok", row["reason"]
+    assert row["block_sparsity"] == 25.0 and "kernel_options {'BLOCK_M': 16}" in row["notes"]
