@@ -57,6 +57,8 @@ NUMERIC = [
         "generated_dir",
         "flops_source",
         "flops_note",
+        "mask",
+        "score_mod",
         "bound",
         "sdpa_choice",
         "ncu_status",
@@ -87,8 +89,6 @@ NUMERIC = [
         "compiled_autograd",
         "nsys_status",
         "nsys_note",
-        "mask",
-        "score_mod",
     }
 ]
 # Columns the runtime is adding (issue 20/21); numeric when present, absent in older results.

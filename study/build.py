@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from study.config import plain
+from study.config import plain, to_plain
 from study.errors import Unsupported
 from study.workloads import registry
 
@@ -76,6 +76,7 @@ def build_workload(cfg: DictConfig, device: str):
         device=device,
         gen=gen,
         causal=cfg.family.causal,
+        family=to_plain(cfg)["family"],
     )
     return entry, shape, wl
 

@@ -43,7 +43,8 @@ _RULES: list[tuple[str, re.Pattern]] = [
     ("triton_pointwise", re.compile(r"^triton_poi_")),
     ("triton_template", re.compile(r"^triton_tem_")),
     ("triton_other", re.compile(r"^triton_")),
-    ("cpp_generated", re.compile(r"(^|_)cpp_fused_|^graph_\d+_cpp_")),
+    # graph_<i>_kernel: a C++ template (flex_attention's on the CPU), as its profiler range names it
+    ("cpp_generated", re.compile(r"(^|_)cpp_fused_|^graph_\d+_cpp_|^graph_\d+_kernel$")),
     ("cudnn", re.compile(r"cudnn|^aten::_scaled_dot_product_cudnn_attention$", re.I)),
     (
         "flash",

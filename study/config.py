@@ -55,6 +55,20 @@ class Fault(Enum):
     hang = "hang"  # the cell's process never returns (exercises timeout_s)
 
 
+class Mask(Enum):  # attention: study.workloads.masks
+    causal = "causal"
+    sliding_window = "sliding_window"
+    document = "document"
+    prefix_lm = "prefix_lm"
+    none = "none"
+
+
+class ScoreMod(Enum):
+    none = "none"
+    alibi = "alibi"
+    softcap = "softcap"
+
+
 class DeviceTime(Enum):
     graph = "graph"  # events around a CUDA-graph replay of many calls: no launch overhead
     do_bench = "do_bench"  # triton.testing.do_bench: L2 flushed between calls (cold cache)
@@ -80,6 +94,15 @@ class ShapeConf:
 class FamilyConf:
     name: str = MISSING
     causal: bool = True  # attention only
+    # Attention only (study.workloads.masks). mask null: causal, or none with causal=false.
+    mask: Mask | None = None
+    score_mod: ScoreMod = ScoreMod.none
+    window: int = 256  # sliding_window: keys a query sees, itself included
+    prefix: int = 256  # prefix_lm: leading keys every query sees
+    documents: int = 8  # document: packed sequences (random lengths from the seed)
+    softcap: float = 30.0  # softcap: cap * tanh(score / cap)
+    block_size: int = 128  # flex: the block mask's tile (create_block_mask BLOCK_SIZE)
+    kernel_options: dict[str, Any] = field(default_factory=dict)  # flex: passed as given
     shapes: dict[str, ShapeConf] = field(default_factory=dict)  # keyed by device: cuda, cpu
 
 
@@ -204,6 +227,17 @@ def custom_name(target: str | None) -> str:
     return target.rsplit(".", 1)[-1] if target else "custom"
 
 
+def by_device(device, cuda: str, cpu: str) -> str:
+    """``cuda`` or ``cpu``, for the device a sweep runs on (``device=auto``: CUDA when present).
+    Lets one experiment sweep GPU lengths on a GPU and its tiny form on a CPU."""
+    dev = plain(device)
+    if dev == "auto":
+        import torch
+
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    return cuda if dev == "cuda" else cpu
+
+
 def register_configs() -> None:
     from hydra.core.config_store import ConfigStore
 
@@ -211,6 +245,8 @@ def register_configs() -> None:
     cs.store(name="cell_schema", node=CellConf)
     if not OmegaConf.has_resolver("study_custom_name"):
         OmegaConf.register_new_resolver("study_custom_name", custom_name)
+    if not OmegaConf.has_resolver("study_by_device"):
+        OmegaConf.register_new_resolver("study_by_device", by_device)
 
 
 def positive(key: str, value: Any) -> None:
@@ -231,6 +267,18 @@ def validate(cfg: DictConfig | CellConf) -> None:
     for key in SHAPE_KEYS:
         positive(
             f"shape.{key}", c.shape[key] if isinstance(c, DictConfig) else getattr(c.shape, key)
+        )
+    for key in ("window", "prefix", "documents", "block_size"):
+        positive(
+            f"family.{key}", c.family[key] if isinstance(c, DictConfig) else getattr(c.family, key)
+        )
+    if c.family.softcap <= 0:
+        raise ConfigError(f"family.softcap={c.family.softcap} is not allowed: it must be > 0.")
+    attention_only = c.family.mask is not None or plain(c.family.score_mod) != "none"
+    if attention_only and c.family.name != "attention":
+        raise ConfigError(
+            f"family.mask / family.score_mod apply to the attention family only, not "
+            f"{c.family.name!r}: drop them, or pick an attention variant."
         )
     for dev, shp in c.family.shapes.items():
         for key in SHAPE_KEYS:

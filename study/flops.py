@@ -13,6 +13,13 @@ Where the number comes from, in this order (``flops_source``):
    call (the reference was checked on a slice) or counted nothing.
 3. blank, with ``flops_note`` saying why: then every rate is blank too.
 
+``flops_useful`` is the part of ``flops`` the work needs: ``flops`` times the workload's
+``useful_fraction``. For attention that is what the mask keeps of the S x S score matrix: flex,
+the tiles its block mask keeps (1 - sparsity, partial tiles whole: the work its kernel is given);
+naive and SDPA, the unmasked elements (causal: S(S+1)/2 of S^2, about half). Elsewhere it
+equals ``flops``. ``tflops_useful`` over the per-call latency is the rate to hold against the
+calibrated peak: a fused kernel that skips masked tiles cannot read above it there.
+
 ``cell_flops`` is pure: the counting happens in the cell's check (study.cell._check).
 """
 
@@ -37,11 +44,18 @@ def counter():
 
 
 def cell_flops(entry, wl, shape: dict, counted: float | None) -> dict:
-    """flops, flops_source, flops_note for one call of ``entry``'s workload at ``shape``.
+    """flops, flops_source, flops_note and flops_useful for one call of ``entry``'s workload.
 
     ``counted``: what the counter saw on the whole reference call; None when the reference ran
-    on a slice only (``wl.ref_index``), so that the count is not the call's.
+    on a slice only (``wl.ref_index``), so that the count is not the call's. ``flops_useful``
+    is the share the work needs (``wl.useful_fraction``: for attention, what the mask keeps).
     """
+    out = _flops(entry, shape, counted)
+    out["flops_useful"] = None if out["flops"] is None else out["flops"] * wl.useful_fraction
+    return out
+
+
+def _flops(entry, shape: dict, counted: float | None) -> dict:
     formula = entry.flops(shape) if entry.flops is not None else None
     if counted:
         return {"flops": float(counted), "flops_source": "flop_counter", "flops_note": None}

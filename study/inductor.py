@@ -29,6 +29,9 @@ from pathlib import Path
 KERNEL_DEF = re.compile(r"^(?P<name>(?:triton|cpp)_\w+) = async_compile\.(?P<kind>\w+)\(", re.M)
 ORIGIN = re.compile(r"Original ATen: \[(?P<ops>[^\]]*)\]")
 FX_LINE = re.compile(r"^\s*(?P<node>\w+)(?:: [^=]*)? = torch\.ops\.(?P<op>[\w.]+)\(", re.M)
+SUBGRAPH = re.compile(r"^(?P<indent>\s*)class (?P<name>\w+)\(torch\.nn\.Module\):", re.M)
+# A C++ kernel's profiler range: graph_<i>_cpp_fused_<...> (pointwise), graph_<i>_kernel (template)
+CPP_RECORD = re.compile(r'RecordFunctionHandle\s+\w+\("(?P<name>graph_\d+_\w+)"')
 EXTERN_CALL = re.compile(
     r"^\s*(?:\w+ = )?(?P<call>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?)\(", re.M
 )
@@ -94,13 +97,27 @@ def _inductor_kind(name: str, src_kind: str) -> str:
     return src_kind
 
 
+def _op(op: str) -> str:
+    return op.rsplit(".", 1)[0] if op.count(".") >= 2 else op
+
+
 def _post_grad_ops(debug_dir: Path) -> dict[str, str]:
-    """post-grad node name -> aten op, from the graph's fx_graph_transformed.py."""
+    """post-grad node name -> aten op, from the graph's fx_graph_transformed.py. A subgraph node
+    (a FlexAttention score_mod/mask_mod, say ``sdpa_score0``) -> its ops, as
+    ``sdpa_score0(aten.div,aten.tanh,aten.mul)``."""
     ops = {}
     for f in debug_dir.glob("fx_graph_transformed.py"):
-        for m in FX_LINE.finditer(f.read_text()):
-            op = m.group("op")
-            ops[m.group("node")] = op.rsplit(".", 1)[0] if op.count(".") >= 2 else op
+        text = f.read_text()
+        for m in FX_LINE.finditer(text):
+            ops[m.group("node")] = _op(m.group("op"))
+        for m in SUBGRAPH.finditer(text):
+            body = []
+            for line in text[m.end() :].splitlines()[1:]:
+                if line.strip() and len(line) - len(line.lstrip()) <= len(m.group("indent")):
+                    break  # dedented: the subgraph's class ended
+                body.append(line)
+            inner = [_op(x.group("op")) for x in FX_LINE.finditer("\n".join(body))]
+            ops[m.group("name")] = f"{m.group('name')}({','.join(inner)})"
     return ops
 
 
@@ -220,11 +237,17 @@ def analyse(run_dir: Path) -> dict:
                 o = ORIGIN.findall(preamble)
                 fused = sorted({x.strip() for x in ",".join(o).split(",") if x.strip()})
                 how = "origin_comment" if fused else ""
+            record = CPP_RECORD.search(body)
             kernels[name] = {
+                "trace_name": record.group("name") if record else None,
                 "source_file": str(src.relative_to(run_dir)),
                 "fused_ops": " ".join(fused),
                 "fused_ops_from": how,
-                "inductor_kind": _inductor_kind(name, m.group("kind")),
+                "inductor_kind": (
+                    "template"  # a C++ template (flex_attention, GEMM) records graph_<i>_kernel
+                    if record and "_cpp_" not in record.group("name")
+                    else _inductor_kind(name, m.group("kind"))
+                ),
                 "from_sdpa": bool(from_sdpa.intersection(prov.get(name, ()))),
             }
         externs.update(c.group("call") for c in EXTERN_CALL.finditer(text))
@@ -244,13 +267,15 @@ def _modules(cache):
 
 
 def match_kernel(trace_name: str, kernels: dict) -> str | None:
-    """The generated kernel behind a trace name (CPU ranges are 'graph_<i>_<name>')."""
+    """The generated kernel behind a trace name (CPU ranges are 'graph_<i>_<name>', and a C++
+    template's is 'graph_<i>_kernel', which its source records)."""
     if trace_name in kernels:
         return trace_name
     m = re.match(r"^graph_\d+_(cpp_\w+)$", trace_name)
     if m and m.group(1) in kernels:
         return m.group(1)
-    return None
+    hits = [k for k, v in kernels.items() if v.get("trace_name") == trace_name]
+    return hits[0] if len(hits) == 1 else None
 
 
 def join(kernel_rows: list[dict], harvested: dict) -> None:

@@ -58,9 +58,7 @@ def fp32_gemm(run, kernels, ctx=None):
         return None
     phases = sorted({k.get("phase") or "fwd" for k in ks}, key=["fwd", "bwd", "optim"].index)
     where = f" (in the {' and '.join(phases)})" if phases != ["fwd"] else ""
-    return (
-        f"FP32 GEMM in a {run['dtype']} run: {len(ks)} kernel(s){where}, e.g. {ks[0]['kernel_short']}"
-    )
+    return f"FP32 GEMM in a {run['dtype']} run: {len(ks)} kernel(s){where}, e.g. {ks[0]['kernel_short']}"
 
 
 def mask_rebuilt(run, kernels, ctx=None):

@@ -56,6 +56,13 @@ SHAPE = [
     Col("heads", "", "attention, block: heads H"),
     Col("head_dim", "", "attention: head dim D"),
     Col("causal", "bool", "attention: causal mask"),
+    Col(
+        "mask",
+        "",
+        "attention: the mask (family.mask): causal, sliding_window, document, prefix_lm, none; "
+        "its parameters are in notes",
+    ),
+    Col("score_mod", "", "attention: score modification (family.score_mod): none, alibi, softcap"),
 ]
 
 RUN = (
@@ -312,12 +319,26 @@ RUN = (
             "why flops is empty, or why it is analytic rather than counted",
         ),
         Col(
+            "flops_useful",
+            "FLOP",
+            "the part of flops the work needs: flops x the share of the S x S score matrix the "
+            "mask keeps. flex: its block mask's density, 1 - block_sparsity (partial tiles count "
+            "whole: the work its kernel is given); naive and SDPA: the unmasked elements (causal: "
+            "S(S+1)/2 of S^2, about half). Equal to flops for every non-attention workload",
+        ),
+        Col(
             "bytes_min",
             "B",
             "bytes per call if every input is read once and every output written once",
         ),
         Col("arith_intensity", "FLOP/B", "flops / bytes_min"),
         Col("tflops", "TFLOP/s", "flops / latency_median_us"),
+        Col(
+            "tflops_useful",
+            "TFLOP/s",
+            "flops_useful / latency_median_us: the rate of the work the mask needs; this, not "
+            "tflops, is what to hold against peak_tflops for masked attention",
+        ),
         Col("gbps", "GB/s", "bytes_min / latency_median_us"),
         Col("tflops_device", "TFLOP/s", "flops / device_time_us"),
         Col("gbps_device", "GB/s", "bytes_min / device_time_us"),
@@ -331,6 +352,18 @@ RUN = (
         Col("pct_peak_bw", "%", "achieved GB/s (device time when measured) / peak_gbps"),
         Col("bound", "", "compute or memory, from arith_intensity against the ridge point"),
         Col("sdpa_choice", "", "backend torch._fused_sdp_choice predicts for the inputs"),
+        Col(
+            "block_mask_s",
+            "s",
+            "flex: wall time to build the block mask (create_block_mask), once, outside every "
+            "timed region",
+        ),
+        Col(
+            "block_sparsity",
+            "%",
+            "flex: share of score tiles the block mask skips (BlockMask.sparsity()); 0 without "
+            "a mask",
+        ),
         Col(
             "ncu_status",
             "",

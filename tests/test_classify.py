@@ -50,6 +50,7 @@ H200_NAMES = [
     ("Memcpy DtoD (Device -> Device)", "copy"),
     ("Memset (Device)", "memset"),
     ("graph_0_cpp_fused__softmax_masked_fill_mul_view_0", "cpp_generated"),
+    ("graph_0_kernel", "cpp_generated"),  # a C++ template (flex_attention) on the CPU
     ("aten::bmm", "gemm_cpu"),
     ("aten::copy_", "copy"),
     ("aten::_scaled_dot_product_flash_attention_for_cpu", "flash"),

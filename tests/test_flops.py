@@ -71,7 +71,14 @@ SHAPE = {"batch": 2, "heads": 4, "seq_len": 128, "head_dim": 32}
 
 def test_counter_wins_over_a_formula():
     out = flops.cell_flops(_entry(formula=lambda s: 1.0), WL, SHAPE, 123.0)
-    assert out == {"flops": 123.0, "flops_source": "flop_counter", "flops_note": None}
+    assert out["flops"] == 123.0 and out["flops_source"] == "flop_counter"
+    assert out["flops_note"] is None and out["flops_useful"] == 123.0  # nothing masked
+
+
+def test_useful_flops_are_the_share_the_work_needs():
+    wl = Workload(fn=torch.softmax, inputs=(), reference=torch.softmax, useful_fraction=0.25)
+    assert flops.cell_flops(_entry(), wl, SHAPE, 400.0)["flops_useful"] == 100.0
+    assert flops.cell_flops(_entry(), wl, SHAPE, 0.0)["flops_useful"] is None  # blank stays blank
 
 
 def test_a_variant_without_counted_flops_or_formula_is_blank_never_the_familys():

@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Family modules that register variants when imported (one per family).
-FAMILY_MODULES = ("study.workloads.dense", "study.workloads.attention", "study.workloads.block")
+FAMILY_MODULES = (
+    "study.workloads.dense",
+    "study.workloads.attention",
+    "study.workloads.flex",
+    "study.workloads.block",
+)
 
 
 @dataclass
@@ -33,6 +38,12 @@ class Workload:
     module: Any = None  # the nn.Module behind fn, if any (its params are part of bytes_min)
     notes: list[str] = field(default_factory=list)
     ref_index: tuple | None = None  # check only out[ref_index] when the reference is too big
+    row: dict = field(default_factory=dict)  # columns the workload knows: mask, block_sparsity...
+    # share of the call's FLOPs the work needs (attention: the unmasked part), for flops_useful
+    useful_fraction: float = 1.0
+    # proof of what ran, from the profiled trace: prove(kernel_rows, op_names, generated) ->
+    # {ok, backend_seen, backend_proof, reason, notes}; None: the cell's SDPA proof, if any
+    prove: Callable | None = None
 
     def __post_init__(self):
         if self.reference is None and self.module is None:
