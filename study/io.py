@@ -19,7 +19,17 @@ from study import metrics, revealed
 from study.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
-PAIR_KEYS = ("variant", "device", "dtype", "pass", *SHAPE_KEYS, "causal", "mask", "score_mod", "host")
+PAIR_KEYS = (
+    "variant",
+    "device",
+    "dtype",
+    "pass",
+    *SHAPE_KEYS,
+    "causal",
+    "mask",
+    "score_mod",
+    "host",
+)
 
 
 def _cell(v):
