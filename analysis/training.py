@@ -40,16 +40,15 @@ def _sp(r) -> str:
 
 def _cells(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: the median over repeats of each number (config_hash groups them)."""
-    runs = runs[runs["status"] == "ok"].copy()  # a copy: no fragmented frame to insert into
+    runs = runs[runs["status"] == "ok"].copy()
     if "pass" not in runs:
         runs["pass"] = "fwd"
     runs["pass"] = runs["pass"].fillna("fwd")
     key = "config_hash" if "config_hash" in runs and runs["config_hash"].notna().all() else "run_id"
-    num = runs.select_dtypes("number").columns
-    agg = {c: "median" for c in num} | {
-        c: "first" for c in runs.columns if c not in num and c != key
-    }
-    return runs.copy().groupby(key, sort=False).agg(agg).reset_index()
+    num = [c for c in runs.select_dtypes("number").columns if c != key]
+    text = [c for c in runs.columns if c not in num and c != key]
+    g = runs.groupby(key, sort=False)
+    return pd.concat([g[text].first(), g[num].median()], axis=1).reset_index()
 
 
 def speedup_by_pass(runs: pd.DataFrame) -> str:

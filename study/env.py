@@ -10,6 +10,18 @@ from pathlib import Path
 
 
 def git_revision() -> str | None:
+    """The study's revision (``-dirty`` when modified), once per process: forked cells inherit
+    it from the cell server (two git calls per cell otherwise)."""
+    global _REV
+    if _REV is None:
+        _REV = (_git_revision(),)
+    return _REV[0]
+
+
+_REV = None
+
+
+def _git_revision() -> str | None:
     root = Path(__file__).resolve().parent.parent
     try:
         out = subprocess.run(

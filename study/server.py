@@ -138,6 +138,9 @@ def serve() -> None:
             print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
     import torch
 
+    from study.env import git_revision
+
+    git_revision()  # once here, inherited by every cell
     status = _status(time.perf_counter() - t)
     if torch.cuda.is_initialized():
         sys.exit("[study.server] an import initialised CUDA; forked cells could not use it")
