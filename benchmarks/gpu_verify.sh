@@ -27,8 +27,8 @@ case $stage in
   training)
     t python3 -m study.calibrate dtypes=[bf16]
     t timeout 60 python3 benchmarks/throughput.py quickstart --out "$out/tp" 2>&1 | grep -v -E "$Q|\] \["
-    t run 290 +experiment=part3 pass=fwd_bwd variant=naive,math,efficient,flash,cudnn out_root="$out/p3bwd"
-    t run 150 +experiment=part2 pass=train_step out_root="$out/p2train"
+    t run 240 +experiment=part3 pass=fwd_bwd variant=flash,cudnn,efficient,math,naive out_root="$out/p3bwd"
+    t run 120 +experiment=part2 pass=train_step out_root="$out/p2train"
     ;;
   rungs)
     t run 75 variant=block compile=off,default,reduce-overhead,max-autotune,max-autotune-no-cudagraphs out_root="$out/block"
