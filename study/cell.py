@@ -215,9 +215,9 @@ class Cell:
         cfg, row = self.cfg, self.row
         t = time.perf_counter()
         load = pinning.HostLoad(sorted(os.sched_getaffinity(0)))
-        if self.mode != "off":  # eager's first calls, before the guard: some eager paths
-            for _ in range(max(1, cfg.timing.warmup)):  # compile inside (flex_attention does)
-                self.eager()
+        eager_ok = self.mode != "off" and self._eager_baseline(
+            lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
+        )  # eager's first calls before the guard: some eager paths compile inside (flex)
         with compiling.no_recompile(self.mode), timing.quiet(), load:
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
             lat = timing.per_call(self.step, self.device, warm, cfg.timing.repeat)
@@ -234,6 +234,12 @@ class Cell:
                 peak_mem_reserved_bytes=peak.reserved,
                 mem_source=peak.source,
             )
+            if self.device == "cuda" and compiling.uses_cudagraphs(self.mode):
+                self.notes.append(
+                    "CUDA graphs replay into memory their pool took while recording, which the "
+                    "allocator does not count again: peak_mem_alloc_bytes leaves it out, "
+                    "peak_mem_reserved_bytes holds it; no compression_ratio"
+                )
             if self.device == "cuda":
                 dtm = _device_time(self.step, cfg, self.mode, self.notes, self.kind)
                 row.update(
@@ -245,19 +251,38 @@ class Cell:
                 )
             else:
                 row["device_time_method"] = "none"
-            if self.mode != "off":
-                self._paired(lat["median"])
+            if eager_ok:
+                self._eager_baseline(lambda: self._paired(lat["median"]))
         row.update(load.row())
         row["measure_s"] = time.perf_counter() - t
+
+    def _eager_baseline(self, run) -> bool:
+        """Run part of the eager baseline of a compiled cell. Eager failing (flex's unfused
+        fallback runs out of memory at lengths its compiled kernel handles) costs the paired
+        columns, not the compiled cell's row: the notes say why."""
+        try:
+            run()
+            return True
+        except Exception as e:  # noqa: BLE001 - the compiled measurements stand on their own
+            status, reason = classify_error(e, [])
+            self.notes.append(
+                f"no eager baseline in this process (eager: {status}: {reason[:200]})"
+            )
+            if self.device == "cuda":
+                import torch
+
+                torch.cuda.empty_cache()
+            return False
 
     def _paired(self, compiled_us) -> None:
         """Eager and compiled in alternating blocks, in this process, on the same inputs."""
         t = self.cfg.timing
         eager_peak = memory.steady(self.eager, self.device)
         self.row["eager_peak_mem_alloc_bytes"] = eager_peak.allocated
-        self.row["compression_ratio"] = metrics.speedup(
-            eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
-        )
+        if not (self.device == "cuda" and compiling.uses_cudagraphs(self.mode)):
+            self.row["compression_ratio"] = metrics.speedup(
+                eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
+            )
         calls = timing.block_calls(compiled_us, t.block_ms)
         e, c = timing.paired(self.eager, self.step, self.device, t.pairs, calls)
         sp, lo, hi = stats.ratio_of_medians(e, c)

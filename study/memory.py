@@ -1,10 +1,13 @@
 """Peak memory of a step in steady state, and of the first call (compile included).
 
-CUDA (``mem_source=cuda_caching_allocator``): garbage collected, peak statistics reset, the
-calls run, then ``torch.cuda.max_memory_allocated`` and ``max_memory_reserved``: the same
-method as PyTorch's dynamo benchmark harness, measured after warm-up so that compile's
-transients do not count (``--use-warm-peak-memory``). Allocated is what tensors held; reserved
-is what the caching allocator took from the driver.
+CUDA (``mem_source=cuda_caching_allocator``): garbage collected, the allocator's unused cache
+released, peak statistics reset, the calls run, then ``torch.cuda.max_memory_allocated`` and
+``max_memory_reserved``: the same method as PyTorch's dynamo benchmark harness, measured after
+warm-up so that compile's transients do not count (``--use-warm-peak-memory``). Allocated is
+what tensors held; reserved is what the caching allocator held from the driver, CUDA graphs'
+private memory pools included: a graph replays into its pool's memory without allocating, so
+for the CUDA-graph modes only reserved sees it (seen on the H200: every reduce-overhead
+training cell read the same 481 MiB allocated, whatever its working set).
 
 CPU (``mem_source=cpu_rss_peak_delta``): there is no caching allocator to ask, so the process's
 peak resident memory is reset (``/proc/self/clear_refs``) and read back (``VmHWM``) around the
@@ -42,6 +45,7 @@ class Peak:
             import torch
 
             torch.cuda.synchronize()
+            torch.cuda.empty_cache()  # reserved then starts from what is in use (and graph pools)
             torch.cuda.reset_peak_memory_stats()
         else:
             self._base = _vm("VmRSS")
