@@ -31,6 +31,7 @@ case $stage in
     t run 120 +experiment=part2 pass=train_step out_root="$out/p2train"
     ;;
   rungs)
+    [ -s "$STUDY_CEILINGS" ] || t python3 -m study.calibrate dtypes=[bf16]
     t run 75 variant=block compile=off,default,reduce-overhead,max-autotune,max-autotune-no-cudagraphs out_root="$out/block"
     t run 40 variant=block pass=fwd_bwd compile=off,default out_root="$out/blockbwd"
     t run 60 +experiment=dynamic variant=naive,flash out_root="$out/dynamic"
