@@ -39,18 +39,6 @@ def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str
     return sorted((out / "sweeps").iterdir())[-1]
 
 
-def same(a: dict, b: dict, keys) -> bool:
-    """The same value in every key, as numbers where they are (pandas writes 1024 as 1024.0)."""
-
-    def norm(v):
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return v or ""
-
-    return all(norm(a.get(k)) == norm(b.get(k)) for k in keys)
-
-
 def pct(a, b) -> float:
     return 100.0 * (a - b) / b
 
@@ -109,7 +97,7 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             for r in old
             if r["variant"] == v
             and r["source"] in ("part3", "part2", "part1")
-            and same(r, rs[0], ("seq_len", "n", "batch"))
+            and io.same_values(r, rs[0], ("seq_len", "n", "batch"))
         ]
         if base:
             now = statistics.median(float(r["latency_median_us"]) for r in rs)

@@ -32,19 +32,6 @@ SWEEPS = {
     "part3": ["+experiment=part3"],
     "scaling": ["+experiment=scaling"],
 }
-MEASURED = ("first_call_s", "check_s", "measure_s", "profile_s")
-
-
-def same(a: dict, b: dict, keys) -> bool:
-    """The same value in every key, as numbers where they are (pandas writes 1024 as 1024.0)."""
-
-    def norm(v):
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return v or ""
-
-    return all(norm(a.get(k)) == norm(b.get(k)) for k in keys)
 
 
 def num(v):
@@ -63,6 +50,7 @@ def run(name: str, out: Path, extra: list[str]) -> tuple[Path, float]:
 
 def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
     from study import io
+    from study.sweep import MEASURED
 
     rows = io.read_csv(sweep_dir / "runs.csv")
     work = sum(sum(num(r.get(k)) or 0.0 for k in MEASURED) for r in rows)
@@ -106,7 +94,7 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
     for r in rows:
         if r["status"] != "ok":
             continue
-        match = [o for o in old if same(o, r, keys)]
+        match = [o for o in old if io.same_values(o, r, keys)]
         match = sorted(match, key=lambda o: ("part" not in o.get("source", ""), o.get("source")))
         if not match:
             continue

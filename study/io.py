@@ -61,6 +61,19 @@ def write_csv(path: Path, rows: list[dict], table: str) -> Path:
     return path
 
 
+def same_values(a: dict, b: dict, keys) -> bool:
+    """Two rows agree on ``keys``, as numbers where they are numbers (a CSV pandas wrote says
+    1024.0 where the study wrote 1024)."""
+
+    def norm(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return v or ""
+
+    return all(norm(a.get(k)) == norm(b.get(k)) for k in keys)
+
+
 def read_csv(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
