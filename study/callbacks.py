@@ -39,8 +39,7 @@ RUNTIME = {
     "isolation",
     "cpu_mem_limit_gb",
     "hydra/launcher",
-    "ncu.enabled",
-    "nsys.enabled",
+    "repeat",  # the sweep over repeats that repeats=N makes
 }
 
 
@@ -151,10 +150,15 @@ def validate_sweep(config: DictConfig, config_name: str) -> int:
         if why:
             bad.setdefault(why, []).append(" ".join(p) or "(no overrides)")
     if config.gpu_slots > 0:
+        import torch
+
         from study.worker import gpu_id
 
         try:
             gpu_id(config.gpu_slots - 1)
+            have = torch.cuda.device_count()  # NVML (study.run): CUDA stays uninitialised
+            if not os.environ.get("CUDA_VISIBLE_DEVICES") and config.gpu_slots > have:
+                raise ValueError(f"gpu_slots={config.gpu_slots} but this host has {have} GPU(s)")
         except ValueError as e:
             bad.setdefault(str(e), []).extend(" ".join(p) for p in pts)
     if bad:

@@ -294,6 +294,14 @@ def validate(cfg: DictConfig | CellConf) -> None:
         raise ConfigError("profile.active must be >= 1, profile.wait and profile.warmup >= 0.")
     if c.timeout_s <= 0:
         raise ConfigError(f"timeout_s={c.timeout_s} is not allowed: it must be > 0 seconds.")
+    for key in ("graph_calls", "graph_replays"):
+        val = c.timing[key] if isinstance(c, DictConfig) else getattr(c.timing, key)
+        if val < 1:
+            raise ConfigError(f"timing.{key}={val} is not allowed: it must be >= 1.")
+    if c.tolerance is not None and not c.tolerance > 0:
+        raise ConfigError(f"tolerance={c.tolerance} is not allowed: it must be > 0 (or null).")
+    if c.ncu.top_n < 1:
+        raise ConfigError(f"ncu.top_n={c.ncu.top_n} is not allowed: it must be >= 1.")
     if c.timing.pairs < 10:
         raise ConfigError(
             f"timing.pairs={c.timing.pairs} is too few: need >= 10 eager/compiled pairs for a "
@@ -350,6 +358,15 @@ def validate(cfg: DictConfig | CellConf) -> None:
         raise ConfigError(
             f"variant.name={c.variant.name!r} is not registered; known: {', '.join(names())}."
         )
+    elif sw.key is not None:
+        from study.workloads.registry import get
+
+        keys = get(c.variant.name).shape_keys
+        if sw.key not in keys:
+            raise ConfigError(
+                f"shape_sweep.key={sw.key!r}: variant {c.variant.name!r} has no such shape key; "
+                f"its keys: {', '.join(keys)}."
+            )
 
 
 # Keys that say how or where a cell runs, not what it measures: left out of its identity.
@@ -375,7 +392,14 @@ def config_hash(plain_cfg: dict) -> str:
     import json
 
     ident = {k: v for k, v in plain_cfg.items() if k not in NOT_IDENTITY}
+    if (ident.get("compile") or {}).get("mode") == "off":  # eager ignores every compile setting
+        ident["compile"] = {"mode": "off"}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def eager_hash(plain_cfg: dict) -> str:
+    """The config_hash of this cell's eager twin: what a cross-process speedup divides by."""
+    return config_hash({**plain_cfg, "compile": {"mode": "off"}})
 
 
 def plain(v) -> str:

@@ -106,14 +106,26 @@ def run_csvs(sweep_dir: Path) -> list[Path]:
     return found
 
 
+def _key(r: dict):
+    """The eager twin's identity: its config_hash where rows have one (eager_hash on compiled
+    rows), else the columns that must match (older rows)."""
+    if r.get("config_hash"):
+        return r["config_hash"] if r.get("compile") == "off" else r.get("eager_hash")
+    return tuple(r.get(k, "") for k in PAIR_KEYS)
+
+
 def with_speedups(rows: list[dict]) -> list[dict]:
-    """Fill speedup and payback_calls from the eager row with the same configuration."""
-    eager = {}
+    """Fill speedup and payback_calls from the eager row with the same configuration (the
+    median over its repeats): a ratio across processes, unlike speedup_paired."""
+    import statistics
+
+    lat: dict = {}
     for r in rows:
         if r.get("compile") == "off" and r.get("status") == "ok":
-            eager[tuple(r.get(k, "") for k in PAIR_KEYS)] = _num(r.get("latency_median_us"))
+            lat.setdefault(_key(r), []).append(_num(r.get("latency_median_us")))
+    eager = {k: statistics.median(v) for k, v in lat.items() if None not in v}
     for r in rows:
-        base = eager.get(tuple(r.get(k, "") for k in PAIR_KEYS))
+        base = eager.get(_key(r))
         mine = _num(r.get("latency_median_us"))
         ok = r.get("status") == "ok"
         r["speedup"] = metrics.speedup(base, mine) if ok else None

@@ -63,8 +63,8 @@ class Peak:
             self.allocated = torch.cuda.max_memory_allocated()
             self.reserved = torch.cuda.max_memory_reserved()
         elif self._base is not None:
-            hwm = _vm("VmHWM")
-            self.allocated = None if hwm is None else max(0, hwm - self._base)
+            hwm = _vm("VmHWM")  # 0: the calls reused freed pages; unknown, not zero
+            self.allocated = None if hwm is None or hwm <= self._base else hwm - self._base
         return False
 
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-PASSES = ("fwd", "fwd_bwd", "train_step")
 RANGE = "study::"
-# Backward FLOPs per forward FLOP when the count is analytic: 2 for matmuls (dX and dW), 2.5
-# for attention (FlashAttention's convention: the backward recomputes the scores).
-BWD_FACTOR = {"attention": 2.5}
+# Backward FLOPs per forward FLOP when the count is analytic: 2 (a matmul's dX and dW), the
+# convention flop_counter's count of the float64 reference follows too, so a row's FLOPs do not
+# change convention with its shape. (FlashAttention's papers count 2.5 for attention, whose
+# backward recomputes the scores: flop_counter counts what the math reference runs.)
+BWD_FACTOR: dict[str, float] = {}
 
 
 @dataclass
@@ -54,9 +55,17 @@ def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
         return None
     tr = Trained()
     if wl.module is not None:
+        if wl.reference is not None:  # a reference function has no parameters to differentiate
+            raise Unsupported(
+                f"pass={kind}: the module's reference is a function (variant.reference), so its "
+                "parameters have no float64 gradients to check; leave the reference out (a "
+                "float64 copy of the module is the default) for a training pass"
+            )
         wl.module.requires_grad_(True)
         tr.leaves += [(f"param:{n}", p) for n, p in wl.module.named_parameters()]
     for i, t in enumerate(wl.inputs):
+        if wl.train_inputs is not None and i not in wl.train_inputs:
+            continue
         if isinstance(t, torch.Tensor) and t.is_floating_point():
             t.requires_grad_(True)
             tr.leaves.append((f"input:{i}", t))

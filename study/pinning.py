@@ -8,14 +8,16 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core for the sweep's own
   processes (the Hydra job, the cell server) when there are enough: nothing else of the
   sweep runs on a cell's cores while it is timed. ``cores=0-7`` narrows the set.
-- The cell pins itself (``os.sched_setaffinity``) before torch starts a thread, and sets
+- The cell server (study.server) pins each forked cell to its group before it runs anything
+  (``os.sched_setaffinity``; the server itself sits on the sweep's core), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.compiling), so no compile workers share the cores.
 - ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time
   that other processes took on them (busy time minus this process's own), the 1-minute load
   average, the time the hypervisor gave the cell's virtual CPUs to someone else (steal), and
   the frequency governor, where readable. A row says ``host_loaded`` when others or the
-  hypervisor took more than a quarter of a core, or the load average exceeded the cores given.
+  hypervisor took more than a quarter of a core of the cell's, or the load average exceeded
+  the host's cores.
 """
 
 from __future__ import annotations
@@ -93,11 +95,6 @@ def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], li
     return house, [cores[i * n // slots : (i + 1) * n // slots] for i in range(slots)]
 
 
-def pin(cores: list[int]) -> None:
-    """Pin this process (its current thread, and every thread it starts after) to ``cores``."""
-    os.sched_setaffinity(0, cores)
-
-
 def governor(core: int) -> str | None:
     try:
         return (
@@ -164,7 +161,7 @@ class HostLoad:
         loaded = (
             (other is not None and other > LOADED_OTHER_CORES)
             or (steal is not None and steal > LOADED_OTHER_CORES)
-            or (load is not None and load > len(self.cores))
+            or (load is not None and load > os.cpu_count())
         )
         return {
             "cpu_cores": fmt_cores(self.cores),

@@ -58,7 +58,7 @@ def reparse_run(run_dir: Path) -> bool:
         row["status"] == "invalid" and proof.is_proof_reason(row.get("reason", ""))
     )
     if proven and decided:
-        p = proof.prove_backend(backend, rows, op_names, generated)
+        p = proof.prove_pass(backend, rows, op_names, generated)
         row["backend_seen"], row["backend_proof"] = p["backend_seen"], p["backend_proof"]
         row["status"], row["reason"] = ("ok", "") if p["ok"] else ("invalid", p["reason"])
     io.write_csv(run_dir / "run.csv", [row], "runs")

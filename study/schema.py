@@ -88,6 +88,11 @@ RUN = (
         ),
         Col("repeat", "", "which repetition of the cell this row is (repeats=N: 0..N-1)"),
         Col(
+            "eager_hash",
+            "",
+            "the config_hash of this cell's eager twin (compile=off): what speedup divides by",
+        ),
+        Col(
             "pass",
             "",
             "what one call is (pass=): fwd, fwd_bwd (forward, (out*g).sum(), backward) or "
@@ -407,7 +412,7 @@ RUN = (
             "host_loaded",
             "bool",
             "the host was loaded while timing: host_busy_other or host_steal > 0.25 core, or "
-            "load_avg_1m above the cores given; host-bound numbers from such a row are suspect",
+            "load_avg_1m above the host's cores; host-bound numbers from such a row are suspect",
         ),
         Col("cpu_governor", "", "CPU frequency governor of the cell's first core, where readable"),
         Col("host", "", "host name"),
@@ -435,7 +440,8 @@ RUN = (
             "overhead_s",
             "s",
             "the sweep's own cost of this cell: wall time from asking for it to its row being "
-            "written, minus gpu_wait_s, first_call_s (compile), check_s, measure_s, profile_s",
+            "written, minus gpu_wait_s, first_call_s (compile), check_s, measure_s, profile_s "
+            "and extra_s: process start, setup (CUDA context, inputs), generated code, rows",
         ),
         Col("gpu_index", "", "GPU the cell was pinned to (CUDA_VISIBLE_DEVICES), blank if none"),
         Col("setup_s", "s", "wall time before the first call: environment, inputs, CUDA init"),
@@ -446,6 +452,12 @@ RUN = (
             "wall time of the steady-state timing phases (warm-up, per-call latency, device time)",
         ),
         Col("profile_s", "s", "wall time of the profiler pass, trace parsing and proof included"),
+        Col(
+            "extra_s",
+            "s",
+            "wall time of the cell's passes beyond the timed method: tensors saved for backward, "
+            "a shape_sweep, Nsight Compute/Systems",
+        ),
         Col("trace_file", "", "profiler trace, relative to the run dir (opens in Perfetto)"),
     ]
 )

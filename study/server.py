@@ -66,32 +66,54 @@ def die_with_parent() -> None:
         pass  # not Linux: the child still ends when its stdin closes or the group is killed
 
 
+_PROTO = None  # the protocol's own stream: fd 1 goes to stderr, so a stray print cannot break it
+
+
 def _send(msg: dict) -> None:
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+    _PROTO.write(json.dumps(msg) + "\n")
+    _PROTO.flush()
 
 
-def _status(imports_s: float) -> dict:
+def _gpus() -> int:
+    """GPUs this host has, without initialising CUDA here: NVML, else a throwaway process (if
+    NVML fails, torch falls back to cudaGetDeviceCount, which would initialise the driver in
+    the server and leave every forked cell without CUDA)."""
+    import torch
+
+    n = torch.cuda._device_count_nvml() if hasattr(torch.cuda, "_device_count_nvml") else -1
+    if n >= 0 or not torch.version.cuda:
+        return max(n, 0)
+    r = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+        capture_output=True,
+        text=True,
+    )
+    return int(r.stdout.strip() or 0) if r.returncode == 0 else 0
+
+
+def _status(imports_s: float, gpus: int) -> dict:
     import torch
 
     return {
         "pid": os.getpid(),
         "torch": torch.__version__,
         "cuda_initialized": torch.cuda.is_initialized(),
-        "cuda_available": torch.cuda.is_available(),  # NVML: does not initialise CUDA
-        "device_count": torch.cuda.device_count(),
+        "cuda_available": gpus > 0,
+        "device_count": gpus,
         "nvml_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
         "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
         "imports_s": imports_s,
     }
 
 
-def _child(req: dict) -> None:
+def _child(req: dict, parent: int) -> None:
     """In the forked child: become the cell's own process, run the target, never return."""
     code = 1
     try:
         os.setsid()
         die_with_parent()
+        if os.getppid() != parent:  # the server died between fork and prctl: nobody to report to
+            os._exit(1)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -119,6 +141,9 @@ def _child(req: dict) -> None:
 
 
 def serve() -> None:
+    global _PROTO
+    _PROTO = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # imports and libraries that print do so on stderr
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
@@ -141,7 +166,8 @@ def serve() -> None:
     from study.env import git_revision
 
     git_revision()  # once here, inherited by every cell
-    status = _status(time.perf_counter() - t)
+    gpus = _gpus()
+    status = _status(time.perf_counter() - t, gpus)
     if torch.cuda.is_initialized():
         sys.exit("[study.server] an import initialised CUDA; forked cells could not use it")
     _send({"ready": status})
@@ -176,12 +202,13 @@ def serve() -> None:
                 continue
             req = json.loads(line)
             if req.get("op") == "status":
-                _send({"status": _status(status["imports_s"])})
+                _send({"status": _status(status["imports_s"], gpus)})
             elif req.get("op") == "spawn":
                 sys.stdout.flush()
+                me = os.getpid()
                 pid = os.fork()
                 if pid == 0:
-                    _child(req)
+                    _child(req, me)
                 children[pid] = req.get("id")
                 _send({"spawned": req.get("id"), "pid": pid})
 
@@ -211,7 +238,8 @@ class Client:
             preexec_fn=pre,
         )
         self._buf = b""
-        self._exits: dict[int, int] = {}
+        self._exits: dict[int, int] = {}  # request id -> exit code
+        self._rid: dict[int, int] = {}  # pid -> request id, while the child lives
         self._next = 0
         self._timeout = timeout
         self._status = None
@@ -244,8 +272,8 @@ class Client:
                 return None
         line, self._buf = self._buf.split(b"\n", 1)
         msg = json.loads(line)
-        if "exit" in msg:
-            self._exits[msg["pid"]] = msg["rc"]
+        if "exit" in msg:  # keyed by request: a reused pid cannot answer for an earlier child
+            self._exits[msg["exit"]] = msg["rc"]
         return msg
 
     def _read_until(self, want, timeout: float) -> dict | None:
@@ -283,17 +311,20 @@ class Client:
         msg = self._read_until(lambda m: m.get("spawned") == rid, 60.0)
         if msg is None:
             raise ServerError("the cell server did not fork within 60 s")
+        self._rid[msg["pid"]] = rid
         return msg["pid"]
 
     def wait(self, pid: int, timeout: float | None) -> int | None:
         """The child's exit code (negative: killed by that signal), or None at ``timeout``."""
+        rid = self._rid[pid]
         deadline = None if timeout is None else time.monotonic() + timeout
-        while pid not in self._exits:
+        while rid not in self._exits:
             left = 1.0 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 return None
             self._read(min(left, 1.0))
-        return self._exits.pop(pid)
+        del self._rid[pid]
+        return self._exits.pop(rid)
 
     def query(self) -> dict:
         self.status  # noqa: B018 - ready first

@@ -18,6 +18,7 @@ import fcntl
 import os
 import shutil
 import signal
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +26,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from study import compiling, io, pinning
-from study.config import config_hash, plain, to_plain
+from study.config import config_hash, eager_hash, plain, to_plain
+from study.server import ServerError
 from study.worker import gpu_id
 
 STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
@@ -114,8 +116,9 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def _kill_group(pgid: int, limit_s: float = 30.0) -> None:
-    """Kill what is left of a cell's process group and wait until none of it lives."""
+def _kill_group(pgid: int, limit_s: float = 120.0) -> None:
+    """Kill what is left of a cell's process group and wait until none of it lives (its GPU
+    slot is free only then); say so when a process outlives the wait (stuck in the driver)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -123,6 +126,13 @@ def _kill_group(pgid: int, limit_s: float = 30.0) -> None:
     deadline = time.monotonic() + limit_s
     while group_alive(pgid) and time.monotonic() < deadline:
         time.sleep(0.05)
+    if group_alive(pgid):
+        print(
+            f"[study] warning: process group {pgid} still lives {limit_s:g} s after SIGKILL; "
+            "the next cell on its slot may meet its memory",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _tail(path: Path, n: int = 800) -> str:
@@ -154,15 +164,15 @@ def resolve(cfg, cuda: bool) -> dict:
     return d
 
 
-def _fallback_row(cfg, run_dir: Path, status: str, reason: str, wall: float) -> dict:
+def _fallback_row(resolved: dict, run_dir: Path, status: str, reason: str, wall: float) -> dict:
+    """The row of a cell that wrote none: from the config it ran (device and shape resolved)."""
     import socket
 
     from study.cell import base_row
 
-    row = base_row(cfg, run_dir.name)
+    row = base_row(OmegaConf.create(resolved), run_dir.name)
     row.update(status=status, reason=reason, wall_s=wall, host=socket.gethostname())
-    for k, v in to_plain(cfg)["shape"].items():
-        row[k] = v
+    row.update({k: v for k, v in resolved["shape"].items() if v is not None})
     return row
 
 
@@ -216,26 +226,31 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
     env = compiling.cache_env(resolved["cache"], run_dir, Path(cfg.out_root), resolved)
     env["PYTHONUNBUFFERED"] = "1"
     status = reason = None
+    t_wait = time.perf_counter()
     with slot(sweep_dir, slots) as s:
-        waited = time.perf_counter() - t0
+        waited = time.perf_counter() - t_wait
         cores = groups[s or 0]
         gpu = gpu_id(s) if gpus and s is not None else None
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
-        if srv is not None:
-            status, reason = _forked(srv, run_dir, env, cores, gpu, cfg.timeout_s, asked)
-        else:
-            status, reason = _inline(run_dir, env, cores)
+        try:
+            if srv is not None:
+                status, reason = _forked(srv, run_dir, env, cores, gpu, cfg.timeout_s, asked)
+            else:
+                status, reason = _inline(run_dir, env, cores)
+        except ServerError as e:  # the next job starts a new server; this cell gets its row
+            status, reason = "crash", f"the cell server died while the cell ran: {e}"
     wall = time.perf_counter() - t0
     if status is not None:  # the cell wrote no run.csv: record why
-        row = _fallback_row(cfg, run_dir, status, reason, wall)
+        row = _fallback_row(resolved, run_dir, status, reason, wall)
     else:
         row = io.read_csv(run_dir / "run.csv")[0]
     row.update(
         config_hash=want,
+        eager_hash=eager_hash(resolved),
         repeat=cfg.repeat,
         gpu_wait_s=waited if slots > 0 else None,
-        overhead_s=_overhead(row, time.perf_counter() - t0 - (waited if slots > 0 else 0.0)),
+        overhead_s=_overhead(row, time.perf_counter() - t0 - waited),
     )
     io.write_csv(run_dir / "run.csv", [row], "runs")
     if resolved["cache"] == "cold":
@@ -263,7 +278,10 @@ MEASURED = ("first_call_s", "check_s", "measure_s", "profile_s")
 
 
 def _overhead(row: dict, wall: float) -> float:
-    return wall - sum(_num(row.get(k)) or 0.0 for k in MEASURED)
+    """Wall time minus the measured phases: the server's start (first cell), the fork, the
+    cell's setup (CUDA context, inputs), the harvest of generated code, the rows. A cell's
+    extra passes (tensors saved for backward, a shape sweep: ``extra_s``) are measurements too."""
+    return wall - sum(_num(row.get(k)) or 0.0 for k in (*MEASURED, "extra_s"))
 
 
 def _summary(row: dict, wall: float) -> str:

@@ -39,7 +39,11 @@ def check_pinned(gpu: str | None) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        return
+        raise SystemExit(
+            f"GPU pinning failed: the cell asked for GPU {gpu}, but CUDA sees no GPU with "
+            f"CUDA_VISIBLE_DEVICES={gpu}: is there a GPU {gpu} on this host? (gpu_slots=N "
+            "must not exceed the GPUs the sweep sees)"
+        )
     from study.env import nvidia_smi
 
     got = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
@@ -106,9 +110,11 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
 
     from study import compiling, io
     from study.cell import run_cell
-    from study.config import load_cell_config
+    from study.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
+    if (extra or {}).get("gpu_index") is not None and plain(cfg.device) != "cpu":
+        check_pinned(extra["gpu_index"])
     torch.set_num_threads(len(os.sched_getaffinity(0)))  # one thread per core the cell owns
     compiling.configure(cfg.compile.threads)
     capped = cap_host_memory(cfg)
@@ -123,7 +129,9 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
         if row["status"] == "ok" and row["device"] == "cuda":
             from study import ncu
 
+            t = time.time()
             row.update(ncu.run(cfg, run_dir, kernels))
+            row["extra_s"] = (row.get("extra_s") or 0.0) + time.time() - t
         else:
             why = f"cell status {row['status']}" if row["status"] != "ok" else "needs a CUDA device"
             for tool in ("ncu", "nsys"):
@@ -136,7 +144,6 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
 def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = None) -> None:
     """The forked child's target (study.server): pinned already; check the GPU, run the cell."""
     started = time.time()
-    check_pinned(gpu)
     main(
         Path(run_dir),
         {"gpu_index": gpu, "prepare_s": started - asked_at if asked_at else None},

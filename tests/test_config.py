@@ -85,11 +85,21 @@ def test_overrides_reach_the_config():
         ("shape.head_dim=-8", "shape.head_dim"),
         ("compile.mode=turbo", "compile.mode"),
         ("timing.repeat=1", "timing.repeat"),
+        ("timing.graph_calls=0", "timing.graph_calls"),
+        ("tolerance=0", "tolerance"),
+        ("ncu.top_n=0", "ncu.top_n"),
+        ("shape_sweep.key=n", "shape_sweep.sizes"),
     ],
 )
 def test_bad_values_raise_config_error_naming_the_key(override, key):
     cfg = compose(override)
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        validate(cfg)
+
+
+def test_a_shape_sweep_over_a_key_the_variant_lacks_is_refused():
+    cfg = compose("variant=flash", "shape_sweep.key=n", "shape_sweep.sizes=[64,128]")
+    with pytest.raises(ConfigError, match="variant 'flash' has no such shape key"):
         validate(cfg)
 
 

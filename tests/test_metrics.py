@@ -32,3 +32,31 @@ def test_payback_blank_unless_compiled_is_faster():
     assert metrics.payback_calls(2.0, 100.0, 100.0) is None
     assert metrics.payback_calls(2.0, 100.0, 150.0) is None
     assert metrics.speedup(100.0, 50.0) == 2.0
+
+
+def test_a_compiled_row_divides_by_its_own_eager_twin():
+    """Two window sizes, eager and compiled each, repeated: each compiled row pairs with the
+    eager row of its own window (eager_hash), over the median of that twin's repeats."""
+    from study.io import with_speedups
+
+    rows = [
+        {"compile": "off", "status": "ok", "config_hash": "e128", "latency_median_us": "100"},
+        {"compile": "off", "status": "ok", "config_hash": "e128", "latency_median_us": "120"},
+        {"compile": "off", "status": "ok", "config_hash": "e512", "latency_median_us": "400"},
+        {
+            "compile": "default",
+            "status": "ok",
+            "config_hash": "c128",
+            "eager_hash": "e128",
+            "latency_median_us": "55",
+        },
+        {
+            "compile": "default",
+            "status": "ok",
+            "config_hash": "c512",
+            "eager_hash": "e512",
+            "latency_median_us": "100",
+        },
+    ]
+    out = with_speedups(rows)
+    assert out[3]["speedup"] == 2.0 and out[4]["speedup"] == 4.0

@@ -36,8 +36,9 @@ def test_host_load_says_loaded_when_others_use_the_cells_cores(monkeypatch):
     assert r["cpu_cores"] == "0-1" and r["load_avg_1m"] == 1.0
     load.busy = 1.0  # only the cell itself
     assert load.row()["host_loaded"] is False
+    monkeypatch.setattr(pinning.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(pinning.os, "getloadavg", lambda: (3.5, 1.0, 1.0))
-    assert load.row()["host_loaded"] is True  # load average above the two cores given
+    assert load.row()["host_loaded"] is True  # load average above the host's two cores
 
 
 def test_host_load_reads_proc_stat_around_a_block():

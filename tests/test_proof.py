@@ -109,3 +109,29 @@ def test_reparse_proves_the_backend_again(tmp_path):
     row = io.read_csv(right / "run.csv")[0]
     assert row["status"] == "ok" and row["backend_seen"] == "math", row["reason"]
     assert io.read_csv(mism / "run.csv")[0]["status"] == "mismatch"
+
+
+def test_reparse_proves_a_training_row_phase_by_phase(tmp_path):
+    """The cell proves the backward apart from the forward; reparse must too: a flash fwd_bwd
+    row whose backward shows no flash kernel stays invalid."""
+    import gzip
+    import json
+
+    def ev(name, cat, ts, dur, tid, **args):
+        return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "tid": tid, "args": args}
+
+    events = [
+        ev("ProfilerStep#1", "user_annotation", 0, 100, 1),
+        ev("study::fwd", "user_annotation", 5, 30, 1),
+        ev("study::bwd", "user_annotation", 40, 50, 1),
+        ev("cudaLaunchKernel", "cuda_runtime", 10, 2, 1, correlation=1),
+        ev("cudaLaunchKernel", "cuda_runtime", 60, 2, 2, correlation=2),
+        ev("void pytorch_flash::flash_fwd_kernel<>", "kernel", 12, 5, 7, correlation=1),
+        ev("nvjet_sm90_tst_64x512", "kernel", 62, 9, 7, correlation=2),
+    ]
+    d = _run_dir(tmp_path, "flash_eager", "flash")
+    with gzip.open(d / "trace.json.gz", "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    reparse.main(tmp_path / "sweep")
+    row = io.read_csv(d / "run.csv")[0]
+    assert row["status"] == "invalid" and "backward does not show flash" in row["reason"], row

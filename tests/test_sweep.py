@@ -123,6 +123,8 @@ def test_crash_segfault_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
     )
     assert rows["fault=crash,variant=naive"]["status"] == "crash"
     assert "SIGABRT" in rows["fault=crash,variant=naive"]["reason"]
+    crash = rows["fault=crash,variant=naive"]  # the row says what the cell ran
+    assert crash["device"] == "cpu" and crash["seq_len"] == "16" and crash["config_hash"]
     assert rows["fault=segv,variant=naive"]["status"] == "crash"
     assert "SIGSEGV" in rows["fault=segv,variant=naive"]["reason"]
     assert rows["fault=hang,variant=naive"]["status"] == "timeout"

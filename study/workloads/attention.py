@@ -166,7 +166,7 @@ def _sdpa_workload(shape, dtype, device, gen, causal, family):
     def sdpa_masked(q, k, v, attn_mask):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
 
-    return Workload(fn=sdpa_masked, inputs=(q, k, v, attn_mask), **common)
+    return Workload(fn=sdpa_masked, inputs=(q, k, v, attn_mask), train_inputs=(0, 1, 2), **common)
 
 
 def _register_sdpa(name: str, backend: str | None):

@@ -44,6 +44,9 @@ class Workload:
     # proof of what ran, from the profiled trace: prove(kernel_rows, op_names, generated) ->
     # {ok, backend_seen, backend_proof, reason, notes}; None: the cell's SDPA proof, if any
     prove: Callable | None = None
+    # training passes: which inputs are trained (indices); None: every floating-point input.
+    # A mask or bias the reference rebuilds itself is data, not a leaf (SDPA's attn_mask).
+    train_inputs: tuple | None = None
 
     def __post_init__(self):
         if self.reference is None and self.module is None:
