@@ -119,7 +119,7 @@ def test_crash_segfault_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
     """Each fault costs only its own row; the next cell, forked by the same warm server, is ok.
     A crash is a failure of the harness: the command exits 1 after its summary."""
     rows = sweep_rows(
-        tmp_path, "variant=naive", "fault=crash,segv,hang,none", "timeout_s=20", code=1
+        tmp_path, "variant=naive", "fault=crash,segv,hang,none", "timeout_s=10", code=1
     )
     assert rows["fault=crash,variant=naive"]["status"] == "crash"
     assert "SIGABRT" in rows["fault=crash,variant=naive"]["reason"]
@@ -128,7 +128,7 @@ def test_crash_segfault_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
     assert rows["fault=segv,variant=naive"]["status"] == "crash"
     assert "SIGSEGV" in rows["fault=segv,variant=naive"]["reason"]
     assert rows["fault=hang,variant=naive"]["status"] == "timeout"
-    assert "timeout_s=20" in rows["fault=hang,variant=naive"]["reason"]
+    assert "timeout_s=10" in rows["fault=hang,variant=naive"]["reason"]
     assert rows["fault=none,variant=naive"]["status"] == "ok"
 
 
