@@ -172,7 +172,7 @@ class Cell:
         out = self.out.detach()
         del self.out
         if self.trained is None:
-            res = _check(self.wl, out, self.row["dtype"], self.cfg.tolerance)
+            res = check.output(self.wl, out, self.row["dtype"], self.cfg.tolerance)
         else:
             res = self._check_training(out)
         self.row["check_s"] = time.perf_counter() - t
@@ -369,79 +369,11 @@ class Cell:
 
     # 8 ------------------------------------------------------------------------------------
     def shapes(self) -> None:
-        """shape_sweep: the same compiled function over several shapes, in this process:
-        what each new shape costs (a recompile, or none with dynamic shapes), and the
-        steady-state latency at each (shapes.csv)."""
-        sw = self.cfg.shape_sweep
-        if sw.key is None:
-            return
-        import torch
+        """shape_sweep: the same compiled function over several shapes (study.shape_sweep)."""
+        if self.cfg.shape_sweep.key is not None:
+            from study import shape_sweep
 
-        from study import io
-
-        rows = []
-        for order, value in enumerate(sw.sizes):
-            r = {"order": order, "value": value, "status": "ok", "reason": ""}
-            try:
-                if order == 0:  # the cell's own shape: compiled and timed above
-                    r.update(first_call_s=self.row.get("first_call_s"), compiled=True)
-                    step = self.step
-                else:
-                    step, r["first_call_s"], r["compiled"] = self._new_shape(sw.key, value)
-                with compiling.no_recompile(self.mode), timing.quiet():
-                    lat = timing.per_call(
-                        step, self.device, self.cfg.timing.warmup, self.cfg.timing.repeat
-                    )
-                r.update(
-                    latency_median_us=lat["median"],
-                    latency_p10_us=lat["p10"],
-                    latency_p90_us=lat["p90"],
-                )
-            except Exception as e:  # noqa: BLE001 - one shape's failure is its own row
-                r["status"], r["reason"] = classify_error(e, [])
-                if self.device == "cuda":
-                    torch.cuda.empty_cache()
-            m = ind.metrics() if self.mode != "off" else {}
-            r.update(
-                graphs=m.get("graphs"),
-                recompiles=m.get("recompiles"),
-                recompile_reason=(m.get("recompile_reasons") or "").split(" | ")[-1]
-                if r.get("compiled") and order
-                else "",
-            )
-            rows.append(r)
-        meta = {
-            "run_id": self.row["run_id"],
-            "variant": self.row["variant"],
-            "compile": self.mode,
-            "dynamic": self.cfg.compile.dynamic,
-            "pass": self.kind,
-            "key": sw.key,
-        }
-        io.write_csv(self.run_dir / "shapes.csv", [{**meta, **r} for r in rows], "shapes")
-        self.row.update(
-            {
-                k: v
-                for k, v in (ind.metrics() if self.mode != "off" else {}).items()
-                if k in ("graphs", "recompiles", "recompile_reasons")
-            }
-        )
-
-    def _new_shape(self, key: str, value: int):
-        """(step at the new shape, its first call's seconds, whether Dynamo compiled for it)."""
-        from omegaconf import OmegaConf
-
-        cfg = OmegaConf.merge(self.cfg, {"shape": {key: value}})
-        _, _, wl = build.build_workload(cfg, self.device)
-        if self.cfg.compile.dynamic == "mark":
-            compiling.mark_dynamic(wl.inputs, value)
-        tr = passes.prepare(self.kind, wl, self.cfg.step.lr)
-        step = passes.make_step(self.kind, self.fn, wl.inputs, tr, self.cfg.seed, self.backward_in)
-        before = compiling.compiles()
-        t = time.perf_counter()
-        step()
-        timing.sync(self.device)
-        return step, time.perf_counter() - t, compiling.compiles() > before
+            shape_sweep.run(self)
 
     # rows ---------------------------------------------------------------------------------
     def fail(self, e: BaseException) -> None:
@@ -519,26 +451,6 @@ def _sdp_choice(qkv) -> str | None:
         return None
 
 
-def _check(wl, out, dtype: str, tolerance) -> dict:
-    import torch
-
-    from study.workloads import registry
-
-    out_bytes = out.numel() * out.element_size()
-    ins = wl.inputs
-    if wl.ref_index is not None:  # check a slice: the full float64 reference would not fit
-        ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
-        out = out[wl.ref_index]
-    ins = tuple(t.double() if t.is_floating_point() else t for t in ins)
-    counter = flops.counter()
-    with counter, torch.no_grad():
-        ref = registry.reference_of(wl)(*ins)
-    res = check.compare(out, ref, dtype, tolerance)
-    res["flops"] = float(counter.get_total_flops())
-    res["out_bytes"] = out_bytes
-    return res
-
-
 def _device_time(step, cfg, mode, notes, kind="fwd") -> dict:
     import torch
 
@@ -560,24 +472,7 @@ def _device_time(step, cfg, mode, notes, kind="fwd") -> dict:
 def _rates(row: dict, calibration_file: str | None = None) -> None:
     from study import calibrate
 
-    row["arith_intensity"] = metrics.arith_intensity(row.get("flops"), row.get("bytes_min"))
-    row["tflops"] = metrics.rate(row.get("flops"), row.get("latency_median_us"), 1e12)
-    row["gbps"] = metrics.rate(row.get("bytes_min"), row.get("latency_median_us"), 1e9)
-    row["tflops_device"] = metrics.rate(row.get("flops"), row.get("device_time_us"), 1e12)
-    row["tflops_useful"] = metrics.rate(row.get("flops_useful"), row.get("latency_median_us"), 1e12)
-    row["gbps_device"] = metrics.rate(row.get("bytes_min"), row.get("device_time_us"), 1e9)
     peaks = calibrate.lookup(
         row.get("device_name"), row.get("dtype"), row.get("torch_version"), calibration_file
     )
-    row["peak_tflops"], row["peak_gbps"] = peaks.get("tflops"), peaks.get("gbps")
-    use_dev = row.get("tflops_device") is not None
-    row.update(
-        metrics.roofline(
-            row["tflops_device"] if use_dev else row["tflops"],
-            row["gbps_device"] if use_dev else row["gbps"],
-            row["arith_intensity"],
-            row["peak_tflops"],
-            row["peak_gbps"],
-        )
-    )
-    row.pop("ridge_intensity", None)
+    row.update(metrics.rates(row, peaks))

@@ -64,3 +64,24 @@ def compare(
         "norm_rel_err": norm_rel,
         "tolerance": tol,
     }
+
+
+def output(wl, out, dtype: str, tolerance) -> dict:
+    """A forward's output against the workload's float64 reference (on a slice where the full
+    reference would not fit), with the FLOPs flop_counter counts on that reference."""
+    from study import flops
+    from study.workloads import registry
+
+    out_bytes = out.numel() * out.element_size()
+    ins = wl.inputs
+    if wl.ref_index is not None:  # check a slice: the full float64 reference would not fit
+        ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
+        out = out[wl.ref_index]
+    ins = tuple(t.double() if t.is_floating_point() else t for t in ins)
+    counter = flops.counter()
+    with counter, torch.no_grad():
+        ref = registry.reference_of(wl)(*ins)
+    res = compare(out, ref, dtype, tolerance)
+    res["flops"] = float(counter.get_total_flops())
+    res["out_bytes"] = out_bytes
+    return res

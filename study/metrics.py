@@ -65,3 +65,28 @@ def payback_calls(
     if gain_us <= 0:
         return None
     return compile_s * 1e6 / gain_us
+
+
+def rates(row: dict, peaks: dict) -> dict:
+    """A row's rates from its FLOPs, bytes and times, and its place against ``peaks``
+    ({'tflops', 'gbps'} from study.calibrate; empty: unknown, never guessed)."""
+    out = {
+        "arith_intensity": arith_intensity(row.get("flops"), row.get("bytes_min")),
+        "tflops": rate(row.get("flops"), row.get("latency_median_us"), 1e12),
+        "gbps": rate(row.get("bytes_min"), row.get("latency_median_us"), 1e9),
+        "tflops_device": rate(row.get("flops"), row.get("device_time_us"), 1e12),
+        "gbps_device": rate(row.get("bytes_min"), row.get("device_time_us"), 1e9),
+        "tflops_useful": rate(row.get("flops_useful"), row.get("latency_median_us"), 1e12),
+        "peak_tflops": peaks.get("tflops"),
+        "peak_gbps": peaks.get("gbps"),
+    }
+    use_dev = out["tflops_device"] is not None
+    roof = roofline(
+        out["tflops_device"] if use_dev else out["tflops"],
+        out["gbps_device"] if use_dev else out["gbps"],
+        out["arith_intensity"],
+        out["peak_tflops"],
+        out["peak_gbps"],
+    )
+    roof.pop("ridge_intensity", None)
+    return out | roof
