@@ -57,3 +57,23 @@ def run_inline(tmp_path):
         return run_cell(cfg, run_dir)
 
     return _run
+
+
+def trace_event(name, cat, ts, dur, tid, **args):
+    """One complete ('X') profiler event, as torch.profiler exports it."""
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "tid": tid, "args": args}
+
+
+def training_step(fwd_kernel: str, bwd_kernel: str) -> list[dict]:
+    """A profiled training step: main thread 1 runs study::fwd then study::bwd; the forward's
+    kernel is launched from thread 1, the backward's from autograd's thread 2."""
+    ev = trace_event
+    return [
+        ev("ProfilerStep#1", "user_annotation", 0, 100, 1),
+        ev("study::fwd", "user_annotation", 5, 30, 1),
+        ev("study::bwd", "user_annotation", 40, 50, 1),
+        ev("cudaLaunchKernel", "cuda_runtime", 10, 2, 1, correlation=1),
+        ev("cudaLaunchKernel", "cuda_runtime", 60, 2, 2, correlation=2),
+        ev(fwd_kernel, "kernel", 12, 5, 7, correlation=1),
+        ev(bwd_kernel, "kernel", 62, 9, 7, correlation=2),
+    ]

@@ -98,24 +98,15 @@ def test_a_pass_that_does_not_exist_lists_the_passes(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def _ev(name, cat, ts, dur, tid, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "tid": tid, "args": args}
-
-
 def test_backward_kernels_launched_from_autograds_thread_belong_to_their_step():
     """The launch happens on autograd's thread (2) while the main thread (1) is inside
     study::bwd: its kernel is this step's, phase bwd. A launch outside the pass's ranges on
     another thread stays unattributed."""
-    events = [
-        _ev("ProfilerStep#1", "user_annotation", 0, 100, 1),
-        _ev("study::fwd", "user_annotation", 5, 30, 1),
-        _ev("study::bwd", "user_annotation", 40, 50, 1),
-        _ev("cudaLaunchKernel", "cuda_runtime", 10, 2, 1, correlation=1),
-        _ev("cudaLaunchKernel", "cuda_runtime", 60, 2, 2, correlation=2),
-        _ev("cudaLaunchKernel", "cuda_runtime", 200, 2, 2, correlation=3),
-        _ev("gemm_fwd", "kernel", 12, 5, 7, correlation=1),
-        _ev("gemm_bwd", "kernel", 62, 9, 7, correlation=2),
-        _ev("stray", "kernel", 202, 1, 7, correlation=3),
+    from tests.conftest import trace_event, training_step
+
+    events = training_step("gemm_fwd", "gemm_bwd") + [
+        trace_event("cudaLaunchKernel", "cuda_runtime", 200, 2, 2, correlation=3),
+        trace_event("stray", "kernel", 202, 1, 7, correlation=3),
     ]
     rows, s = trace.parse(events, "cuda")
     by = {r["kernel"]: r["phase"] for r in rows}

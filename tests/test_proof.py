@@ -117,18 +117,9 @@ def test_reparse_proves_a_training_row_phase_by_phase(tmp_path):
     import gzip
     import json
 
-    def ev(name, cat, ts, dur, tid, **args):
-        return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "tid": tid, "args": args}
+    from tests.conftest import training_step
 
-    events = [
-        ev("ProfilerStep#1", "user_annotation", 0, 100, 1),
-        ev("study::fwd", "user_annotation", 5, 30, 1),
-        ev("study::bwd", "user_annotation", 40, 50, 1),
-        ev("cudaLaunchKernel", "cuda_runtime", 10, 2, 1, correlation=1),
-        ev("cudaLaunchKernel", "cuda_runtime", 60, 2, 2, correlation=2),
-        ev("void pytorch_flash::flash_fwd_kernel<>", "kernel", 12, 5, 7, correlation=1),
-        ev("nvjet_sm90_tst_64x512", "kernel", 62, 9, 7, correlation=2),
-    ]
+    events = training_step("void pytorch_flash::flash_fwd_kernel<>", "nvjet_sm90_tst_64x512")
     d = _run_dir(tmp_path, "flash_eager", "flash")
     with gzip.open(d / "trace.json.gz", "wt") as f:
         json.dump({"traceEvents": events}, f)
