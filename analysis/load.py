@@ -78,6 +78,7 @@ NUMERIC = [
         "gpu_index",
         "pass",
         "config_hash",
+        "eager_hash",
         "host_bound",
         "device_time_l2",
         "cpu_cores",

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-PASSES = ["fwd", "fwd_bwd", "train_step"]
-MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+from analysis.measures import MODES, PASSES
 
 
 def _read(dirs: list[Path], name: str) -> pd.DataFrame:

@@ -115,7 +115,6 @@ class Cell:
 
     # 2 ------------------------------------------------------------------------------------
     def compile(self) -> None:
-
         if self.mode != "off":
             patches = {**ind.settings(self.run_dir, self.device), **dict(self.cfg.compile.inductor)}
             bad = ind.apply(patches)
@@ -181,7 +180,7 @@ class Cell:
             self.row[k] = res[k]
         counted = None if self.wl.ref_index else res["flops"]
         f = flops.cell_flops(self.entry, self.wl, self.shape, counted)
-        factor = passes.flops_factor(self.kind, self.entry.family)
+        factor = passes.flops_factor(self.kind)
         if f["flops_source"] == "analytic" and factor != 1.0:  # a forward formula, scaled
             f["flops"] *= factor
             f["flops_useful"] = f["flops_useful"] * factor if f["flops_useful"] else None

@@ -29,7 +29,7 @@ RANGE = "study::"
 # convention flop_counter's count of the float64 reference follows too, so a row's FLOPs do not
 # change convention with its shape. (FlashAttention's papers count 2.5 for attention, whose
 # backward recomputes the scores: flop_counter counts what the math reference runs.)
-BWD_FACTOR: dict[str, float] = {}
+BWD_FACTOR = 2.0
 
 
 @dataclass
@@ -207,6 +207,6 @@ def saved_for_backward(call, leaves) -> tuple[int, int]:
     return len(seen), sum(storages.values())
 
 
-def flops_factor(kind: str, family: str) -> float:
+def flops_factor(kind: str) -> float:
     """FLOPs of the pass per forward FLOP, for an analytic (forward) count."""
-    return 1.0 if kind == "fwd" else 1.0 + BWD_FACTOR.get(family, 2.0)
+    return 1.0 if kind == "fwd" else 1.0 + BWD_FACTOR
