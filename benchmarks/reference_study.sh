@@ -6,6 +6,14 @@
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep
 #   bash benchmarks/reference_study.sh probe OUTDIR     # may the cell server import all it does? (fork_probe)
+# v2 (issue 22), in three device commands of under 10 minutes each, all on one H200 unless
+# NJ says otherwise:
+#   bash benchmarks/reference_study.sh v2-parts OUTDIR  # calibrate; part3, part1, part2; then
+#        the host-bound cells of the three again in 2 more fresh processes (repeat=1,2, into
+#        the same sweep dirs: the analysis takes the median over repeats and quotes the spread)
+#   bash benchmarks/reference_study.sh v2-train OUTDIR  # the block (fwd, fwd_bwd) in all five
+#        modes; part3 pass=fwd_bwd; part2 pass=train_step; the dynamic-shape sweep
+#   bash benchmarks/reference_study.sh v2-flex OUTDIR   # +experiment=flex, then scaling
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200   # the README's Findings block
 # One job per GPU (NJ), each with its own warm cell server; one GPU: no parallel launcher.
@@ -58,7 +66,7 @@ sweep() {  # NAME EXTRA...
 }
 # Rows take their peak_* and pct_peak_* from OUTDIR/ceilings.json: every stage but parts (which
 # calibrates first) calibrates when OUTDIR has none, e.g. a resume on a fresh machine (~15 s).
-if [ "$stage" != parts ] && [ "$stage" != probe ] && [ "$GPUS" -gt 0 ] && [ ! -s "$STUDY_CEILINGS" ]; then
+if [ "$stage" != parts ] && [ "$stage" != v2-parts ] && [ "$stage" != probe ] && [ "$GPUS" -gt 0 ] && [ ! -s "$STUDY_CEILINGS" ]; then
   echo "no $STUDY_CEILINGS: calibrating first (copy one in to keep an earlier calibration)"
   t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
 fi
@@ -80,6 +88,29 @@ case $stage in
     ;;
   rest)  # what results/h200 still lacks: part2, then scaling with twice the jobs (short holds)
     sweep part2 +experiment=part2
+    sweep scaling +experiment=scaling
+    ;;
+  v2-parts)
+    t python3 -m study.calibrate dtypes=[bf16]
+    sweep part3 +experiment=part3
+    sweep part1 +experiment=part1
+    sweep part2 +experiment=part2
+    # Host-bound cells (latency above device time in the v1 and v2 rows) twice more, each in a
+    # fresh process, into the same sweep dirs (resume=true keeps the finished repeat=0 cells).
+    sweep part3 +experiment=part3 resume=true repeat=1,2 variant=flash,cudnn,sdpa \
+      compile=off,default,max-autotune-no-cudagraphs
+    sweep part1 +experiment=part1 resume=true repeat=1,2 shape.n=64
+    sweep part2 +experiment=part2 resume=true repeat=1,2 variant=linear
+    ;;
+  v2-train)
+    sweep block +experiment=block
+    sweep block_bwd +experiment=block pass=fwd_bwd
+    sweep part3_bwd +experiment=part3 pass=fwd_bwd
+    sweep part2_train +experiment=part2 pass=train_step
+    sweep dynamic +experiment=dynamic
+    ;;
+  v2-flex)
+    sweep flex +experiment=flex
     sweep scaling +experiment=scaling
     ;;
   ncu)

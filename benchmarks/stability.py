@@ -7,7 +7,9 @@
 Runs one sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
 every cell once before any cell twice), then prints per cell: the per-call median of each
 repeat, how far the worst one sits from the median of the N (the target is +-5% on the H200),
-the paired speedup of each repeat and its spread (+-5%), and the widest 95% interval relative
+the host probe of each repeat (study.pinning.host_probe_us: did the host itself
+slow down?) and its correlation with the cell's latency, the paired speedup of each repeat and
+its spread (+-5%), and the widest 95% interval relative
 to its speedup (narrower than +-10%). Eager cells that are GPU-bound are compared with the
 same cells in ``--ref`` (results/h200, source part3/part2; target within 2%). Extra arguments
 after ``--`` go to ``python -m study.run``.
@@ -41,6 +43,15 @@ def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str
 
 def pct(a, b) -> float:
     return 100.0 * (a - b) / b
+
+
+def _corr(x: list[float], y: list[float]) -> float:
+    """Pearson's r; 0 when either side does not vary."""
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx = sum((a - mx) ** 2 for a in x) ** 0.5
+    syy = sum((b - my) ** 2 for b in y) ** 0.5
+    return sxy / (sxx * syy) if sxx and syy else 0.0
 
 
 def report(sweep_dir: Path, cells, ref: Path | None) -> None:
@@ -78,10 +89,18 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             ]
             ci = f"{100 * max(half):6.1f}%"
         loaded = sum(r.get("host_loaded") == "True" for r in rs)
+        probe = [float(r["host_probe_us"]) for r in rs if r.get("host_probe_us")]
         print(
             f"{v + '/' + m:22s} {len(rs):2d}  {' '.join(f'{x:.1f}' for x in lat):42s} "
             f"{worst:6.1f}%  {sp_txt:34s} {sp_worst:>7s} {ci:>8s} {loaded}/{len(rs)}"
         )
+        if len(probe) == len(lat) > 1:
+            r_ = _corr(probe, lat)
+            print(
+                f"{'':25s} host probe of each repeat, us: {' '.join(f'{x:.0f}' for x in probe)}"
+                f"  (spread {max(abs(pct(x, statistics.median(probe))) for x in probe):.1f}%,"
+                f" correlation with the per-call median {r_:+.2f})"
+            )
     if ref is None or not (ref / "runs.csv").exists():
         return
     import csv

@@ -215,6 +215,7 @@ class Cell:
         cfg, row = self.cfg, self.row
         t = time.perf_counter()
         load = pinning.HostLoad(sorted(os.sched_getaffinity(0)))
+        probe = [pinning.host_probe_us()]
         eager_ok = self.mode != "off" and self._eager_baseline(
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
         )  # eager's first calls before the guard: some eager paths compile inside (flex)
@@ -253,7 +254,8 @@ class Cell:
                 row["device_time_method"] = "none"
             if eager_ok:
                 self._eager_baseline(lambda: self._paired(lat["median"]))
-        row.update(load.row())
+        probe.append(pinning.host_probe_us())
+        row.update(load.row(), host_probe_us=statistics.median(probe))
         row["measure_s"] = time.perf_counter() - t
 
     def _eager_baseline(self, run) -> bool:

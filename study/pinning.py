@@ -18,6 +18,11 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   the frequency governor, where readable. A row says ``host_loaded`` when others or the
   hypervisor took more than a quarter of a core of the cell's, or the load average exceeded
   the host's cores.
+- ``host_probe_us`` times a fixed piece of host work (tiny CPU tensor ops: Python, the
+  dispatcher and the allocator, what a host-bound cell spends its time in) just before and
+  just after the timed phases. The same probe on the same host should read the same in every
+  process; when it moves, the host itself got slower or faster (frequency, a noisy
+  neighbour on the same physical core), and a host-bound cell's latency moves with it.
 """
 
 from __future__ import annotations
@@ -171,6 +176,22 @@ class HostLoad:
             "host_loaded": loaded,
             "cpu_governor": governor(self.cores[0]) if self.cores else None,
         }
+
+
+def host_probe_us(rounds: int = 31, ops: int = 50) -> float:
+    """Median microseconds of ``ops`` tiny CPU tensor additions, over ``rounds`` rounds."""
+    import statistics
+
+    import torch
+
+    a = torch.ones(4)
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter_ns()
+        for _ in range(ops):
+            a = a + 1.0
+        times.append(time.perf_counter_ns() - t)
+    return statistics.median(times) / 1000.0
 
 
 def _own_cpu() -> float:

@@ -414,6 +414,13 @@ RUN = (
             "the host was loaded while timing: host_busy_other or host_steal > 0.25 core, or "
             "load_avg_1m above the host's cores; host-bound numbers from such a row are suspect",
         ),
+        Col(
+            "host_probe_us",
+            "us",
+            "the host's own speed while the cell was timed: median time of 50 tiny CPU tensor "
+            "additions, probed before and after the timed phases (study.pinning); the same on "
+            "the same host in every process unless the host itself slowed",
+        ),
         Col("cpu_governor", "", "CPU frequency governor of the cell's first core, where readable"),
         Col("host", "", "host name"),
         Col("python_version", "", "Python version"),

@@ -47,3 +47,23 @@ def test_host_load_reads_proc_stat_around_a_block():
     r = load.row()
     assert r["host_busy_other"] is None or r["host_busy_other"] >= 0
     assert load.own > 0 and load.wall > 0
+
+
+def test_the_host_probe_reads_the_host_not_a_constant(monkeypatch):
+    """A slower host reads slower: the probe times real work (here every op sleeps 20 us)."""
+    import time
+
+    import torch
+
+    from study import pinning
+
+    fast = pinning.host_probe_us(rounds=5, ops=20)
+    real_add = torch.Tensor.__add__
+
+    def slow_add(self, other):
+        time.sleep(20e-6)
+        return real_add(self, other)
+
+    monkeypatch.setattr(torch.Tensor, "__add__", slow_add)
+    slow = pinning.host_probe_us(rounds=5, ops=20)
+    assert fast > 0 and slow > fast + 20 * 20
