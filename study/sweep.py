@@ -211,6 +211,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
     if cfg.resume:
         why = _why_rerun(run_dir, want)
         if why is None:
+            os.utime(run_dir / "run.csv")  # counted as done in this sweep's progress
             io.aggregate(sweep_dir)
             _progress(sweep_dir, name, "ok already, skipped (resume=true)")
             return "ok"
@@ -301,7 +302,9 @@ def _progress(sweep_dir: Path, name: str, what: str) -> None:
     """'[k/N] cell: what  elapsed, ~left' (N and the start from the sweep's callback)."""
     total = int(os.environ.get("STUDY_SWEEP_TOTAL") or 0)
     t0 = float(os.environ.get("STUDY_SWEEP_T0") or 0)
-    done = len(io.run_csvs(sweep_dir))
+    # Cells finished (or found finished by a resume) since this sweep started: a resume into a
+    # sweep dir with other cells' rows, e.g. more repeats of some cells, counts only its own.
+    done = sum(p.stat().st_mtime >= t0 - 1 for p in io.run_csvs(sweep_dir))
     head = f"[{done}/{total}] " if total else ""
     tail = ""
     if total and t0:

@@ -113,6 +113,15 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
     assert sweep_dir(out) == sd  # the same sweep dir, no new one
     assert io.read_csv(bad)[0]["status"] == "ok"
     assert len(io.read_csv(sd / "runs.csv")) == 4
+    # More repeats of one cell into the same sweep (the reference study's host-bound cells):
+    # the progress counts this sweep's own cells, the rows keep every repeat.
+    r = cli("-m", "variant=naive", "compile=off", f"out_root={out}", "resume=true", "repeat=1", *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "[study] [1/1] compile=off,repeat=1,variant=naive: ok" in r.stdout, r.stdout
+    rows = io.read_csv(sd / "runs.csv")
+    assert sorted(str(x["repeat"]) for x in rows if x["run_id"].endswith("variant=naive")) == [
+        "0", "0", "1"
+    ]
 
 
 def test_crash_segfault_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
