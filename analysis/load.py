@@ -113,6 +113,8 @@ SPREAD = [
     "latency_median_us",
     "speedup",
     "speedup_paired",
+    "speedup_ci_low",
+    "speedup_ci_high",
     "compile_s",
     "peak_mem_alloc_bytes",
     "device_time_us",
@@ -157,22 +159,25 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
         and not pd.api.types.is_bool_dtype(r[c])
         and c not in {"repeat", "repeats", "seed"}
     ]
-    out = []
-    for _, g in r.groupby("_cell", sort=False):
-        good = g[g["status"] == "ok"]
-        use = good if len(good) else g
-        row = use.iloc[0].copy()
-        for c in num:
-            row[c] = use[c].median()
-        for c in SPREAD:
-            if c in use and use[c].notna().any():
-                lo, hi, med = use[c].min(), use[c].max(), use[c].median()
-                row[f"{c}_min"], row[f"{c}_max"] = lo, hi
-                row[f"{c}_spread_pct"] = 100 * (hi - lo) / med if med else None
-        row["n_repeats"] = len(g)
-        row["n_repeats_ok"] = len(good)
-        out.append(row)
-    return pd.DataFrame(out).drop(columns="_cell").reset_index(drop=True)
+    # Vectorised over cells: the ok repeats when a cell has any, else all of its rows; the
+    # first of them gives the text columns, the median the numbers.
+    r["_ok"] = r["status"] == "ok"
+    by_cell = r.groupby("_cell", sort=False)
+    use = r[r["_ok"] | ~by_cell["_ok"].transform("any")]
+    g = use.groupby("_cell", sort=False)
+    row = g.head(1).set_index("_cell")
+    med = g[num].median()
+    row[num] = med
+    extra = {}
+    for c in SPREAD:
+        if c in use and use[c].notna().any():
+            lo, hi = g[c].min(), g[c].max()
+            extra[f"{c}_min"], extra[f"{c}_max"] = lo, hi
+            extra[f"{c}_spread_pct"] = 100 * (hi - lo) / med[c].where(med[c] != 0)
+    extra["n_repeats"] = by_cell.size()
+    extra["n_repeats_ok"] = by_cell["_ok"].sum()
+    row = pd.concat([row, pd.DataFrame(extra)], axis=1).reindex(r["_cell"].unique())
+    return row.drop(columns="_ok").reset_index(drop=True)
 
 
 def newest_sweep(root: Path = Path("outputs")) -> Path:
