@@ -230,9 +230,10 @@ def _read(path: Path) -> pd.DataFrame:
 
 def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
     """``runs`` (one row per cell), ``repeats`` (every runs.csv row), ``kernels``, ``ncu``,
-    ``autotune``, ``revealed``, and ``run_dirs``: (source, run_id) -> the cell's own dir, where
-    its generated code and trace lie (sweep dirs only)."""
-    runs, kernels, ncu, autotune = [], [], [], []
+    ``autotune``, ``shapes`` (shape sweeps, one row per shape), ``revealed``, and
+    ``run_dirs``: (source, run_id) -> the cell's own dir, where its generated code and trace lie
+    (sweep dirs only)."""
+    runs, kernels, ncu, autotune, shapes = [], [], [], [], []
     where: dict[tuple[str, str], Path] = {}
     for d, label in zip(dirs, _labels(dirs), strict=True):
         r = _read(d / "runs.csv")
@@ -251,6 +252,13 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
             if len(k):
                 _tag(k, label)
                 kernels.append(k)
+        # shape sweeps: the sweep dir (or a results dir) holds them all; else each cell's own
+        sfiles = [d / "shapes.csv"] if (d / "shapes.csv").exists() else [
+            r / "shapes.csv" for r in run_dirs if (r / "shapes.csv").exists()]  # fmt: skip
+        for f in sfiles:
+            x = _read(f)
+            if len(x):
+                shapes.append(_tag(x, label))
         for name, acc in (("ncu.csv", ncu), ("autotune.csv", autotune)):
             files = [r / name for r in run_dirs if (r / name).exists()]
             if not run_dirs and (d / name).exists():
@@ -265,6 +273,7 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         "kernels": pd.concat(kernels, ignore_index=True) if kernels else pd.DataFrame(),
         "ncu": pd.concat(ncu, ignore_index=True) if ncu else pd.DataFrame(),
         "autotune": pd.concat(autotune, ignore_index=True) if autotune else pd.DataFrame(),
+        "shapes": pd.concat(shapes, ignore_index=True) if shapes else pd.DataFrame(),
     }
     r = out["runs"]
     for c in NUMERIC + NEWER_NUMERIC:

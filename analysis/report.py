@@ -194,7 +194,7 @@ def build(dirs: list[Path], out: Path) -> Path:
     d["repeats"].to_csv(out / "runs.csv", index=False)  # every row, as read
     d["kernels"].to_csv(out / "kernels.csv", index=False)
     d["revealed"].to_csv(out / "revealed.csv", index=False)
-    for extra in ("autotune", "ncu"):
+    for extra in ("autotune", "ncu", "shapes"):
         if not d[extra].empty:
             d[extra].to_csv(out / f"{extra}.csv", index=False)
     runs = d["runs"]
