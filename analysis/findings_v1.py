@@ -70,7 +70,7 @@ def join(m: pd.DataFrame, ra: pd.DataFrame, rb: pd.DataFrame) -> pd.DataFrame:
     m["elat_a"], m["elat_b"] = m["eager_lat_a"], m["eager_lat_b"]
     m["kernels_a"], m["kernels_b"] = m["kernels_per_step_a"], m["kernels_per_step_b"]
     m["hb_a"], m["hb_b"] = m["hb_a"].fillna(False), m["hb_b"].fillna(False)
-    comp = m["compile"] != "off"
+    comp = (m["compile"] != "off") & m["sp_a"].notna() & m["sp_b"].notna()
     m["why"] = ""
     m.loc[comp, "why"] = [why(x) for x in m[comp].to_dict("records")]
     return m
@@ -138,7 +138,7 @@ def section(data: dict) -> list[str]:
     if m.empty:
         return ["", "_v1 → v2: no cell of v1 matches one of these by configuration and source._"]
     srcs = ", ".join(f"`{s}`" for s in dict.fromkeys(m["source_a"]))
-    comp = m[m["compile"] != "off"]
+    comp = m[m["why"] != ""]  # compiled cells with a speedup on both sides
     counts = comp["why"].value_counts()
     out = [
         "",
@@ -169,8 +169,11 @@ def section(data: dict) -> list[str]:
                      rows)  # fmt: skip
     same = blog[blog["why"] == "unchanged"]
     if len(same):
-        out += ["", "Unchanged at the blog's shapes: " + ", ".join(
-            f"{_label(x)} {x['compile']}" for x in same.to_dict("records")) + "."]  # fmt: skip
+        by = [
+            f"`{src}` " + ", ".join(f"{_label(x)} {x['compile']}" for x in g.to_dict("records"))
+            for src, g in same.groupby("source_a", sort=False)
+        ]
+        out += ["", "Unchanged at the blog's shapes: " + "; ".join(by) + "."]
     return out
 
 

@@ -212,3 +212,36 @@ def test_each_section_names_the_source_it_needs_when_it_is_missing():
     assert "needs source `flex`" in findings_flex.section(data)[1]
     assert "needs source set `v1`" in findings_v1.section(data)[1]
     assert "needs rows with `overhead_s`" in findings_cost.section(data)[1]
+
+
+def test_v1_to_v2_matches_cells_and_says_why_each_speedup_moved(tmp_path):
+    from analysis.findings_common import read
+
+    def rows(flash_c, naive_c, **v2):
+        return pd.DataFrame([{**BASE, **r} for r in (
+            _cell("part3", "naive", "off", 1062.0, speedup=1.0, device_time_us=1060.0),
+            _cell("part3", "naive", "default", naive_c, device_time_us=320.0,
+                  **v2.get("naive", {"speedup": 1062 / naive_c})),
+            _cell("part3", "flash", "off", 96.8, speedup=1.0, device_time_us=94.0),
+            _cell("part3", "flash", "default", flash_c, device_time_us=95.0,
+                  **v2.get("flash", {"speedup": 96.8 / flash_c})),
+        )])  # fmt: skip
+
+    (tmp_path / "v1").mkdir()
+    rows(103.7, 325.7).to_csv(tmp_path / "v1" / "runs.csv", index=False)
+    paired = {"naive": {"speedup_paired": 2.87, "speedup_ci_low": 2.76, "speedup_ci_high": 2.96,
+                        "host_bound": False},
+              "flash": {"speedup_paired": 0.86, "speedup_ci_low": 0.84, "speedup_ci_high": 0.87,
+                        "host_bound": True}}  # fmt: skip
+    rows(141.1, 326.4, **paired).to_csv(tmp_path / "runs.csv", index=False)
+    text = "\n".join(findings_v1.section(read(tmp_path)))
+    assert "4 cells matched by configuration within the same source: `part3`" in text
+    assert "Speedups of the 2 compiled cells: 0 unchanged, 1 pairing, 1 host, 0 real change" in text
+    assert (
+        "| naive | default | part3 | 3.26x | 3.25x | 2.87x [2.76–2.96] | 326 → 326 | 1 → 1 | pairing |"
+        in text
+    )  # noqa: E501
+    assert (
+        "| flash | default | part3 | 0.933x | 0.686x | 0.860x [0.840–0.870] | 104 → 141 |" in text
+    )
+    assert "the paired speedup is 0.882–0.882x the cross-process one" in text
