@@ -8,12 +8,14 @@ Seaborn/matplotlib only; never torch.
 from __future__ import annotations
 
 from analysis.fig_compile import kernel_diff, payback
+from analysis.fig_flex import flex
 from analysis.fig_host import cpu_gpu
 from analysis.fig_kernels import blog_grid, kernel_classes, top_kernels
 from analysis.fig_latency import latency, speedup
 from analysis.fig_ncu import ncu_occupancy
 from analysis.fig_roofline import roofline
 from analysis.fig_scaling import scaling
+from analysis.fig_training import training
 from analysis.measures import MODES
 from analysis.style import (
     DPI,
@@ -40,10 +42,16 @@ FIGURES = [
     ("roofline", "How close to the ceiling?", roofline),
     ("scaling", "How does it scale with shape?", scaling),
     ("ncu", "Nsight Compute: occupancy and throughput", ncu_occupancy),
+    ("flex", "FlexAttention against flash and cuDNN, per mask", flex),
+]
+# Figures over every source at once (a question that spans sweeps, e.g. fwd against fwd_bwd).
+ACROSS = [
+    ("training", "Does compile pay less once the backward runs?", training),
 ]
 
 __all__ = [
     "DPI",
+    "ACROSS",
     "FIGURES",
     "MAX_BARS",
     "MAX_PX",

@@ -1,56 +1,68 @@
-"""The blog's claims, re-checked against committed results: ``python -m analysis.findings DIR``.
+"""The README's Findings, re-checked against committed results: ``python -m analysis.findings DIR``.
 
-Prints the README's "Findings" section from ``DIR/runs.csv``, ``kernels.csv`` and ``ncu.csv``
-(e.g. results/h200). Every number is read from those rows, and each claim gets a verdict
-computed from them; ``tests/test_findings.py`` fails when the README and this output differ.
-No torch.
+Prints the README's "Findings" block from the CSVs in ``DIR`` (e.g. results/h200): the blog's
+claims, each with a verdict computed from the rows, then one section per question, each in its
+own module: what compile changes (``findings_compile``), v1 against v2 (``findings_v1``),
+training (``findings_training``), the transformer block (``findings_block``), FlexAttention
+(``findings_flex``), attention over length (``findings_scaling``) and the sweep's own cost
+(``findings_cost``). A section whose source is missing prints one line naming it.
+``tests/test_findings.py`` fails when the README and this output differ. No torch.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import cells
-from study import metrics
-from study.schema import SHAPE_KEYS
+from analysis import (
+    findings_block,
+    findings_compile,
+    findings_cost,
+    findings_flex,
+    findings_scaling,
+    findings_training,
+    findings_v1,
+)
+from analysis.findings_common import blog_shapes, lat_text, read
 
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
-MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
-# Where each variant's compiled rows are taken from, best first: the experiment that covers it,
-# then the earlier sweeps. One row per variant, shape and mode: the first source that has it.
-PRIORITY = ["part1", "part2", "part3", "core", "attention_modes", "autotune", "ncu"]
-SHAPE_COLS = list(SHAPE_KEYS)
-# A speedup within this of 1 is no change: compiled GPU-bound cells repeat within ~1% across
-# processes on the H200 (README, "How fast, how faithful").
-NOISE = 0.02
+ABOUT = 0.15  # "about 3.7x" holds within 15% (3.1-4.3x)
+CLAIM_VARIANTS = {"naive", "naive_inplace", "math", "efficient", "flash", "cudnn"}
+# The sections after the blog's claims, in reading order; each takes the read results.
+SECTIONS = [
+    findings_compile.section,
+    findings_v1.section,
+    findings_training.section,
+    findings_block.section,
+    findings_flex.section,
+    findings_scaling.section,
+    findings_cost.section,
+]
+
+# Re-exported for the tests and older callers.
+_reproducibility = findings_compile.reproducibility
 
 
-def _load(d: Path):
-    runs = cells(pd.read_csv(d / "runs.csv"))  # one row per cell when cells were repeated
-    kernels = pd.read_csv(d / "kernels.csv")
-    ncu = pd.read_csv(d / "ncu.csv") if (d / "ncu.csv").exists() else pd.DataFrame()
-    return runs, kernels, ncu
+def verdict(ok: bool) -> str:
+    return "**holds**" if ok else "**differs**"
 
 
-BLOG_SEQ_LEN = 1024  # the blog's attention shape; other lengths belong to the scaling section
+def claims_source(runs: pd.DataFrame) -> str | None:
+    """The blog's claims come from one sweep that has every eager attention variant:
+    part3 when it is complete, else core; None when no sweep has them all."""
+    for src in ("part3", "core"):
+        mine = runs[(runs["source"] == src) & (runs["compile"] == "off") & (runs["status"] == "ok")]
+        if CLAIM_VARIANTS <= set(blog_shapes(mine)["variant"]):
+            return src
+    return None
 
 
-def _blog_shapes(runs):
-    """Rows at the blog's shapes: attention at seq_len 1024, every other family as measured."""
-    if "seq_len" not in runs:
-        return runs
-    return runs[(runs["family"] != "attention") | (runs["seq_len"] == BLOG_SEQ_LEN)]
-
-
-def _cell(runs, variant, compile_="off", source=None):
-    r = _blog_shapes(runs)
+def _cell(runs, variant, source, compile_="off"):
+    r = blog_shapes(runs)
     r = r[(r["variant"] == variant) & (r["compile"] == compile_) & (r["status"] == "ok")]
-    if source is not None:
-        r = r[r["source"] == source]
+    r = r[r["source"] == source]
     return r.iloc[0] if len(r) else None
 
 
@@ -58,396 +70,184 @@ def _kernels(kernels, row):
     return kernels[(kernels["source"] == row["source"]) & (kernels["run_id"] == row["run_id"])]
 
 
-ABOUT = 0.15  # "about 3.7x" holds within 15% (3.1-4.3x)
+def _calls(k, cls) -> int:
+    return int(k[k["kernel_class"] == cls]["calls_per_step"].astype(float).sum())
 
 
-def verdict(ok: bool) -> str:
-    return "**holds**" if ok else "**differs**"
-
-
-CLAIM_VARIANTS = {"naive", "naive_inplace", "math", "efficient", "flash", "cudnn"}
-
-
-def claims_source(runs: pd.DataFrame) -> str:
-    """The blog's claims come from one sweep that has every eager attention variant:
-    part3 when it is complete, else core."""
-    for src in ("part3", "core"):
-        mine = runs[(runs["source"] == src) & (runs["compile"] == "off") & (runs["status"] == "ok")]
-        if CLAIM_VARIANTS <= set(mine["variant"]):
-            return src
-    return runs["source"].iloc[0]
-
-
-def findings(d: Path) -> str:
-    runs, kernels, ncu = _load(d)
-    src = claims_source(runs)
-    env = runs[runs["source"] == src].iloc[0]
-    out = [
-        f"Measured on {env['device_name']}, torch {env['torch_version']}, bf16, B8 H16 S1024 D64 causal "
-        f"(results/h200, source `{src}` unless named). Generated by `python -m analysis.findings results/h200`.",
-        "",
-    ]
-    naive, inplace, math = (_cell(runs, v, source=src) for v in ("naive", "naive_inplace", "math"))
-    kn, ki = _kernels(kernels, naive), _kernels(kernels, inplace)
+def naive_kernels(runs, kernels, src) -> str:
+    naive = _cell(runs, "naive", src)
+    kn = _kernels(kernels, naive)
     copies = kn[kn["kernel_class"] == "copy"]
-    memsets = int(kn[kn["kernel_class"] == "memset"]["calls_per_step"].sum())
-    nk, ik = int(naive["kernels_per_step"]), int(inplace["kernels_per_step"])
-    out.append(
-        f"- naive launches 6 kernels, including a hidden Memcpy: {verdict(nk == 6 and len(copies) > 0)} in part. "
-        f"{nk} kernels per forward, {int(copies['calls_per_step'].sum())} of them "
-        f"`{copies['kernel_short'].iloc[0] if len(copies) else 'none'}`; the extra one is "
-        f"{memsets} cuBLAS `Memset`."
+    nk = int(naive["kernels_per_step"])
+    name = copies["kernel_short"].iloc[0] if len(copies) else "none"
+    return (
+        f"- naive launches 6 kernels, including a hidden Memcpy: {verdict(nk == 6 and len(copies) > 0)} "
+        f"in part. {nk} kernels per forward, {_calls(kn, 'copy')} of them `{name}`; the extra one "
+        f"is {_calls(kn, 'memset')} cuBLAS `Memset`."
     )
-    ic = int(ki[ki["kernel_class"] == "copy"]["calls_per_step"].sum())
-    out.append(
-        f"- in-place launches 5: {verdict(ik == 5)} — {ik} kernels, {ic} copies: the Memcpy is gone, "
-        "the Memset stays."
+
+
+def inplace_kernels(runs, kernels, src) -> str:
+    inplace = _cell(runs, "naive_inplace", src)
+    ik = int(inplace["kernels_per_step"])
+    ic = _calls(_kernels(kernels, inplace), "copy")
+    return (
+        f"- in-place launches 5: {verdict(ik == 5)} — {ik} kernels, {ic} copies: the Memcpy is "
+        "gone, the Memset stays."
     )
+
+
+def math_slowdown(runs, kernels, src) -> str:
+    math, inplace = _cell(runs, "math", src), _cell(runs, "naive_inplace", src)
     ratio = math["latency_median_us"] / inplace["latency_median_us"]
     mk = _kernels(kernels, math)
     fp32 = mk[mk["kernel_class"].str.startswith("gemm") & mk["kernel"].str.contains("f32f32")]
-    out.append(
+    near = abs(ratio - 3.7) / 3.7 <= ABOUT
+    return (
         f"- math launches about 20 kernels and is about 3.7x slower than naive in-place: kernels "
-        f"{verdict(15 <= math['kernels_per_step'] <= 25)} ({int(math['kernels_per_step'])}, including "
-        f"{int(fp32['calls_per_step'].sum())} FP32 GEMMs); slowdown {verdict(abs(ratio - 3.7) / 3.7 <= ABOUT)}: "
-        f"{ratio:.2f}x ({math['latency_median_us']:.0f} vs {inplace['latency_median_us']:.0f} µs)"
-        + (
-            "."
-            if abs(ratio - 3.7) / 3.7 <= ABOUT
-            else f", {'less' if ratio < 3.7 else 'more'} than the blog's 3.7x."
-        )
+        f"{verdict(15 <= math['kernels_per_step'] <= 25)} ({int(math['kernels_per_step'])}, "
+        f"including {int(fp32['calls_per_step'].astype(float).sum())} FP32 GEMMs); slowdown "
+        f"{verdict(near)}: {ratio:.2f}x ({math['latency_median_us']:.0f} vs "
+        f"{inplace['latency_median_us']:.0f} µs)"
+        + ("." if near else f", {'less' if ratio < 3.7 else 'more'} than the blog's 3.7x.")
     )
-    fused = []
-    all_one = True
+
+
+def fused_kernels(runs, kernels, src) -> str:
+    fused, all_one = [], True
     for v in ("efficient", "flash", "cudnn"):
-        row = _cell(runs, v, source=src)
-        k = _kernels(kernels, row)
+        k = _kernels(kernels, _cell(runs, v, src))
         work = k[~k["kernel_class"].isin(["memset", "copy"])]
-        all_one &= len(work) == 1 and int(work["calls_per_step"].sum()) == 1
-        extra = int(k[k["kernel_class"] == "memset"]["calls_per_step"].sum())
-        fused.append(
-            f"{v}: `{work['kernel_short'].iloc[0]}`" + (f" + {extra} Memset" if extra else "")
-        )
-    out.append(
+        all_one &= len(work) == 1 and int(work["calls_per_step"].astype(float).sum()) == 1
+        extra = _calls(k, "memset")
+        name = work["kernel_short"].iloc[0] if len(work) else "none"
+        fused.append(f"{v}: `{name}`" + (f" + {extra} Memset" if extra else ""))
+    return (
         f"- efficient, flash and cuDNN each launch one fused kernel: {verdict(all_one)} — "
         + "; ".join(fused)
         + "."
     )
-    att = runs[
-        (runs["source"] == src)
-        & (runs["family"] == "attention")
-        & (runs["compile"] == "off")
-        & (runs["status"] == "ok")
+
+
+def flash_fastest(runs, kernels, src) -> str:
+    att = blog_shapes(runs)
+    att = att[
+        (att["source"] == src)
+        & (att["family"] == "attention")
+        & (att["compile"] == "off")
+        & (att["status"] == "ok")
     ].sort_values("latency_median_us")
-    fastest = att.iloc[0]
-    flash = _cell(runs, "flash", source=src)
-    out.append(
+    fastest, flash = att.iloc[0], _cell(runs, "flash", src)
+    return (
         f"- flash is the fastest: {verdict(fastest['variant'] == 'flash')} — fastest eager cell is "
-        f"{fastest['variant']} at {fastest['latency_median_us']:.1f} µs; flash {flash['latency_median_us']:.1f} µs "
+        f"{fastest['variant']} at {_lat1(fastest)}; flash {_lat1(flash)} "
         f"(device time {flash['device_time_us']:.1f} vs {fastest['device_time_us']:.1f} µs)."
     )
-    fk = _kernels(kernels, flash)
-    occ = fk[fk["kernel_class"] == "flash"]["occupancy_pct"].iloc[0]
-    ach = None
+
+
+def _lat1(row) -> str:
+    """'96.8 µs' as v1 wrote it; with the range over repeats when the cell ran more than once."""
+    if row.get("n_repeats", 1) > 1:
+        return lat_text(row)
+    return f"{row['latency_median_us']:.1f} µs"
+
+
+def _ncu(d: Path, ncu: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Nsight Compute rows: this run's, else v1's (results/h200/v1/ncu.csv), with where from."""
     if not ncu.empty:
-        n = ncu[
-            (ncu["variant"] == "flash")
-            & (ncu["compile"] == "off")
-            & (ncu["metric"] == "achieved_occupancy")
-        ]
-        ach = pd.to_numeric(n["value"], errors="coerce").median() if len(n) else None
-        lim = ncu[
-            (ncu["variant"] == "flash")
-            & (ncu["compile"] == "off")
-            & (ncu["metric"] == "occupancy_limiter")
-        ]
-    out.append(
-        f"- flash runs at about 13% occupancy: {verdict(abs(occ - 13) < 3)} — the trace estimates {occ:.0f}%"
+        return ncu, ""
+    v1 = d / "v1" / "ncu.csv"
+    if v1.exists():
+        return pd.read_csv(v1), f" (v1's run, `{v1.parent.name}/ncu.csv`)"
+    return ncu, ""
+
+
+def flash_occupancy(runs, kernels, src, ncu, d) -> str:
+    fk = _kernels(kernels, _cell(runs, "flash", src))
+    occ = pd.to_numeric(fk[fk["kernel_class"] == "flash"]["occupancy_pct"], errors="coerce")
+    if occ.dropna().empty:
+        return "- flash runs at about 13% occupancy: no occupancy in the trace's kernel rows."
+    occ = float(occ.dropna().iloc[0])
+    ncu, where = _ncu(d, ncu)
+    ach, lim = None, None
+    if not ncu.empty:
+        f = ncu[(ncu["variant"] == "flash") & (ncu["compile"] == "off")]
+        n = pd.to_numeric(f[f["metric"] == "achieved_occupancy"]["value"], errors="coerce")
+        ach = n.median() if len(n.dropna()) else None
+        lims = f[f["metric"] == "occupancy_limiter"]["value"]
+        lim = lims.iloc[0] if len(lims) else None
+    return (
+        f"- flash runs at about 13% occupancy: {verdict(abs(occ - 13) < 3)} — the trace estimates "
+        f"{occ:.0f}%"
         + (
-            f"; Nsight Compute measures {ach:.1f}% achieved, limited by {lim['value'].iloc[0]}"
+            f"; Nsight Compute{where} measures {ach:.1f}% achieved"
+            + (f", limited by {lim}" if lim else "")
             if ach is not None
-            else ""
+            else " (the trace's estimate only: no Nsight Compute rows)"
         )
         + "."
     )
-    cud = _cell(runs, "cudnn", source=src)
+
+
+def cudnn_cpu_cost(runs, kernels, src) -> str:
+    cud, flash = _cell(runs, "cudnn", src), _cell(runs, "flash", src)
     gap_c = cud["latency_median_us"] - cud["device_time_us"]
     gap_f = flash["latency_median_us"] - flash["device_time_us"]
     pairs = []  # every sweep with both eager cells: this trace figure moves with the host's load
     for source in dict.fromkeys([src, *runs["source"]]):
-        c, f = _cell(runs, "cudnn", source=source), _cell(runs, "flash", source=source)
+        c, f = _cell(runs, "cudnn", source), _cell(runs, "flash", source)
         if c is not None and f is not None:
             pairs.append((source, c["cpu_us_per_step"], f["cpu_us_per_step"]))
     more = [c > f for _, c, f in pairs]
     word = verdict(all(more)) if all(more) or not any(more) else "**varies** between sweeps"
-    out.append(
+    return (
         f"- cuDNN has a CPU-side cost: {word} in the trace — profiled CPU time per step, cuDNN vs "
         "flash: "
         + ", ".join(f"{c:.0f} vs {f:.0f} µs (`{s}`)" for s, c, f in pairs)
         + f"; it does not reach the per-call latency: latency minus device time is {gap_c:.1f} µs "
         f"for cuDNN and {gap_f:.1f} µs for flash (`{src}`)."
     )
-    out += compile_effects(runs)
-    revealed = pd.read_csv(d / "revealed.csv") if (d / "revealed.csv").exists() else None
-    out += scaling(runs, revealed)
-    return "\n".join(out) + "\n"
 
 
-def _shape_label(r, varying) -> str:
-    return ", ".join(f"{k}={int(r[k])}" for k in varying if k in r and pd.notna(r[k]))
+CLAIMS = [naive_kernels, inplace_kernels, math_slowdown, fused_kernels, flash_fastest]
 
 
-def compile_effects(runs: pd.DataFrame) -> list[str]:
-    """One row per variant, shape and compile mode, from the best source that has it (PRIORITY),
-    compared with the eager row of the same source and shape; then when compiling pays."""
-    ok = _blog_shapes(runs[runs["status"] == "ok"]).copy()
-    rank = {src: i for i, src in enumerate(PRIORITY)}
-    ok["_src"] = ok["source"].map(lambda x: rank.get(x, len(rank)))
-    cols = [c for c in SHAPE_COLS if c in ok]
-    mode_i = {m: i for i, m in enumerate(MODES)}
-    every = []  # (variant, shape, mode) -> a row per source, in PRIORITY order
-    for _, r in ok[ok["compile"] != "off"].sort_values("_src", kind="stable").iterrows():
-        shape = tuple(r[c] if pd.notna(r[c]) else None for c in cols)
-        mine = ok[(ok["source"] == r["source"]) & (ok["variant"] == r["variant"])]
-        eager = mine["compile"] == "off"
-        for c, v in zip(cols, shape, strict=True):
-            eager &= mine[c].isna() if v is None else mine[c] == v
-        if not eager.any():  # never compare across sweeps: processes differ (README)
-            continue
-        e = mine[eager].iloc[0]
-        varying = [c for c in cols if mine[c].nunique() > 1]
-        sp = metrics.speedup(e["latency_median_us"], r["latency_median_us"])
-        if pd.notna(r.get("speedup_paired")):  # measured in one process: the better number
-            sp = float(r["speedup_paired"])
-        calls = metrics.payback_calls(
-            r["compile_s"], e["latency_median_us"], r["latency_median_us"]
-        )
-        every.append(
-            {
-                "key": (r["variant"], shape, r["compile"]),
-                "label": r["variant"] + (f" ({_shape_label(r, varying)})" if varying else ""),
-                "mode": r["compile"],
-                "source": r["source"],
-                "kernels": f"{int(e['kernels_per_step'])} → {int(r['kernels_per_step'])}",
-                "latency": f"{e['latency_median_us']:.1f} → {r['latency_median_us']:.1f}",
-                "speedup": sp,
-                "compile_s": r["compile_s"],
-                "payback": calls if sp is not None and sp >= 1 + NOISE else None,
-                # the GPU waits on the host: per-call latency over device time by more than 10%
-                "host_bound": bool(r["host_bound"])
-                if pd.notna(r.get("host_bound"))
-                else r["latency_median_us"] > 1.1 * r["device_time_us"],
-            }
-        )
-    rows = []
-    for key in dict.fromkeys(x["key"] for x in every):
-        same = [x for x in every if x["key"] == key]
-        rows.append(
-            {
-                **same[0],
-                "elsewhere": ", ".join(f"{x['speedup']:.2f}x `{x['source']}`" for x in same[1:]),
-                "all": [x["speedup"] for x in same],
-                "host_bound": any(x["host_bound"] for x in same),
-            }
-        )
-    rows.sort(key=lambda x: (x["label"], mode_i.get(x["mode"], 99)))
-    out = [
-        "",
-        "What torch.compile changes, per variant and mode (speedup = "
-        + (
-            "paired (eager and compiled timed in alternation in one process) where measured, else "
-            if "speedup_paired" in ok and ok["speedup_paired"].notna().any()
-            else ""
-        )
-        + "eager latency / compiled "
-        "latency, per-call medians from the same sweep; payback = calls until the compile time "
-        f"is repaid, empty unless compiled is more than {NOISE:.0%} faster; source = the sweep "
-        f"the row comes from, the first of {', '.join(PRIORITY)} that has it; other sweeps = "
-        "the same comparison in the other sweeps that have it, which shows how far a host-bound "
-        "cell moves with the host and its load):",
-        "",
-        "| variant | mode | source | kernels eager → compiled | latency eager → compiled, µs "
-        "| speedup | compile s | payback calls | other sweeps |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for x in rows:
-        pay = f"{x['payback']:,.0f}" if x["payback"] is not None else ""
-        out.append(
-            f"| {x['label']} | {x['mode']} | {x['source']} | {x['kernels']} | {x['latency']} | "
-            f"{x['speedup']:.2f}x | {x['compile_s']:.1f} | {pay} | {x['elsewhere']} |"
-        )
-    pays, flat, never = [], [], []
-    for label in dict.fromkeys(x["label"] for x in rows):
-        mine = [x for x in rows if x["label"] == label]
-        paying = [x for x in mine if x["payback"] is not None]
-        if paying:
-            b = min(paying, key=lambda x: x["payback"])
-            pays.append(
-                f"{label} after {b['payback']:,.0f} calls ({b['mode']}, {b['speedup']:.2f}x)"
-            )
-        elif any(x["speedup"] >= 1 - NOISE for x in mine):
-            flat.append(label)
-        else:
-            each = ", ".join(f"{x['mode']} {x['speedup']:.2f}x" for x in mine)
-            never.append(f"{label} ({each})")
-    out += _reproducibility(rows)
-    out += [
-        "",
-        "When compiling pays for itself (the fewest calls over the modes measured): "
-        + ("; ".join(pays) or "never")
-        + "."
-        + (f" No gain beyond ±{NOISE:.0%} in any mode: {', '.join(flat)}." if flat else "")
-        + (f" Slower than eager in every mode measured: {'; '.join(never)}." if never else ""),
-    ]
-    return out
-
-
-def _reproducibility(rows: list[dict]) -> list[str]:
-    """How far one comparison moves between sweeps, GPU-bound against host-bound compiled cells."""
-    again = [x for x in rows if len(x["all"]) > 1]
-    if not again:
-        return []
-
-    def spread(x):
-        return max(x["all"]) / min(x["all"]) - 1
-
-    parts = []
-    for bound, what in ((False, "GPU-bound"), (True, "host-bound")):
-        mine = sorted((x for x in again if x["host_bound"] is bound), key=spread)
-        if mine:
-            w = mine[-1]
-            parts.append(
-                f"{len(mine)} where the compiled cell is {what} moved by at most "
-                f"{spread(w):.0%} ({w['label']} {w['mode']}: "
-                f"{min(w['all']):.2f}–{max(w['all']):.2f}x)"
-            )
+def claims(data: dict) -> list[str]:
+    """The blog's claims, from the one sweep that has every eager attention variant."""
+    runs, kernels = data["runs"], data["kernels"]
+    src = claims_source(runs) if "source" in runs and len(runs) else None
+    if src is None:
+        return [
+            "_The blog's claims: need source `part3` (or `core`) with every eager attention "
+            f"variant ok ({', '.join(sorted(CLAIM_VARIANTS))}), not in these results._"
+        ]
+    env = runs[runs["source"] == src].iloc[0]
     return [
+        f"Measured on {env['device_name']}, torch {env['torch_version']}, bf16, B8 H16 S1024 D64 "
+        f"causal (results/h200, source `{src}` unless named). Generated by "
+        "`python -m analysis.findings results/h200`.",
         "",
-        f"Between sweeps (the other sweeps column): of the {len(again)} comparisons measured "
-        "more than once, " + "; ".join(parts) + ". Host-bound = per-call latency more than 10% "
-        "over device time: the GPU waits on Python dispatch and launch, which move with the host "
-        "and its load; compare those within one sweep only.",
+        *(claim(runs, kernels, src) for claim in CLAIMS),
+        flash_occupancy(runs, kernels, src, data["ncu"], data["dir"]),
+        cudnn_cpu_cost(runs, kernels, src),
     ]
 
 
-def scaling(runs: pd.DataFrame, revealed=None) -> list[str]:
-    """Attention over seq_len (source `scaling`): how far each variant goes, its kernels, and
-    what compiling does at the two ends."""
-    sc = runs[runs["source"] == "scaling"] if "source" in runs else runs.iloc[0:0]
-    if sc.empty:
-        return []
-    out = [
-        "",
-        f"Attention over sequence length (source `scaling`, seq_len {int(sc['seq_len'].min())}–"
-        f"{int(sc['seq_len'].max())}, B{int(sc['batch'].iloc[0])} H{int(sc['heads'].iloc[0])} "
-        f"D{int(sc['head_dim'].iloc[0])}):",
-        "",
-        "| variant | mode | longest that ran | latency there, ms | kernels per forward, shortest → longest | first out of memory |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for (variant, mode), g in sc.groupby(["variant", "compile"], sort=False):
-        g = g.sort_values("seq_len")
-        okr = g[g["status"] == "ok"]
-        oom = g[g["status"] == "oom"]
-        first_oom = ""
-        if len(oom):
-            o = oom.iloc[0]
-            asked = re.search(r"Tried to allocate ([\d.]+ [GMK]iB)", str(o["reason"]))
-            first_oom = f"{int(o['seq_len'])}" + (f" (asked for {asked.group(1)})" if asked else "")
-        if okr.empty:
-            out.append(f"| {variant} | {mode} | none | | | {first_oom} |")
-            continue
-        lo, hi = okr.iloc[0], okr.iloc[-1]
-        out.append(
-            f"| {variant} | {mode} | {int(hi['seq_len'])} | {hi['latency_median_us'] / 1e3:.2f} | "
-            f"{int(lo['kernels_per_step'])} → {int(hi['kernels_per_step'])} | {first_oom} |"
-        )
-    return out + [""] + _scaling_notes(sc, revealed, runs)
+def _safe(section, data: dict) -> list[str]:
+    """A section that cannot be built from these rows says so in one line; the rest go on."""
+    try:
+        return section(data)
+    except Exception as e:  # noqa: BLE001 - one odd row must not take the README down
+        name = section.__module__.rsplit(".", 1)[-1]
+        return ["", f"_`{name}` could not be built from these rows: {type(e).__name__}: {e}_"]
 
 
-def _calibrated_peak(runs: pd.DataFrame, row) -> float | None:
-    """The calibrated matmul peak for the row's device, dtype and torch, from any row that has it."""
-    if "peak_tflops" not in runs:
-        return None
-    same = runs[
-        (runs["device_name"] == row["device_name"])
-        & (runs["dtype"] == row["dtype"])
-        & (runs["torch_version"] == row["torch_version"])
-    ]["peak_tflops"].dropna()
-    return float(same.median()) if len(same) else None
-
-
-def _scaling_notes(sc: pd.DataFrame, revealed, all_runs: pd.DataFrame) -> list[str]:
-    """Bullets read off the scaling rows: eager kernel growth (and the trace's reason), the
-    compiled/eager ratio at the shortest and the longest length both ran, the best TFLOP/s."""
-    ok_ = sc[sc["status"] == "ok"]
-    eager, comp = ok_[ok_["compile"] == "off"], ok_[ok_["compile"] != "off"]
-    notes = []
-    grow = []
-    for v, g in eager.groupby("variant", sort=False):
-        g = g.sort_values("seq_len")
-        lo, hi = g.iloc[0], g.iloc[-1]
-        if hi["kernels_per_step"] <= lo["kernels_per_step"]:
-            continue
-        c = comp[(comp["variant"] == v) & (comp["seq_len"] == hi["seq_len"])]
-        why = ""
-        if revealed is not None:
-            rv = revealed[(revealed["source"] == "scaling") & (revealed["run_id"] == hi["run_id"])]
-            m = re.search(
-                r"split launches: (one [^;]*? launches \d+ x [^\s;]+); its largest input has "
-                r"([\d,]+) elements",
-                str(rv["revealed"].iloc[0]) if len(rv) else "",
-            )
-            if m:
-                why = f" ({m.group(1)}: {m.group(2)} elements, over 2^31-1, split for 32-bit indexing)"
-        grow.append(
-            f"{v} {int(lo['kernels_per_step'])} → {int(hi['kernels_per_step'])} at seq_len "
-            f"{int(hi['seq_len'])}{why}"
-            + (f", compiled {int(c['kernels_per_step'].iloc[0])}" if len(c) else "")
-        )
-    if grow:
-        notes.append("- Eager kernels per forward grow with length: " + "; ".join(grow) + ".")
-    ends = []
-    for (v, _mode), g in comp.groupby(["variant", "compile"], sort=False):
-        both = g.merge(eager[eager["variant"] == v], on="seq_len", suffixes=("", "_eager"))
-        if both.empty:
-            continue
-        both = both.sort_values("seq_len")
-        a, b = both.iloc[0], both.iloc[-1]
-        ra = metrics.speedup(a["latency_median_us_eager"], a["latency_median_us"])
-        rb = metrics.speedup(b["latency_median_us_eager"], b["latency_median_us"])
-        ends.append(f"{v} {ra:.2f}x at {int(a['seq_len'])} → {rb:.2f}x at {int(b['seq_len'])}")
-    if ends:
-        modes = ", ".join(sorted(set(comp["compile"])))
-        notes.append(
-            f"- Speedup of torch.compile ({modes}) over eager, shortest → longest length both ran: "
-            + "; ".join(ends)
-            + "."
-        )
-    if "tflops" in ok_ and ok_["tflops"].notna().any():
-        best = ok_.loc[ok_.groupby("variant")["tflops"].idxmax().dropna()].sort_values(
-            "tflops", ascending=False
-        )
-        line = (
-            "- Best rate per variant (FLOPs of the full S×S matrix over per-call latency): "
-            + "; ".join(
-                f"{r['variant']} {r['tflops']:.0f} TFLOP/s ({r['compile']}, seq_len {int(r['seq_len'])})"
-                for _, r in best.iterrows()
-            )
-            + "."
-        )
-        peak = _calibrated_peak(all_runs, best.iloc[0])
-        causal = "causal" in best and bool(best["causal"].eq(True).iloc[0])  # CSV: True, or NaN
-        if peak is not None and causal and best["tflops"].iloc[0] > peak:
-            over = best[best["tflops"] > peak]["variant"]
-            line += (
-                f" {' and '.join(over)} read above the calibrated {best['dtype'].iloc[0]} matmul peak "
-                f"({peak:.0f} TFLOP/s, `peak_tflops`): the count includes the masked half of the "
-                "causal matrix, which the fused kernels skip, so their real rate is about half "
-                "of what they read; naive and math compute the full matrix."
-            )
-        notes.append(line)
-    return notes
+def findings(d: Path) -> str:
+    data = read(Path(d))
+    out = _safe(claims, data)
+    for section in SECTIONS:
+        out += _safe(section, data)
+    return "\n".join(out) + "\n"
 
 
 def readme_block(readme: Path) -> str:

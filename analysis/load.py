@@ -113,6 +113,8 @@ SPREAD = [
     "latency_median_us",
     "speedup",
     "speedup_paired",
+    "speedup_ci_low",
+    "speedup_ci_high",
     "compile_s",
     "peak_mem_alloc_bytes",
     "device_time_us",
@@ -157,22 +159,25 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
         and not pd.api.types.is_bool_dtype(r[c])
         and c not in {"repeat", "repeats", "seed"}
     ]
-    out = []
-    for _, g in r.groupby("_cell", sort=False):
-        good = g[g["status"] == "ok"]
-        use = good if len(good) else g
-        row = use.iloc[0].copy()
-        for c in num:
-            row[c] = use[c].median()
-        for c in SPREAD:
-            if c in use and use[c].notna().any():
-                lo, hi, med = use[c].min(), use[c].max(), use[c].median()
-                row[f"{c}_min"], row[f"{c}_max"] = lo, hi
-                row[f"{c}_spread_pct"] = 100 * (hi - lo) / med if med else None
-        row["n_repeats"] = len(g)
-        row["n_repeats_ok"] = len(good)
-        out.append(row)
-    return pd.DataFrame(out).drop(columns="_cell").reset_index(drop=True)
+    # Vectorised over cells: the ok repeats when a cell has any, else all of its rows; the
+    # first of them gives the text columns, the median the numbers.
+    r["_ok"] = r["status"] == "ok"
+    by_cell = r.groupby("_cell", sort=False)
+    use = r[r["_ok"] | ~by_cell["_ok"].transform("any")]
+    g = use.groupby("_cell", sort=False)
+    row = g.head(1).set_index("_cell")
+    med = g[num].median()
+    row[num] = med
+    extra = {}
+    for c in SPREAD:
+        if c in use and use[c].notna().any():
+            lo, hi = g[c].min(), g[c].max()
+            extra[f"{c}_min"], extra[f"{c}_max"] = lo, hi
+            extra[f"{c}_spread_pct"] = 100 * (hi - lo) / med[c].where(med[c] != 0)
+    extra["n_repeats"] = by_cell.size()
+    extra["n_repeats_ok"] = by_cell["_ok"].sum()
+    row = pd.concat([row, pd.DataFrame(extra)], axis=1).reindex(r["_cell"].unique())
+    return row.drop(columns="_ok").reset_index(drop=True)
 
 
 def newest_sweep(root: Path = Path("outputs")) -> Path:
@@ -225,9 +230,10 @@ def _read(path: Path) -> pd.DataFrame:
 
 def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
     """``runs`` (one row per cell), ``repeats`` (every runs.csv row), ``kernels``, ``ncu``,
-    ``autotune``, ``revealed``, and ``run_dirs``: (source, run_id) -> the cell's own dir, where
-    its generated code and trace lie (sweep dirs only)."""
-    runs, kernels, ncu, autotune = [], [], [], []
+    ``autotune``, ``shapes`` (shape sweeps, one row per shape), ``revealed``, and
+    ``run_dirs``: (source, run_id) -> the cell's own dir, where its generated code and trace lie
+    (sweep dirs only)."""
+    runs, kernels, ncu, autotune, shapes = [], [], [], [], []
     where: dict[tuple[str, str], Path] = {}
     for d, label in zip(dirs, _labels(dirs), strict=True):
         r = _read(d / "runs.csv")
@@ -246,6 +252,13 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
             if len(k):
                 _tag(k, label)
                 kernels.append(k)
+        # shape sweeps: the sweep dir (or a results dir) holds them all; else each cell's own
+        sfiles = [d / "shapes.csv"] if (d / "shapes.csv").exists() else [
+            r / "shapes.csv" for r in run_dirs if (r / "shapes.csv").exists()]  # fmt: skip
+        for f in sfiles:
+            x = _read(f)
+            if len(x):
+                shapes.append(_tag(x, label))
         for name, acc in (("ncu.csv", ncu), ("autotune.csv", autotune)):
             files = [r / name for r in run_dirs if (r / name).exists()]
             if not run_dirs and (d / name).exists():
@@ -260,6 +273,7 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         "kernels": pd.concat(kernels, ignore_index=True) if kernels else pd.DataFrame(),
         "ncu": pd.concat(ncu, ignore_index=True) if ncu else pd.DataFrame(),
         "autotune": pd.concat(autotune, ignore_index=True) if autotune else pd.DataFrame(),
+        "shapes": pd.concat(shapes, ignore_index=True) if shapes else pd.DataFrame(),
     }
     r = out["runs"]
     for c in NUMERIC + NEWER_NUMERIC:

@@ -161,10 +161,11 @@ def failures(runs: pd.DataFrame) -> pd.DataFrame:
     return bad[[c for c in cols if c in bad]].reset_index(drop=True)
 
 
-def render(d: dict, where: Path) -> tuple[list, list]:
-    """Draw every figure for one source into ``where``: (made, skipped)."""
+def render(d: dict, where: Path, which=None) -> tuple[list, list]:
+    """Draw every figure for one source into ``where``: (made, skipped). ``which`` picks
+    another list (``figures.ACROSS``: figures over every source at once)."""
     made, skipped = [], []
-    for key, name, fn in figures.FIGURES:
+    for key, name, fn in figures.FIGURES if which is None else which:
         try:
             fig, sentence = fn(d)
         except figures.Skip as e:
@@ -194,7 +195,7 @@ def build(dirs: list[Path], out: Path) -> Path:
     d["repeats"].to_csv(out / "runs.csv", index=False)  # every row, as read
     d["kernels"].to_csv(out / "kernels.csv", index=False)
     d["revealed"].to_csv(out / "revealed.csv", index=False)
-    for extra in ("autotune", "ncu"):
+    for extra in ("autotune", "ncu", "shapes"):
         if not d[extra].empty:
             d[extra].to_csv(out / f"{extra}.csv", index=False)
     runs = d["runs"]
@@ -292,6 +293,18 @@ def build(dirs: list[Path], out: Path) -> Path:
                 + "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in skipped)
                 + "</ul>"
             )
+    made, skipped = render(d, out, figures.ACROSS)  # questions that span sources
+    skipped_all += [("every source", n, w) for n, w in skipped]
+    if made:
+        md += ["## Across sources", ""]
+        toc.append((1, "across", "Across sources"))
+        body.append("<h2 id='across'>Across sources</h2>")
+        for key, name, sentence, path in made:
+            rel = path.relative_to(out).as_posix()
+            md += [f"#### {name}", "", sentence, "", f"![{name}]({rel})", ""]
+            fid = page.anchor("across", key)
+            toc.append((2, fid, name))
+            body.append(page.figure(path, name, sentence, fid))
     (out / "report.md").write_text("\n".join(md) + "\n")
     intro = (
         f"<p>Sources: {html.escape(srcs)}<br>Built {stamp} from {len(runs)} cells "

@@ -37,7 +37,7 @@ def _sp(r) -> str:
     return f"{sp:.2f}x [{lo:.2f}–{hi:.2f}]{word}"
 
 
-def _cells(runs: pd.DataFrame) -> pd.DataFrame:
+def cells(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: the median over repeats of each number (config_hash groups them)."""
     runs = runs[runs["status"] == "ok"].copy()
     if "pass" not in runs:
@@ -51,7 +51,7 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def speedup_by_pass(runs: pd.DataFrame) -> str:
-    c = _cells(runs)
+    c = cells(runs)
     c = c[c["compile"] != "off"]
     if c.empty or "speedup_paired" not in c:
         return "_(no compiled cell with a paired speedup)_\n"
@@ -74,7 +74,7 @@ def _mib(x) -> str:
 
 
 def memory(runs: pd.DataFrame) -> str:
-    c = _cells(runs)
+    c = cells(runs)
     if "peak_mem_alloc_bytes" not in c or c["peak_mem_alloc_bytes"].isna().all():
         return "_(no memory columns in these rows)_\n"
     src = ", ".join(sorted(set(c["mem_source"].dropna()))) if "mem_source" in c else "?"

@@ -180,3 +180,48 @@ def test_every_figure_fits_a_screen_and_says_something(fixture_sweeps, source):
         finally:
             plt.close(fig)
     assert {"latency", "kernels_per_forward", "top_kernels"} <= set(drawn), drawn
+
+
+def _runs(rows):
+    import pandas as pd
+
+    base = {"status": "ok", "family": "attention", "device": "cuda", "dtype": "bf16",
+            "device_name": "NVIDIA H200", "torch_version": "2.11", "batch": 8, "heads": 16,
+            "head_dim": 64, "compile": "default", "pass": "fwd"}  # fmt: skip
+    return {"runs": pd.DataFrame([{**base, **r} for r in rows])}
+
+
+def test_flex_figure_plots_useful_rates_per_mask_and_marks_what_did_not_run():
+    from analysis.fig_flex import flex
+    from analysis.style import DPI, MAX_PX
+
+    rows = [{"variant": v, "mask": m, "seq_len": s, "tflops_useful": t, "status": st}
+            for v, m, s, t, st in (("flex", "causal", 1024, 300.0, "ok"),
+                                   ("flex", "causal", 4096, 360.0, "ok"),
+                                   ("cudnn", "causal", 4096, 436.0, "ok"),
+                                   ("flash", "document", 4096, None, "unsupported"),
+                                   ("flex", "document", 4096, 200.0, "ok"))]  # fmt: skip
+    fig, s = flex(_runs(rows))
+    assert [a.get_title() for a in fig.axes if a.get_title()] == ["causal", "document"]
+    w, h = fig.get_size_inches() * DPI
+    assert w <= MAX_PX[0] and h <= MAX_PX[1]
+    assert (
+        "causal cudnn 436 at 4096; document flex 200 at 4096; not run: 1 cells (unsupported)" in s
+    )
+    with pytest.raises(figures.Skip):
+        flex(_runs([{**r, "variant": "flash"} for r in rows]))  # no flex: nothing to compare
+
+
+def test_training_figure_spans_sources_and_gives_each_pass():
+    from analysis.fig_training import training
+    from analysis.style import DPI, MAX_PX
+
+    rows = [{"source": src, "variant": "naive", "pass": p, "compile": "default", "seq_len": 1024,
+             "speedup_paired": sp, "speedup_ci_low": sp * 0.97, "speedup_ci_high": sp * 1.03}
+            for src, p, sp in (("part3", "fwd", 2.87), ("part3_bwd", "fwd_bwd", 1.92))]  # fmt: skip
+    fig, s = training(_runs(rows))
+    w, h = fig.get_size_inches() * DPI
+    assert w <= MAX_PX[0] and h <= MAX_PX[1]
+    assert "default mode naive 2.87x fwd → 1.92x fwd_bwd" in s
+    with pytest.raises(figures.Skip):
+        training(_runs(rows[:1]))  # the forward alone

@@ -1,0 +1,83 @@
+"""Does compile pay less once the backward runs? One panel per variant measured in a training
+pass: the paired speedup (eager / compiled, timed in alternation in one process) per pass (fwd,
+fwd_bwd, train_step) with its 95% interval as a bar, a point per compile mode. Drawn over ALL
+sources at once (a pass is usually a sweep of its own: part3 and part3_bwd). Returns
+``(figure, sentence)`` or raises ``Skip``."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+
+from analysis.measures import MODES, PASSES, sig
+from analysis.style import MODE_COLORS, Skip, figure, finish, legend_right, legend_width
+
+TRAINING = ("fwd_bwd", "train_step")
+MAX_PANELS = 12
+
+
+def training(d) -> tuple:
+    r = d["runs"]
+    if "pass" not in r or "speedup_paired" not in r:
+        raise Skip("training: no pass or speedup_paired column")
+    r = r[(r["status"] == "ok") & r["speedup_paired"].notna() & (r["compile"] != "off")]
+    trained = sorted(set(r.loc[r["pass"].isin(TRAINING), "variant"]))
+    if not trained:
+        raise Skip("training: no compiled cell with a paired speedup in pass fwd_bwd or train_step")
+    r = r[r["variant"].isin(trained)]
+    # one row per variant, pass and mode: at the blog's attention length where a sweep has more
+    if "seq_len" in r and r["seq_len"].nunique() > 1:
+        r = r[(r["family"] != "attention") | (r["seq_len"] == 1024)]
+    r = r.drop_duplicates(["variant", "pass", "compile"])
+    shown = trained[:MAX_PANELS]
+    passes = [p for p in PASSES if p in set(r["pass"])]
+    modes = [m for m in MODES if m in set(r["compile"])]
+    ncols = min(4, len(shown))
+    nrows = int(np.ceil(len(shown) / ncols))
+    leg = legend_width(modes)
+    fig, axes = figure(nrows, ncols, w=2.9 * ncols + leg + 0.3, h=2.4 * nrows + 1.3, sharey=True)
+    for a in axes.flat[len(shown) :]:
+        a.axis("off")
+    width = 0.7 / max(1, len(modes))
+    for ax, v in zip(axes.flat, shown, strict=False):
+        g = r[r["variant"] == v]
+        for k, m in enumerate(modes):
+            gm = g[g["compile"] == m].set_index("pass").reindex(passes)
+            x = np.arange(len(passes)) - 0.35 + width * (k + 0.5)
+            lo = gm["speedup_ci_low"] if "speedup_ci_low" in gm else gm["speedup_paired"]
+            hi = gm["speedup_ci_high"] if "speedup_ci_high" in gm else gm["speedup_paired"]
+            sp = gm["speedup_paired"]
+            ax.errorbar(x, sp, yerr=[(sp - lo).clip(lower=0), (hi - sp).clip(lower=0)], fmt="o",
+                        ms=3.5, color=MODE_COLORS.get(m, "black"), capsize=2, lw=1)  # fmt: skip
+        ax.axhline(1.0, color="#888888", lw=0.8, ls="--")
+        ax.set_xticks(np.arange(len(passes)), passes, fontsize=8)
+        ax.set_title(v, fontsize=10)
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:g}x"))
+        ax.tick_params(labelsize=8)
+    for row in axes:
+        row[0].set_ylabel("paired speedup", fontsize=8)
+    legend_right(fig, [Line2D([], [], color=MODE_COLORS.get(m, "black"), marker="o", ls="")
+                       for m in modes], modes, title="compile")  # fmt: skip
+    finish(fig, "Does compile pay less once the backward runs?",
+           "paired speedup, 95% interval as a bar; above the dashed line: compiled faster"
+           + (f"; {len(trained) - len(shown)} more variants in the tables" if len(trained) > len(shown) else ""),
+           right_in=leg)  # fmt: skip
+    d_ = r[r["compile"] == "default"].pivot_table(index="variant", columns="pass",
+                                                  values="speedup_paired", aggfunc="first")  # fmt: skip
+    parts = []
+    for v in shown:
+        if v in d_.index and "fwd" in d_ and d_.loc[v].notna().sum() > 1:
+            rest = [
+                f"{sig(d_.loc[v, p])}x {p}"
+                for p in passes[1:]
+                if p in d_ and d_.loc[v, p] == d_.loc[v, p]
+            ]
+            parts.append(f"{v} {sig(d_.loc[v, 'fwd'])}x fwd → " + ", ".join(rest))
+    s = (
+        f"Paired speedup per pass of {len(shown)} variants measured in a training pass"
+        + (": default mode " + "; ".join(parts) if parts else "")
+        + "."
+    )
+    return fig, s

@@ -1,0 +1,193 @@
+"""What every Findings section shares: the results it reads, which rows it may compare, and
+how a speedup is written. Pure pandas on the committed CSVs; no torch.
+
+A speedup is the paired one where the row has it (eager and compiled timed in alternation in
+one process, with a 95% interval), else the cross-process ratio of the two cells' medians in
+the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.0 reads "no
+measurable difference" (``study.stats.verdict``). A cell run in several fresh processes is one
+row (``analysis.load.cells``: medians), its interval the envelope of the repeats' intervals,
+and its spread over repeats quoted beside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.load import TEXT, cells
+from analysis.measures import sig, speedups, xs
+from study.schema import SHAPE_KEYS
+from study.stats import verdict as stats_verdict
+
+# A cross-process speedup within this of 1 is no change: compiled GPU-bound cells repeat within
+# ~1% across processes on the H200 (README, "How fast, how faithful").
+NOISE = 0.02
+BLOG_SEQ_LEN = 1024  # the blog's attention shape; other lengths belong to their own sections
+SHAPE_COLS = list(SHAPE_KEYS)
+
+
+def read(d: Path) -> dict:
+    """The CSVs of a results dir: ``raw`` (every runs.csv row), ``runs`` (one row per cell),
+    ``kernels``, ``ncu``, ``revealed``, ``shapes`` (empty frames where absent), ``dir``."""
+
+    def csv(name):
+        return pd.read_csv(d / name, dtype=TEXT) if (d / name).exists() else pd.DataFrame()
+
+    raw = csv("runs.csv")
+    if "pass" in raw:
+        raw["pass"] = raw["pass"].fillna("fwd")
+    elif len(raw):
+        raw["pass"] = "fwd"
+    return {
+        "dir": d,
+        "raw": raw,
+        "runs": cells(raw),
+        "kernels": csv("kernels.csv"),
+        "ncu": csv("ncu.csv"),
+        "revealed": csv("revealed.csv"),
+        "shapes": csv("shapes.csv"),
+    }
+
+
+def needs(what: str, sources: str) -> list[str]:
+    """The one line a section prints when its source is not in the results."""
+    return ["", f"_{what}: needs source {sources}, not in these results._"]
+
+
+def of(runs: pd.DataFrame, *sources: str) -> pd.DataFrame:
+    return runs[runs["source"].isin(sources)] if "source" in runs else runs.iloc[0:0]
+
+
+def ok(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs["status"] == "ok"]
+
+
+def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
+    """The blog's forward at its shapes: attention at seq_len 1024, other families as measured."""
+    r = runs[runs["pass"] == "fwd"] if "pass" in runs else runs
+    if "seq_len" not in r:
+        return r
+    return r[(r["family"] != "attention") | (r["seq_len"] == BLOG_SEQ_LEN)]
+
+
+def truthy(s: pd.Series) -> pd.Series:
+    return s.map(lambda x: str(x).strip().lower() in ("true", "1", "1.0"))
+
+
+def host_bound(r: pd.DataFrame) -> pd.Series:
+    """The GPU waits on the host: the ``host_bound`` column where written, else per-call
+    latency more than 10% over device time (the same rule)."""
+    rule = r["latency_median_us"] > 1.1 * r["device_time_us"]
+    if "host_bound" not in r:
+        return rule
+    return truthy(r["host_bound"]).where(r["host_bound"].notna(), rule)
+
+
+def shape_of(r) -> tuple:
+    return tuple(r[c] if c in r and pd.notna(r[c]) else None for c in SHAPE_COLS)
+
+
+def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
+    """Compiled ok cells with their eager twin of the same source, pass and shape (never across
+    sweeps: processes differ): ``eager_lat``, ``eager_kernels``, ``eager_run_id``, and the
+    cross-process ``speedup`` recomputed from the two medians. Then ``measures.speedups``."""
+    o = ok(runs)
+    keys = ["source", "variant", "pass", *[c for c in SHAPE_COLS if c in o]]
+    if "mask" in o:
+        keys.append("mask")
+    e = o[o["compile"] == "off"].copy()
+    c = o[o["compile"] != "off"].copy()
+    for x in (e, c):  # NaN never equals NaN in a merge key
+        for k in keys:
+            x[k] = x[k].astype(object).where(x[k].notna(), "-")
+    e = e.drop_duplicates(keys)[[*keys, "latency_median_us", "kernels_per_step", "run_id"]].rename(
+        columns={
+            "latency_median_us": "eager_lat",
+            "kernels_per_step": "eager_kernels",
+            "run_id": "eager_run_id",
+        }
+    )
+    m = c.merge(e, on=keys, how="inner")
+    for k in keys:
+        m[k] = m[k].where(m[k] != "-", None)
+    m["speedup"] = m["eager_lat"] / m["latency_median_us"]
+    return envelope(speedups(m))
+
+
+def envelope(r: pd.DataFrame) -> pd.DataFrame:
+    """A repeated cell's paired interval: from the lowest repeat's low to the highest's high."""
+    if "n_repeats" not in r or "speedup_ci_low_min" not in r:
+        return r
+    many = (r["n_repeats"] > 1) & (r["sp_kind"] == "paired")
+    r.loc[many, "sp_lo"] = r.loc[many, "speedup_ci_low_min"]
+    r.loc[many, "sp_hi"] = r.loc[many, "speedup_ci_high_max"]
+    r["sp_same"] = (r["sp_lo"] <= 1.0) & (r["sp_hi"] >= 1.0)
+    return r
+
+
+def verdict(row) -> str:
+    """faster, slower or no measurable difference: the 95% interval where there is one, else
+    the cross-process ratio against ±NOISE."""
+    sp, lo, hi = row.get("sp"), row.get("sp_lo"), row.get("sp_hi")
+    if sp is None or sp != sp:
+        return ""
+    if lo == lo and hi == hi and lo is not None and hi is not None:
+        return stats_verdict(sp, lo, hi)
+    if abs(sp - 1) <= NOISE:
+        return f"within ±{NOISE:.0%}"
+    return "faster" if sp > 1 else "slower"
+
+
+def sp_text(row) -> str:
+    """'2.96x [2.88–3.00]' (paired, 95% interval), '1.25x' (cross-process, no interval)."""
+    sp, lo, hi = row.get("sp"), row.get("sp_lo"), row.get("sp_hi")
+    if sp is None or sp != sp:
+        return ""
+    if row.get("sp_kind") == "paired" and lo == lo and hi == hi:
+        return f"{xs(sp)} [{sig(lo)}–{sig(hi)}]"
+    return xs(sp)
+
+
+def spread_text(row) -> str:
+    """The spread of a repeated cell's speedup over its fresh processes: '3 runs: 0.54–0.91x'."""
+    n = row.get("n_repeats", 1)
+    if not n or n != n or n <= 1:
+        return ""
+    col = "speedup_paired" if row.get("sp_kind") == "paired" else "speedup"
+    lo, hi = row.get(f"{col}_min"), row.get(f"{col}_max")
+    if lo is None or lo != lo:
+        return f"{int(n)} runs"
+    return f"{int(n)} runs: {sig(lo)}–{xs(hi)}"
+
+
+def lat_text(row, col: str = "latency_median_us") -> str:
+    """A per-call latency in µs, with its range over repeats when the cell ran more than once."""
+    n = row.get("n_repeats", 1)
+    lo, hi = row.get(f"{col}_min"), row.get(f"{col}_max")
+    if n and n == n and n > 1 and lo == lo and lo is not None:
+        return f"{sig(row[col])} µs ({int(n)} runs, {sig(lo)}–{sig(hi)})"
+    return f"{sig(row[col])} µs"
+
+
+def calibrated_peak(runs: pd.DataFrame, row) -> float | None:
+    """The calibrated matmul peak for the row's device, dtype and torch, from any row with it."""
+    if row.get("peak_tflops") == row.get("peak_tflops") and row.get("peak_tflops") is not None:
+        return float(row["peak_tflops"])
+    if "peak_tflops" not in runs:
+        return None
+    same = runs[
+        (runs["device_name"] == row["device_name"])
+        & (runs["dtype"] == row["dtype"])
+        & (runs["torch_version"].astype(str) == str(row["torch_version"]))
+    ]["peak_tflops"].dropna()
+    return float(same.median()) if len(same) else None
+
+
+def table(header: list[str], rows: list[list]) -> list[str]:
+    """A Markdown table; cells are text already."""
+    return [
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join("---" for _ in header) + " |",
+        *("| " + " | ".join(str(x) for x in r) + " |" for r in rows),
+    ]

@@ -1,0 +1,176 @@
+"""FlexAttention against the fused SDPA backends (source ``flex``): useful TFLOP/s per mask and
+length, flex's latency against flash and cuDNN, the sliding window's flat useful rate, the
+kernel Inductor generated for flex, and no attention row above the calibrated peak. Part of
+``python -m analysis.findings``.
+
+Useful TFLOP/s (``tflops_useful``) count only the score matrix the mask keeps; ``tflops``
+counts the full S×S matrix, so a masked kernel that skips tiles reads high there.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.findings_common import calibrated_peak, needs, of, table, truthy
+from analysis.measures import count, sig, xs
+
+VARIANTS = ["flex", "flash", "cudnn", "efficient"]
+MASKS = ["causal", "sliding_window", "document", "prefix_lm"]
+RATIO_AT = [1024, 4096, 16384]
+FLAT = 1.3  # "roughly flat": the useful rate's max over min across lengths
+
+
+def section(data: dict) -> list[str]:
+    r = of(data["runs"], "flex")
+    if r.empty:
+        return needs("FlexAttention", "`flex`")
+    r = r[r["pass"] == "fwd"]
+    out = ["", *rates(r), *ratios(r), *sliding(r), *kernel(r, data["kernels"])]
+    return out + peak_check(data["runs"])
+
+
+def _mask_order(m) -> int:
+    return MASKS.index(m) if m in MASKS else len(MASKS)
+
+
+def _at(r, variant, mask, seq):
+    x = r[(r["variant"] == variant) & (r["mask"] == mask) & (r["seq_len"] == seq)]
+    return x.iloc[0] if len(x) else None
+
+
+def rates(r: pd.DataFrame) -> list[str]:
+    variants = [v for v in VARIANTS if v in set(r["variant"])]
+    variants += sorted(set(r["variant"]) - set(variants))
+    x0 = r.iloc[0]
+    rows = []
+    keys = r[["mask", "seq_len"]].drop_duplicates()
+    keys = keys.assign(_m=keys["mask"].map(_mask_order)).sort_values(["_m", "seq_len"])
+    for _, k in keys.iterrows():
+        row = [k["mask"], f"{int(k['seq_len'])}"]
+        for v in variants:
+            x = _at(r, v, k["mask"], k["seq_len"])
+            if x is None:
+                row.append("")
+            elif x["status"] != "ok":
+                row.append(x["status"])
+            else:
+                row.append(sig(x["tflops_useful"]))
+        rows.append(row)
+    return [
+        f"FlexAttention against the fused SDPA kernels (source `flex`, {x0['compile']} mode, "
+        f"B{int(x0['batch'])} H{int(x0['heads'])} D{int(x0['head_dim'])}, {x0['dtype']}), "
+        "useful TFLOP/s (FLOPs of the score matrix the mask keeps over per-call latency; a "
+        "status where the cell did not run):",
+        "",
+        *table(["mask", "seq_len", *variants], rows),
+    ]
+
+
+def ratios(r: pd.DataFrame) -> list[str]:
+    """flex latency over flash's and over cuDNN's, causal, at 1k, 4k and 16k."""
+    parts = []
+    for seq in RATIO_AT:
+        f = _at(r, "flex", "causal", seq)
+        if f is None:
+            continue
+        if f["status"] != "ok":
+            parts.append(f"{seq}: flex {f['status']}")  # e.g. oom: no ratio
+            continue
+        each = []
+        for other in ("flash", "cudnn"):
+            o = _at(r, other, "causal", seq)
+            if o is None or o["status"] != "ok":
+                each.append(f"{other} {o['status'] if o is not None else 'not measured'}")
+            else:
+                each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}")
+        parts.append(f"{seq}: " + ", ".join(each))
+    if not parts:
+        return []
+    return [
+        "",
+        "- flex latency over flash's and cuDNN's, causal (below 1: flex faster): "
+        + "; ".join(parts)
+        + ".",
+    ]
+
+
+def sliding(r: pd.DataFrame) -> list[str]:
+    """The sliding window: useful TFLOP/s roughly flat over length (the window's work grows as
+    S·W, and so does its time), while the full-matrix count (S²) drifts away from the work."""
+    s = r[(r["variant"] == "flex") & (r["mask"] == "sliding_window") & (r["status"] == "ok")]
+    s = s.sort_values("seq_len")
+    if len(s) < 2:
+        have = ", ".join(f"{int(x['seq_len'])} {x['status']}" for _, x in
+                         r[(r["variant"] == "flex") & (r["mask"] == "sliding_window")].iterrows())  # fmt: skip
+        return ["", "- Sliding window: needs flex at two lengths or more"
+                + (f" (have: {have})." if have else ".")]  # fmt: skip
+    u, t = s["tflops_useful"], s["tflops"]
+    flat = u.max() / u.min() <= FLAT
+    steps = t.diff().dropna()
+    way = "rises" if (steps > 0).all() else "falls" if (steps < 0).all() else "moves"
+    return [
+        "",
+        f"- Sliding window, flex: useful TFLOP/s roughly flat over length (within {FLAT}x): "
+        f"{'**holds**' if flat else '**differs**'} — seq_len "
+        + ", ".join(str(int(x)) for x in s["seq_len"])
+        + ": useful "
+        + " → ".join(sig(x) for x in u)
+        + f" TFLOP/s; counting the full S×S matrix it {way}: "
+        + " → ".join(sig(x) for x in t)
+        + " (the mask keeps "
+        + " → ".join(f"{x:.0%}" for x in u / t)
+        + " of it).",
+    ]
+
+
+def kernel(r: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
+    """The kernel Inductor generated for flex: name, source file, the ops it fused."""
+    k = of(kernels, "flex")
+    if k.empty or "generated" not in k:
+        return []
+    g = k[(k["variant"] == "flex") & truthy(k["generated"])]
+    if g.empty:
+        return ["", "- flex: no generated kernel in kernels.csv."]
+    g = g.drop_duplicates("kernel")
+    masks = r.set_index("run_id")["mask"].to_dict()
+    out = []
+    for name, x in g.groupby("kernel", sort=True):
+        runs_ = sorted({str(masks.get(i, "?")) for i in x["run_id"]}, key=_mask_order)
+        y = x.iloc[0]
+        out.append(
+            f"`{name}` from `{y.get('source_file', '')}`, fusing `{y.get('fused_ops', '')}` "
+            f"({', '.join(runs_)})"
+        )
+    bm = r[(r["variant"] == "flex") & r["block_mask_s"].notna()] if "block_mask_s" in r else r[:0]
+    mask_s = (
+        f" Building the block mask took {sig(bm['block_mask_s'].min() * 1e3)}–"
+        f"{sig(bm['block_mask_s'].max() * 1e3)} ms, once per cell, outside the timing."
+        if len(bm)
+        else ""
+    )
+    return ["", "- The kernel Inductor generated for flex: " + "; ".join(out) + "." + mask_s]
+
+
+def peak_check(runs: pd.DataFrame) -> list[str]:
+    """No attention row reads above the calibrated matmul peak in useful TFLOP/s."""
+    a = runs[(runs["family"] == "attention") & (runs["status"] == "ok")]
+    if "tflops_useful" not in a or a["tflops_useful"].isna().all():
+        return []
+    a = a[a["tflops_useful"].notna()]
+    peaks = pd.Series([calibrated_peak(runs, x) for _, x in a.iterrows()], index=a.index)
+    known = a[peaks.notna()]
+    if known.empty:
+        return ["", "- Useful TFLOP/s against the calibrated peak: no `peak_tflops` in any row."]
+    frac = known["tflops_useful"] / peaks[known.index].astype(float)
+    over = known[frac > 1]
+    top = known.loc[frac.idxmax()]
+    full_over = int((known["tflops"] > peaks[known.index].astype(float)).sum())
+    return [
+        "",
+        f"- No attention row reads above the calibrated peak in useful TFLOP/s: "
+        f"{'**holds**' if over.empty else '**differs**'} — {len(known)} ok rows; the highest is "
+        f"{top['variant']} at seq_len {count(top['seq_len'])} (`{top['source']}`), "
+        f"{sig(top['tflops_useful'])} of {sig(peaks[top.name])} TFLOP/s ({frac.max():.0%})"
+        + (f"; {len(over)} above it" if len(over) else "")
+        + (f". Counting the full S×S matrix, {full_over} read above it." if full_over else "."),
+    ]

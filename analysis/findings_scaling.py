@@ -1,0 +1,130 @@
+"""Attention over sequence length (source ``scaling``): how far each variant goes before it runs
+out of memory, its kernels, what compiling does at the two ends, and the best rate. Part of
+``python -m analysis.findings``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from analysis.findings_common import calibrated_peak
+from study import metrics
+
+
+def section(data: dict) -> list[str]:
+    runs = data["runs"]
+    sc = runs[(runs["source"] == "scaling") & (runs["pass"] == "fwd")] if "source" in runs else runs
+    if sc.empty:
+        return [
+            "",
+            "_Attention over sequence length: needs source `scaling`, not in these results._",
+        ]
+    rv = data["revealed"]
+    return scaling(sc, rv if len(rv) else None, runs)
+
+
+def scaling(sc: pd.DataFrame, revealed, runs: pd.DataFrame) -> list[str]:
+    """Attention over seq_len (source `scaling`): how far each variant goes, its kernels, and
+    what compiling does at the two ends."""
+    out = [
+        "",
+        f"Attention over sequence length (source `scaling`, seq_len {int(sc['seq_len'].min())}–"
+        f"{int(sc['seq_len'].max())}, B{int(sc['batch'].iloc[0])} H{int(sc['heads'].iloc[0])} "
+        f"D{int(sc['head_dim'].iloc[0])}):",
+        "",
+        "| variant | mode | longest that ran | latency there, ms | kernels per forward, shortest → longest | first out of memory |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for (variant, mode), g in sc.groupby(["variant", "compile"], sort=False):
+        g = g.sort_values("seq_len")
+        okr = g[g["status"] == "ok"]
+        oom = g[g["status"] == "oom"]
+        first_oom = ""
+        if len(oom):
+            o = oom.iloc[0]
+            asked = re.search(r"Tried to allocate ([\d.]+ [GMK]iB)", str(o["reason"]))
+            first_oom = f"{int(o['seq_len'])}" + (f" (asked for {asked.group(1)})" if asked else "")
+        if okr.empty:
+            out.append(f"| {variant} | {mode} | none | | | {first_oom} |")
+            continue
+        lo, hi = okr.iloc[0], okr.iloc[-1]
+        out.append(
+            f"| {variant} | {mode} | {int(hi['seq_len'])} | {hi['latency_median_us'] / 1e3:.2f} | "
+            f"{int(lo['kernels_per_step'])} → {int(hi['kernels_per_step'])} | {first_oom} |"
+        )
+    return out + [""] + _scaling_notes(sc, revealed, runs)
+
+
+def _scaling_notes(sc: pd.DataFrame, revealed, all_runs: pd.DataFrame) -> list[str]:
+    """Bullets read off the scaling rows: eager kernel growth (and the trace's reason), the
+    compiled/eager ratio at the shortest and the longest length both ran, the best TFLOP/s."""
+    ok_ = sc[sc["status"] == "ok"]
+    eager, comp = ok_[ok_["compile"] == "off"], ok_[ok_["compile"] != "off"]
+    notes = []
+    grow = []
+    for v, g in eager.groupby("variant", sort=False):
+        g = g.sort_values("seq_len")
+        lo, hi = g.iloc[0], g.iloc[-1]
+        if hi["kernels_per_step"] <= lo["kernels_per_step"]:
+            continue
+        c = comp[(comp["variant"] == v) & (comp["seq_len"] == hi["seq_len"])]
+        why = ""
+        if revealed is not None:
+            rv = revealed[(revealed["source"] == "scaling") & (revealed["run_id"] == hi["run_id"])]
+            m = re.search(
+                r"split launches: (one [^;]*? launches \d+ x [^\s;]+); its largest input has "
+                r"([\d,]+) elements",
+                str(rv["revealed"].iloc[0]) if len(rv) else "",
+            )
+            if m:
+                why = f" ({m.group(1)}: {m.group(2)} elements, over 2^31-1, split for 32-bit indexing)"
+        grow.append(
+            f"{v} {int(lo['kernels_per_step'])} → {int(hi['kernels_per_step'])} at seq_len "
+            f"{int(hi['seq_len'])}{why}"
+            + (f", compiled {int(c['kernels_per_step'].iloc[0])}" if len(c) else "")
+        )
+    if grow:
+        notes.append("- Eager kernels per forward grow with length: " + "; ".join(grow) + ".")
+    ends = []
+    for (v, _mode), g in comp.groupby(["variant", "compile"], sort=False):
+        both = g.merge(eager[eager["variant"] == v], on="seq_len", suffixes=("", "_eager"))
+        if both.empty:
+            continue
+        both = both.sort_values("seq_len")
+        a, b = both.iloc[0], both.iloc[-1]
+        ra = metrics.speedup(a["latency_median_us_eager"], a["latency_median_us"])
+        rb = metrics.speedup(b["latency_median_us_eager"], b["latency_median_us"])
+        ends.append(f"{v} {ra:.2f}x at {int(a['seq_len'])} → {rb:.2f}x at {int(b['seq_len'])}")
+    if ends:
+        modes = ", ".join(sorted(set(comp["compile"])))
+        notes.append(
+            f"- Speedup of torch.compile ({modes}) over eager, shortest → longest length both ran: "
+            + "; ".join(ends)
+            + "."
+        )
+    if "tflops" in ok_ and ok_["tflops"].notna().any():
+        best = ok_.loc[ok_.groupby("variant")["tflops"].idxmax().dropna()].sort_values(
+            "tflops", ascending=False
+        )
+        line = (
+            "- Best rate per variant (FLOPs of the full S×S matrix over per-call latency): "
+            + "; ".join(
+                f"{r['variant']} {r['tflops']:.0f} TFLOP/s ({r['compile']}, seq_len {int(r['seq_len'])})"
+                for _, r in best.iterrows()
+            )
+            + "."
+        )
+        peak = calibrated_peak(all_runs, best.iloc[0])
+        causal = "causal" in best and bool(best["causal"].eq(True).iloc[0])  # CSV: True, or NaN
+        if peak is not None and causal and best["tflops"].iloc[0] > peak:
+            over = best[best["tflops"] > peak]["variant"]
+            line += (
+                f" {' and '.join(over)} read above the calibrated {best['dtype'].iloc[0]} matmul peak "
+                f"({peak:.0f} TFLOP/s, `peak_tflops`): the count includes the masked half of the "
+                "causal matrix, which the fused kernels skip, so their real rate is about half "
+                "of what they read; naive and math compute the full matrix."
+            )
+        notes.append(line)
+    return notes
