@@ -3,8 +3,8 @@
 A and B are sweep dirs or committed results dirs (several ``source``s), e.g. the same sweep
 under two torch versions; ``DIR:SOURCE`` picks one source of a results dir. Cells are matched
 by their configuration (variant, compile, pass, dtype, device, shape, causal, and the Inductor
-patches/fullgraph/dynamic where both sides record them), never by run id, and within the same
-source name when both sides have it. Per cell and per variant it reports the change in
+patches/fullgraph/dynamic and the attention mask/score_mod where both sides record them), never
+by run id, and within the same source name when both sides have it. Per cell and per variant it reports the change in
 latency, speedup (paired when measured), compile time, kernels per forward and peak memory,
 and flags regressions with the thresholds of PyTorch's compiler dashboard (torchci
 ``components/benchmark/compilers/common.ts``): 5% relative change in latency and compile time,
@@ -32,7 +32,7 @@ LATENCY = 0.05  # RELATIVE_THRESHOLD
 SPEEDUP = 0.95  # SPEEDUP_THRESHOLD: B's speedup below 0.95x of A's
 COMPILE = 0.05  # compilation latency uses RELATIVE_THRESHOLD too
 MEMORY = 0.20  # PEAK_MEMORY_USAGE_RELATIVE_THRESHOLD
-EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic")
+EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
 
 
 def side(arg: str) -> tuple[dict, str]:
