@@ -94,6 +94,12 @@ def test_no_scaling_section_without_a_scaling_source(tmp_path):
     text = findings(out)
     assert "Attention over sequence length (source" not in text and "grow with length" not in text
     assert "Attention over sequence length: needs source `scaling`" in text
+    # A results dir whose own sweeps lack it falls back to the previous study's, labelled so.
+    (out / "v1").mkdir()
+    runs.to_csv(out / "v1" / "runs.csv", index=False)
+    text = findings(out)
+    assert "Attention over sequence length (source `v1/scaling`: v1's sweep" in text
+    assert "| naive | off | 16384 |" in text
 
 
 def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():

@@ -198,9 +198,10 @@ def test_the_sweeps_cost_sums_every_phase_over_repeats():
     rows += [_cell("part3", "flash", "default", 90.0, **t),
              _cell("part3", "naive", "default", 90.0, **{**t, "overhead_s": 3.0},
                    status="invalid")]  # fmt: skip
+    rows[1]["prepare_s"] = 3.5  # this sweep's first cell waited for the server's imports
     text = "\n".join(findings_cost.section(_data(rows)))
-    # rows: (4+6) + (5+6) + (6+6) + (1+6) + (3+6) = 49 s
-    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 0.817 | 5.00 | 2.00 |" in text
+    # rows: (4+6) + (5+6) + (6+6) + (1+6) + (3+6) = 49 s; eager overheads 4, 5-3.5, 6
+    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 0.817 | 4.00 | 2.00 | 3.50 |" in text
     assert "overhead_s + gpu_wait_s + first_call_s" in text
 
 
