@@ -4,7 +4,7 @@
 #   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 32768..512
 #   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
-#   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep
+#   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep (EXP=part3 pass=fwd_bwd for NAME=part3_bwd)
 #   bash benchmarks/reference_study.sh probe OUTDIR     # may the cell server import all it does? (fork_probe)
 # v2 (issue 22), in three device commands of under 10 minutes each, all on one H200 unless
 # NJ says otherwise:
@@ -121,6 +121,6 @@ case $stage in
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     name=$3; shift 3
-    sweep "$name" +experiment="$name" resume=true "$@"
+    sweep "$name" +experiment="${EXP:-$name}" resume=true "$@"  # EXP=part3 for NAME=part3_bwd
     ;;
 esac
