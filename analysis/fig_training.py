@@ -29,6 +29,8 @@ def training(d) -> tuple:
     # one row per variant, pass and mode: at the blog's attention length where a sweep has more
     if "seq_len" in r and r["seq_len"].nunique() > 1:
         r = r[(r["family"] != "attention") | (r["seq_len"] == 1024)]
+    if "source" in r:  # sweeps over other shapes (dynamic, flex) are not the ladder's cells
+        r = r[~r["source"].isin(["dynamic", "flex", "scaling"])]
     r = r.drop_duplicates(["variant", "pass", "compile"])
     shown = trained[:MAX_PANELS]
     passes = [p for p in PASSES if p in set(r["pass"])]

@@ -5,8 +5,10 @@ A speedup is the paired one where the row has it (eager and compiled timed in al
 one process, with a 95% interval), else the cross-process ratio of the two cells' medians in
 the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.0 reads "no
 measurable difference" (``study.stats.verdict``). A cell run in several fresh processes is one
-row (``analysis.load.cells``: medians), its interval the envelope of the repeats' intervals,
-and its spread over repeats quoted beside it.
+row (``analysis.load.cells``: medians), its interval the envelope of the repeats' intervals
+(lowest low to highest high; the training tables too), and its spread over repeats quoted
+beside it. The v1 → v2 table alone shows ``analysis.compare``'s interval: the median of each
+end over the repeats, the one its regression thresholds use.
 """
 
 from __future__ import annotations

@@ -40,6 +40,8 @@ def why(x) -> str:
     sa, sb, lo, hi, xb = x["sp_a"], x["sp_b"], x["sp_lo_b"], x["sp_hi_b"], x["sx_b"]
     if (lo == lo and hi == hi and lo <= sa <= hi) or abs(sb / sa - 1) <= NOISE:
         return "unchanged"
+    if x["kernels_b"] != x["kernels_a"] and not (x["hb_a"] or x["hb_b"]):
+        return "real change"  # other kernels: not the measurement's doing
     if xb == xb and abs(xb / sa - 1) <= NOISE:
         return "pairing"
     if x["hb_a"] or x["hb_b"]:
@@ -109,6 +111,13 @@ def claims_changed(v1: dict, data: dict) -> list[str]:
     """The blog's claims whose verdict differs between v1's rows and these."""
     from analysis import findings  # the claims live there; imported late (it imports us)
 
+    # Judge v1 on the sweeps both sides have (v1 judged some claims over five of its own).
+    shared = set(data["runs"]["source"]) if "source" in data["runs"] else set()
+    v1 = {
+        k: (f[f["source"].isin(shared)] if isinstance(f, pd.DataFrame) and "source" in f
+            and k != "ncu" and shared & set(f["source"]) else f)
+        for k, f in v1.items()
+    }  # fmt: skip
     old, new = findings.claims(v1), findings.claims(data)
     if len(old) != len(new) or not old[0].startswith("Measured"):
         return []

@@ -38,7 +38,8 @@ def _sp(r) -> str:
 
 
 def cells(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: the median over repeats of each number (config_hash groups them)."""
+    """One row per cell: the median over repeats of each number (config_hash groups them); the
+    paired interval is the envelope of the repeats' intervals, as in the Findings."""
     runs = runs[runs["status"] == "ok"].copy()
     if "pass" not in runs:
         runs["pass"] = "fwd"
@@ -47,7 +48,11 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
     num = [c for c in runs.select_dtypes("number").columns if c != key]
     text = [c for c in runs.columns if c not in num and c != key]
     g = runs.groupby(key, sort=False)
-    return pd.concat([g[text].first(), g[num].median()], axis=1).reset_index()
+    agg = g[num].median()
+    for col, how in (("speedup_ci_low", "min"), ("speedup_ci_high", "max")):
+        if col in agg:
+            agg[col] = g[col].agg(how)
+    return pd.concat([g[text].first(), agg], axis=1).reset_index()
 
 
 def speedup_by_pass(runs: pd.DataFrame) -> str:

@@ -418,8 +418,9 @@ RUN = (
             "host_probe_us",
             "us",
             "the host's own speed while the cell was timed: median time of 50 tiny CPU tensor "
-            "additions, probed before and after the timed phases (study.pinning); the same on "
-            "the same host in every process unless the host itself slowed",
+            "additions, probed before and after the timed phases (study.pinning); it moves "
+            "between processes when the host's own speed does (on the H200's VM: 2.3x over one "
+            "session), and host-bound latencies move with it",
         ),
         Col("cpu_governor", "", "CPU frequency governor of the cell's first core, where readable"),
         Col("host", "", "host name"),

@@ -118,6 +118,9 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
     r = cli("-m", "variant=naive", "compile=off", f"out_root={out}", "resume=true", "repeat=1", *TINY)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "[study] [1/1] compile=off,repeat=1,variant=naive: ok" in r.stdout, r.stdout
+    again = cli("-m", "variant=naive", "compile=off", f"out_root={out}", "resume=true", "repeat=1",
+                *TINY)  # fmt: skip
+    assert "[study] [1/1] compile=off,repeat=1,variant=naive: ok already, skipped" in again.stdout
     rows = io.read_csv(sd / "runs.csv")
     assert sorted(str(x["repeat"]) for x in rows if x["run_id"].endswith("variant=naive")) == [
         "0", "0", "1"
