@@ -115,7 +115,9 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
     assert len(io.read_csv(sd / "runs.csv")) == 4
     # More repeats of one cell into the same sweep (the reference study's host-bound cells):
     # the progress counts this sweep's own cells, the rows keep every repeat.
-    r = cli("-m", "variant=naive", "compile=off", f"out_root={out}", "resume=true", "repeat=1", *TINY)
+    r = cli(
+        "-m", "variant=naive", "compile=off", f"out_root={out}", "resume=true", "repeat=1", *TINY
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "[study] [1/1] compile=off,repeat=1,variant=naive: ok" in r.stdout, r.stdout
     again = cli("-m", "variant=naive", "compile=off", f"out_root={out}", "resume=true", "repeat=1",
@@ -123,7 +125,9 @@ def test_resume_skips_ok_cells_and_redoes_the_rest(quick_sweep):
     assert "[study] [1/1] compile=off,repeat=1,variant=naive: ok already, skipped" in again.stdout
     rows = io.read_csv(sd / "runs.csv")
     assert sorted(str(x["repeat"]) for x in rows if x["run_id"].endswith("variant=naive")) == [
-        "0", "0", "1"
+        "0",
+        "0",
+        "1",
     ]
 
 
