@@ -21,9 +21,10 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
 - ``host_probe_us`` times a fixed piece of host work (tiny CPU tensor ops: Python, the
   dispatcher and the allocator, what a host-bound cell spends its time in) just before and
   just after the timed phases. It is the same work in every process: when it moves, the host
-  itself got slower or faster (frequency, a neighbour on the same physical core). On the H200's
-  VM it read 157-364 us across one session's processes, pinned and quiet, and the latency of
-  host-bound cells moved with it (README, "Stability").
+  ran that work slower or faster. On the H200's VM it read 157-364 us across one session's
+  processes, pinned and quiet, and the latency of host-bound cells moved with it; on the 2-core
+  CPU machine it is bimodal per process and over time, with or without allocation or address
+  randomisation (README, "Stability"; ``benchmarks/core_speed.py``).
 """
 
 from __future__ import annotations
