@@ -108,6 +108,20 @@ def _grid(panels, row_h=0.3, panel_w=4.2, extra_w=0.0):
     return fig, axes
 
 
+def _stacked(ax, table: pd.DataFrame, mode: str, labels, classes, height: float):
+    """One panel's horizontal bars, one segment per kernel class, for the cells '<label> · <mode>'
+    of ``table`` (cells x classes). Returns the cells, the bars' y and their right ends."""
+    cells = [f"{lab} · {mode}" for lab in labels]
+    p = table.reindex(cells).fillna(0)
+    y = np.arange(len(labels))[::-1]
+    left = np.zeros(len(labels))
+    for c in classes:
+        if c in p:
+            ax.barh(y, p[c], left=left, color=CLASS_COLORS.get(c, "grey"), height=height)
+            left += p[c].to_numpy()
+    return cells, y, left
+
+
 def kernel_classes(d) -> tuple:
     k = need(d["kernels"], ["kernel_class", "calls_per_step"], "kernels per forward")
     r, dropped = per_cell(ok(d["runs"]))
@@ -123,14 +137,7 @@ def kernel_classes(d) -> tuple:
                         aggfunc="sum").fillna(0)  # fmt: skip
     xmax = piv.sum(axis=1).max() * 1.15
     for ax, (m, labels) in zip(axes.flat, panels, strict=False):
-        cells = [f"{lab} · {m}" for lab in labels]
-        p = piv.reindex(cells).fillna(0)
-        y = np.arange(len(labels))[::-1]
-        left = np.zeros(len(labels))
-        for c in classes:
-            if c in p:
-                ax.barh(y, p[c], left=left, color=CLASS_COLORS.get(c, "grey"), height=0.7)
-                left += p[c].to_numpy()
+        cells, y, left = _stacked(ax, piv, m, labels, classes, height=0.7)
         for yy, tot in zip(y, left, strict=True):
             ax.text(tot + xmax * 0.01, yy, count(tot), va="center", fontsize=7)
         ax.set_yticks(y, labels, fontsize=8)
@@ -170,20 +177,13 @@ def top_kernels(d) -> tuple:
     top = k.loc[k.groupby("cell")["us_per_step"].idxmax()].set_index("cell")
     names = []  # (ax, x, y, kernel, share, ha): placed once the layout is final
     for ax, (m, labels) in zip(axes.flat, panels, strict=False):
-        cells = [f"{lab} · {m}" for lab in labels]
-        p = share.reindex(cells).fillna(0)
-        y = np.arange(len(labels))[::-1]
-        left = np.zeros(len(labels))
-        for c in classes:
-            if c in p:
-                ax.barh(y, p[c], left=left, color=CLASS_COLORS.get(c, "grey"), height=0.75)
-                left += p[c].to_numpy()
+        cells, y, left = _stacked(ax, share, m, labels, classes, height=0.75)
         for yy, cell in zip(y, cells, strict=True):
             if cell not in top.index:
                 continue
             t = top.loc[cell]  # named on its own class's segment, so the colour agrees
             pct = 100 * t["us_per_step"] / total[cell] if total[cell] else 0
-            row = p.loc[cell]
+            row = share.loc[cell].fillna(0)
             start = sum(row.get(c, 0) for c in classes[: classes.index(t["kernel_class"])])
             end = start + row.get(t["kernel_class"], 0)
             left = start < 55

@@ -159,7 +159,8 @@ def saved(raw: pd.DataFrame) -> list[str]:
             fewer.append(
                 f"{x['variant']} {x['pass']} {count(x['eager_saved_tensors'])} → {count(x['saved_tensors'])}"
             )
-    for m, g in c.groupby("compile", sort=False):
+    for m in [x for x in MODES if x in set(c["compile"])]:
+        g = c[c["compile"] == m].sort_values(["variant", "pass"])
         more = g[g["saved_bytes"] > g["eager_saved_bytes"] * 1.01]
         if len(more):
             more_bytes.append(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import load
 from analysis.measures import MODES, PASSES
 
 
@@ -38,21 +39,16 @@ def _sp(r) -> str:
 
 
 def cells(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: the median over repeats of each number (config_hash groups them); the
-    paired interval is the envelope of the repeats' intervals, as in the Findings."""
-    runs = runs[runs["status"] == "ok"].copy()
-    if "pass" not in runs:
-        runs["pass"] = "fwd"
-    runs["pass"] = runs["pass"].fillna("fwd")
-    key = "config_hash" if "config_hash" in runs and runs["config_hash"].notna().all() else "run_id"
-    num = [c for c in runs.select_dtypes("number").columns if c != key]
-    text = [c for c in runs.columns if c not in num and c != key]
-    g = runs.groupby(key, sort=False)
-    agg = g[num].median()
-    for col, how in (("speedup_ci_low", "min"), ("speedup_ci_high", "max")):
-        if col in agg:
-            agg[col] = g[col].agg(how)
-    return pd.concat([g[text].first(), agg], axis=1).reset_index()
+    """One row per ok cell (``analysis.load.cells``: medians over repeats); the paired
+    interval is the envelope of the repeats' intervals, as in the Findings."""
+    runs = runs[runs["status"] == "ok"]
+    if "source" not in runs:  # a sweep dir read directly: one source
+        runs = runs.assign(source="")
+    c = load.cells(runs)
+    for col, end in (("speedup_ci_low", "min"), ("speedup_ci_high", "max")):
+        if f"{col}_{end}" in c:
+            c[col] = c[f"{col}_{end}"].where(c[f"{col}_{end}"].notna(), c[col])
+    return c
 
 
 def speedup_by_pass(runs: pd.DataFrame) -> str:

@@ -45,15 +45,6 @@ def pct(a, b) -> float:
     return 100.0 * (a - b) / b
 
 
-def _corr(x: list[float], y: list[float]) -> float:
-    """Pearson's r; 0 when either side does not vary."""
-    mx, my = statistics.fmean(x), statistics.fmean(y)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-    sxx = sum((a - mx) ** 2 for a in x) ** 0.5
-    syy = sum((b - my) ** 2 for b in y) ** 0.5
-    return sxy / (sxx * syy) if sxx and syy else 0.0
-
-
 def report(sweep_dir: Path, cells, ref: Path | None) -> None:
     from study import io
 
@@ -95,7 +86,8 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             f"{worst:6.1f}%  {sp_txt:34s} {sp_worst:>7s} {ci:>8s} {loaded}/{len(rs)}"
         )
         if len(probe) == len(lat) > 1:
-            r_ = _corr(probe, lat)
+            flat = len(set(probe)) < 2 or len(set(lat)) < 2
+            r_ = 0.0 if flat else statistics.correlation(probe, lat)  # Pearson's r
             print(
                 f"{'':25s} host probe of each repeat, us: {' '.join(f'{x:.0f}' for x in probe)}"
                 f"  (spread {max(abs(pct(x, statistics.median(probe))) for x in probe):.1f}%,"

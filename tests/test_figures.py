@@ -226,3 +226,14 @@ def test_training_figure_spans_sources_and_gives_each_pass():
     assert "default mode naive 2.87x fwd → 1.92x fwd_bwd" in s
     with pytest.raises(figures.Skip):
         training(_runs(rows[1:2]))  # the forward alone
+
+
+def test_training_figure_bars_span_every_repeats_interval():
+    import pandas as pd
+
+    from analysis.fig_training import _interval
+
+    g = pd.DataFrame({"speedup_paired": [0.53, 0.9], "speedup_ci_low": [0.51, 0.88],
+                      "speedup_ci_low_min": [0.41, None]})  # fmt: skip
+    assert list(_interval(g, "speedup_ci_low", "min")) == [0.41, 0.88]  # one process: its own
+    assert list(_interval(g, "speedup_ci_high", "max")) == [0.53, 0.9]  # no column: the point

@@ -262,9 +262,10 @@ def test_the_training_tables_give_repeats_the_envelope_of_their_intervals():
 
     from analysis import training
 
-    rows = pd.DataFrame([{"config_hash": "c", "status": "ok", "speedup_paired": sp,
+    rows = pd.DataFrame([{"run_id": f"r{i}", "config_hash": "c", "status": "ok",
+                          "repeat": i, "speedup_paired": sp,
                           "speedup_ci_low": lo, "speedup_ci_high": hi}
-                         for sp, lo, hi in ((0.5, 0.41, 0.54), (0.7, 0.68, 0.78),
-                                            (0.53, 0.51, 0.55))])  # fmt: skip
+                         for i, (sp, lo, hi) in enumerate(((0.5, 0.41, 0.54), (0.7, 0.68, 0.78),
+                                                           (0.53, 0.51, 0.55)))])  # fmt: skip
     c = training.cells(rows).iloc[0]
     assert (c["speedup_paired"], c["speedup_ci_low"], c["speedup_ci_high"]) == (0.53, 0.41, 0.78)
