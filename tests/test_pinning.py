@@ -13,9 +13,16 @@ def test_core_lists_parse_and_print():
 
 
 def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_the_first():
-    house, groups = pinning.plan(list(range(16)), 2)
-    assert house == [0] and groups == [list(range(1, 8)), list(range(8, 16))]
+    house, groups = pinning.plan(list(range(16)), 1)
+    assert house == [0] and groups == [list(range(1, 16))]
+    # Two slots: two job processes, each with a warm server importing torch at the same time,
+    # so one housekeeping core each (on one shared core the imports took twice as long).
+    house, groups = pinning.plan(list(range(32)), 2)
+    assert house == [0, 1] and groups == [list(range(2, 17)), list(range(17, 32))]
     assert not set(groups[0]) & set(groups[1])
+    # Too few cores to spare one per slot: the sweep keeps one.
+    house, groups = pinning.plan(list(range(6)), 2)
+    assert house == [0] and groups == [[1, 2], [3, 4, 5]]
     # Two cores, one slot (a laptop, CI): the cell gets both; the idle sweep shares them.
     assert pinning.plan([0, 1], 1) == ([0], [[0, 1]])
     house, groups = pinning.plan(list(range(16)), 1, "4-7")
