@@ -1,6 +1,7 @@
 """How does each variant scale with the shape a sweep varies? Small multiples: one column per
-variant (slowest first), rows for latency, kernels per forward and achieved TFLOP/s, colour =
-compile mode; a cell that is not ok (an ``oom`` at the long end) is a cross on the top edge of
+variant (slowest first), rows for latency, kernels per forward and TFLOP/s, colour =
+compile mode. The rate is the useful one (``tflops_useful``: the work a causal or other mask
+keeps, SCHEMA.md) wherever the rows have it, so a causal kernel never reads above the peak; a cell that is not ok (an ``oom`` at the long end) is a cross on the top edge of
 its latency panel. Returns ``(figure, sentence)`` or raises ``Skip``."""
 
 from __future__ import annotations
@@ -43,12 +44,13 @@ def scaling(d) -> tuple:
     good, bad = r[r["status"] == "ok"], r[r["status"] != "ok"]
     if good.empty:
         raise Skip(f"scaling: no ok cell in the sweep over {x} ({src})")
+    useful = "tflops_useful" in good and good["tflops_useful"].notna().any()
     metrics = [
         (c, lab)
         for c, lab in (
             ("latency_median_us", "latency, µs"),
             ("kernels_per_step", "kernels per forward"),
-            ("tflops", "achieved TFLOP/s"),
+            ("tflops_useful", "useful TFLOP/s") if useful else ("tflops", "achieved TFLOP/s"),
         )
         if c in good and good[c].notna().any()
     ]

@@ -79,8 +79,9 @@ def truthy(s: pd.Series) -> pd.Series:
 
 def host_bound(r: pd.DataFrame) -> pd.Series:
     """The GPU waits on the host: the ``host_bound`` column where written, else per-call
-    latency more than 10% over device time (the same rule)."""
-    rule = r["latency_median_us"] > 1.1 * r["device_time_us"]
+    latency more than 10% over device time (the same rule); False where neither is known."""
+    dev = r["device_time_us"] if "device_time_us" in r else pd.Series(float("nan"), r.index)
+    rule = r["latency_median_us"] > 1.1 * dev
     if "host_bound" not in r:
         return rule
     return truthy(r["host_bound"]).where(r["host_bound"].notna(), rule)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.findings_common import calibrated_peak, needs, of, table, truthy
+from analysis.findings_common import calibrated_peak, host_bound, needs, of, table, truthy
 from analysis.measures import count, sig, xs
 
 VARIANTS = ["flex", "flash", "cudnn", "efficient"]
@@ -69,8 +69,11 @@ def rates(r: pd.DataFrame) -> list[str]:
 
 
 def ratios(r: pd.DataFrame) -> list[str]:
-    """flex latency over flash's and over cuDNN's, causal, at 1k, 4k and 16k."""
+    """flex latency over flash's and over cuDNN's, causal, at 1k, 4k and 16k. Where a side is
+    host-bound (the GPU waits on the call's Python), the device-time ratio follows: the kernels'
+    own race, which the latency ratio hides."""
     parts = []
+    hb = host_bound(r)
     for seq in RATIO_AT:
         f = _at(r, "flex", "causal", seq)
         if f is None:
@@ -78,14 +81,31 @@ def ratios(r: pd.DataFrame) -> list[str]:
         if f["status"] != "ok":
             parts.append(f"{seq}: flex {f['status']}")  # e.g. oom: no ratio
             continue
-        each = []
+        each, gpu, waits = [], [], []
         for other in ("flash", "cudnn"):
             o = _at(r, other, "causal", seq)
             if o is None or o["status"] != "ok":
                 each.append(f"{other} {o['status'] if o is not None else 'not measured'}")
-            else:
-                each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}")
-        parts.append(f"{seq}: " + ", ".join(each))
+                continue
+            each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}")
+            gpu.append(f"flex/{other} {xs(f['device_time_us'] / o['device_time_us'])}")
+            for x in (f, o):  # each host-bound side once
+                if hb[x.name] and all(w["variant"] != x["variant"] for w in waits):
+                    waits.append(x)
+        line = f"{seq}: " + ", ".join(each)
+        if waits:
+            line += (
+                " ("
+                + ", ".join(
+                    f"{w['variant']} host-bound: {sig(w['latency_median_us'])} µs per call for "
+                    f"{sig(w['device_time_us'])} µs on the GPU"
+                    for w in waits
+                )
+                + "; by device time "
+                + ", ".join(gpu)
+                + ")"
+            )
+        parts.append(line)
     if not parts:
         return []
     return [
@@ -107,9 +127,28 @@ def sliding(r: pd.DataFrame) -> list[str]:
         return ["", "- Sliding window: needs flex at two lengths or more"
                 + (f" (have: {have})." if have else ".")]  # fmt: skip
     u, t = s["tflops_useful"], s["tflops"]
-    flat = u.max() / u.min() <= FLAT
     steps = t.diff().dropna()
     way = "rises" if (steps > 0).all() else "falls" if (steps < 0).all() else "moves"
+    # A host-bound length measures the host, not the kernel: judge over the GPU-bound ones.
+    hb = host_bound(s)
+    g = s[~hb]
+    judged = g["tflops_useful"] if len(g) >= 2 else u
+    flat = judged.max() / judged.min() <= FLAT
+    waits = ""
+    if hb.any() and len(g) >= 2:
+        waits = (
+            " Judged over the lengths where flex is GPU-bound ("
+            + ", ".join(str(int(x)) for x in g["seq_len"])
+            + f": within {judged.max() / judged.min():.2f}x); at "
+            + ", ".join(
+                f"{int(x['seq_len'])} flex is host-bound ({sig(x['latency_median_us'])} µs per "
+                f"call for {sig(x['device_time_us'])} µs on the GPU; by device time "
+                f"{sig(x['tflops_useful'] * x['latency_median_us'] / x['device_time_us'])} useful "
+                "TFLOP/s)"
+                for _, x in s[hb].iterrows()
+            )
+            + "."
+        )
     return [
         "",
         f"- Sliding window, flex: useful TFLOP/s roughly flat over length (within {FLAT}x): "
@@ -121,7 +160,8 @@ def sliding(r: pd.DataFrame) -> list[str]:
         + " → ".join(sig(x) for x in t)
         + " (the block mask keeps "
         + " → ".join(f"{x:.0%}" for x in u / t)
-        + " of its tiles).",
+        + " of its tiles)."
+        + waits,
     ]
 
 

@@ -71,6 +71,18 @@ def test_scaling_grid_marks_what_did_not_run():
     assert len(axes) == 6  # latency, kernels, TFLOP/s x two variants
 
 
+def test_scaling_grid_draws_the_useful_rate_of_causal_attention():
+    r = _rows()
+    r["tflops_useful"] = r["tflops"] / 2  # causal: half the score matrix (SCHEMA.md)
+    fig, _ = figures.scaling({"runs": r})
+    plt.close(fig)
+    rate = fig.axes[4]  # the third row, first variant (naive)
+    assert rate.get_ylabel() == "useful TFLOP/s"
+    drawn = sorted(y for line in rate.get_lines() for y in line.get_ydata())
+    ok = r[(r["variant"] == "naive") & (r["status"] == "ok")]
+    assert drawn == sorted(ok["tflops_useful"])
+
+
 def test_scaling_skips_without_a_shape_sweep():
     r = _rows()
     with pytest.raises(figures.Skip, match="does not vary a shape"):

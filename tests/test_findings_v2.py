@@ -154,6 +154,7 @@ def test_block_gives_each_pass_in_every_mode():
 
 
 def _flex(variant, mask, seq, lat, status="ok", **kw):
+    kw.setdefault("device_time_us", lat)  # GPU-bound unless a test says otherwise
     frac = {"causal": 0.5, "sliding_window": 256 / seq}[mask]
     flops = 4 * 8 * 16 * seq * seq * 64.0
     return _cell("flex", variant, "default", lat if status == "ok" else None, mask=mask,
@@ -197,6 +198,30 @@ def test_flex_rates_ratios_sliding_window_and_the_peak():
     # the full-matrix counts of the sliding window and flex causal read above the 770 peak
     assert "calibrated peak in useful TFLOP/s: **holds** — 5 ok rows; the highest is cudnn" in text
     assert "Counting the full S×S matrix, 3 read above it." in text
+
+
+def test_flex_judges_a_host_bound_length_by_its_device_time():
+    rows = [
+        # at 1024 the compiled flex call waits on the host: 150 µs per call, 75 on the GPU
+        _flex("flex", "causal", 1024, 150.0, device_time_us=75.0, host_bound=True),
+        _flex("flash", "causal", 1024, 100.0, device_time_us=100.0, host_bound=False),
+        _flex("cudnn", "causal", 1024, 60.0, device_time_us=60.0, host_bound=False),
+        _flex("flex", "sliding_window", 1024, 50.0, device_time_us=25.0, host_bound=True),
+        _flex("flex", "sliding_window", 4096, 100.0, device_time_us=100.0, host_bound=False),
+        _flex("flex", "sliding_window", 16384, 420.0, device_time_us=420.0, host_bound=False),
+    ]
+    text = "\n".join(findings_flex.section(_data(rows)))
+    assert (
+        "1024: flex/flash 1.50x, flex/cudnn 2.50x (flex host-bound: 150 µs per call for 75.0 µs "
+        "on the GPU; by device time flex/flash 0.750x, flex/cudnn 1.25x)." in text
+    )
+    # 1024 reads far below the rest by latency (172 against 344, 327), within 1.3x by device time
+    assert "roughly flat over length (within 1.3x): **holds** — seq_len 1024, 4096, 16384" in text
+    assert (
+        "Judged over the lengths where flex is GPU-bound (4096, 16384: within 1.05x); at 1024 "
+        "flex is host-bound (50.0 µs per call for 25.0 µs on the GPU; by device time 344 useful "
+        "TFLOP/s)." in text
+    )
 
 
 def test_the_sweeps_cost_sums_every_phase_over_repeats():
@@ -269,3 +294,25 @@ def test_the_training_tables_give_repeats_the_envelope_of_their_intervals():
                                                            (0.53, 0.51, 0.55)))])  # fmt: skip
     c = training.cells(rows).iloc[0]
     assert (c["speedup_paired"], c["speedup_ci_low"], c["speedup_ci_high"]) == (0.53, 0.41, 0.78)
+
+
+def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read():
+    import pandas as pd
+
+    from analysis import findings_scaling
+
+    ok = pd.DataFrame(
+        [
+            {"variant": v, "compile": "default", "seq_len": 8192, "causal": True, "dtype": "bf16",
+             "tflops": t, "tflops_useful": t / 2, "peak_tflops": 761.0}
+            for v, t in (("cudnn", 938.0), ("naive", 105.0))
+        ]
+    )  # fmt: skip
+    line = findings_scaling.best_rates(ok, ok)
+    assert line.startswith("- Best useful rate per variant (FLOPs of the half of the S×S matrix")
+    assert "cudnn 469 TFLOP/s (default, seq_len 8192); naive 52 TFLOP/s" in line
+    assert "Counting the full S×S matrix, cudnn would read above the calibrated bf16" in line
+    # v1's rows have no useful rate: the full count, with the caveat
+    line = findings_scaling.best_rates(ok.drop(columns="tflops_useful"), ok)
+    assert "Best rate per variant (FLOPs of the full S×S matrix" in line
+    assert "cudnn 938 TFLOP/s" in line and "about half of what they read" in line
