@@ -10,6 +10,10 @@ The first cell of each sweep process waits for the warm cell server's imports (t
 Inductor: once per sweep, 4-9 s on the H200); its ``prepare_s`` shows it. The medians of
 ``overhead_s`` leave that wait out (a ``prepare_s`` above ``SERVER_START`` s) and it gets its
 own column, so a source with one eager cell does not read as if every eager cell paid it.
+
+GPUs: how many GPUs the sweep ran cells on at once, from ``gpu_index`` (written by the
+``gpus`` launcher; empty with one GPU and no launcher). "1; 2": some rows from a one-GPU run,
+the rest from a two-GPU resume into the same sweep dir.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ def section(data: dict) -> list[str]:
                 "rows",
                 "cells",
                 "statuses",
+                "GPUs",
                 "cell time, min",
                 "median overhead s, eager",
                 "compiled",
@@ -75,4 +80,10 @@ def _row(source: str, g: pd.DataFrame) -> list:
         start = ", ".join(sig(w) for w in wait[wait > 0])
     eager = over[g["compile"] == "off"].median()
     comp = over[g["compile"] != "off"].median()
-    return [source, len(g), cells, statuses, sig(secs / 60), sig(eager), sig(comp), start, secs]
+    gpus = []
+    if "gpu_index" not in g or g["gpu_index"].isna().any():
+        gpus.append("1")
+    if "gpu_index" in g and g["gpu_index"].notna().any():
+        gpus.append(str(g["gpu_index"].nunique()))
+    return [source, len(g), cells, statuses, "; ".join(gpus), sig(secs / 60), sig(eager),
+            sig(comp), start, secs]  # fmt: skip

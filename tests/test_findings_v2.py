@@ -235,7 +235,11 @@ def test_the_sweeps_cost_sums_every_phase_over_repeats():
     rows[1]["prepare_s"] = 3.5  # this sweep's first cell waited for the server's imports
     text = "\n".join(findings_cost.section(_data(rows)))
     # rows: (4+6) + (5+6) + (6+6) + (1+6) + (3+6) = 49 s; eager overheads 4, 5-3.5, 6
-    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 0.817 | 4.00 | 2.00 | 3.50 |" in text
+    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 1 | 0.817 | 4.00 | 2.00 | 3.50 |" in text
+    for i, r in enumerate(rows[2:]):  # a resume on two GPUs (the gpus launcher) did these
+        r["gpu_index"] = i % 2
+    text = "\n".join(findings_cost.section(_data(rows)))
+    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 1; 2 | 0.817 |" in text
     assert "overhead_s + gpu_wait_s + first_call_s" in text
 
 
