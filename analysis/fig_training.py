@@ -8,6 +8,7 @@ sources at once (a pass is usually a sweep of its own: part3 and part3_bwd). Ret
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
@@ -66,6 +67,12 @@ def training(d) -> tuple:
         ax.set_yscale("log", base=2)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:g}x"))
         ax.tick_params(labelsize=8)
+    ends = pd.concat(
+        [r[c] for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high") if c in r]
+    )
+    ends = ends[ends > 0]
+    if len(ends):  # shared y: a margin so no point or bar sits on the frame
+        axes.flat[0].set_ylim(ends.min() / 1.25, ends.max() * 1.25)
     for row in axes:
         row[0].set_ylabel("paired speedup", fontsize=8)
     legend_right(fig, [Line2D([], [], color=MODE_COLORS.get(m, "black"), marker="o", ls="")
