@@ -103,7 +103,7 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
             kmiss.append(
                 f"{r['variant']}/{r['compile']} {o['kernels_per_step']} -> {r['kernels_per_step']}"
             )
-        if r.get("host_bound") == "False":
+        if r.get("host_bound") == "False" and o.get("host_bound") == "False":  # GPU-bound twice
             lat.append(
                 (r, o, 100 * (num(r["latency_median_us"]) / num(o["latency_median_us"]) - 1))
             )
