@@ -2,8 +2,8 @@
 (``mask`` column), useful TFLOP/s (the score matrix the mask keeps) against seq_len, a line per
 variant, each point labelled with its value. Each panel has its own y axis, logarithmic where
 its rates span more than 20x (a mask that SDPA computes in full reads tens of times below flex);
-a cell that did not run (``unsupported``, ``oom``) is a cross on the panel's top edge, above
-every point. Returns ``(figure, sentence)`` or raises ``Skip``."""
+a cell that did not run (``unsupported``, ``oom``) is a cross in the panel's top strip (the
+axis leaves room above the points). Returns ``(figure, sentence)`` or raises ``Skip``."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """How does each variant scale with the shape a sweep varies? Small multiples: one column per
-variant (slowest first), rows for latency, kernels per forward and TFLOP/s, colour =
-compile mode. The rate is the useful one (``tflops_useful``: the work a causal or other mask
-keeps, SCHEMA.md) wherever the rows have it, so a causal kernel never reads above the peak; a cell that is not ok (an ``oom`` at the long end) is a cross on the top edge of
-its latency panel. Returns ``(figure, sentence)`` or raises ``Skip``."""
+variant (slowest first), rows for latency, kernels per forward and TFLOP/s, colour = compile
+mode. The rate is the useful one (``tflops_useful``: the work a causal or other mask keeps,
+SCHEMA.md) wherever the rows have it, not the full S×S count that a fused causal kernel's
+skipped half inflates. A cell that is not ok (an ``oom`` at the long end) is a cross on the
+top edge of its latency panel. Returns ``(figure, sentence)`` or raises ``Skip``."""
 
 from __future__ import annotations
 

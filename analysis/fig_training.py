@@ -67,12 +67,13 @@ def training(d) -> tuple:
         ax.set_yscale("log", base=2)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda t, _: f"{t:g}x"))
         ax.tick_params(labelsize=8)
-    ends = pd.concat(
-        [r[c] for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high") if c in r]
-    )
+    # Shared y: a margin so no point or bar (the same ends as drawn) sits on the frame, and 1x
+    # (the dashed line) always in view.
+    g = r[r["variant"].isin(shown)]
+    ends = pd.concat([g["speedup_paired"], _interval(g, "speedup_ci_low", "min"),
+                      _interval(g, "speedup_ci_high", "max"), pd.Series([1.0])])  # fmt: skip
     ends = ends[ends > 0]
-    if len(ends):  # shared y: a margin so no point or bar sits on the frame
-        axes.flat[0].set_ylim(ends.min() / 1.25, ends.max() * 1.25)
+    axes.flat[0].set_ylim(ends.min() / 1.25, ends.max() * 1.25)
     for row in axes:
         row[0].set_ylabel("paired speedup", fontsize=8)
     legend_right(fig, [Line2D([], [], color=MODE_COLORS.get(m, "black"), marker="o", ls="")

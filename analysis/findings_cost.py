@@ -11,9 +11,10 @@ Inductor: once per sweep, 4-9 s on the H200); its ``prepare_s`` shows it. The me
 ``overhead_s`` leave that wait out (a ``prepare_s`` above ``SERVER_START`` s) and it gets its
 own column, so a source with one eager cell does not read as if every eager cell paid it.
 
-GPUs: how many GPUs the sweep ran cells on at once, from ``gpu_index`` (written by the
-``gpus`` launcher; empty with one GPU and no launcher). "1; 2": some rows from a one-GPU run,
-the rest from a two-GPU resume into the same sweep dir.
+GPUs: the GPUs the source's rows ran on, from ``gpu_index`` (written by the ``gpus``
+launcher, which runs one cell per GPU at a time; blank with one GPU and no launcher): "1" = no
+launcher, one GPU; "2 (0, 1)" = under the launcher, on GPUs 0 and 1; "1; 1 row on the launcher
+(0)" = a one-GPU sweep that a launcher's resume finished; "CPU" = no GPU.
 """
 
 from __future__ import annotations
@@ -80,10 +81,21 @@ def _row(source: str, g: pd.DataFrame) -> list:
         start = ", ".join(sig(w) for w in wait[wait > 0])
     eager = over[g["compile"] == "off"].median()
     comp = over[g["compile"] != "off"].median()
-    gpus = []
-    if "gpu_index" not in g or g["gpu_index"].isna().any():
-        gpus.append("1")
-    if "gpu_index" in g and g["gpu_index"].notna().any():
-        gpus.append(str(g["gpu_index"].nunique()))
-    return [source, len(g), cells, statuses, "; ".join(gpus), sig(secs / 60), sig(eager),
+    gpus = _gpus(g)
+    return [source, len(g), cells, statuses, gpus, sig(secs / 60), sig(eager),
             sig(comp), start, secs]  # fmt: skip
+
+
+def _gpus(g: pd.DataFrame) -> str:
+    """Which GPUs the rows ran on (the module's docstring gives the forms)."""
+    if "device" in g and (g["device"] == "cpu").all():
+        return "CPU"
+    idx = g["gpu_index"] if "gpu_index" in g else pd.Series(float("nan"), g.index)
+    on = sorted({int(i) for i in idx.dropna()})
+    which = f"({', '.join(map(str, on))})"
+    if not on:
+        return "1"
+    if idx.notna().all():
+        return f"{len(on)} {which}"
+    n = int(idx.notna().sum())
+    return f"1; {n} row{'s' if n > 1 else ''} on the launcher {which}"

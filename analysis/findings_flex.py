@@ -88,12 +88,13 @@ def ratios(r: pd.DataFrame) -> list[str]:
                 each.append(f"{other} {o['status'] if o is not None else 'not measured'}")
                 continue
             each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}")
-            gpu.append(f"flex/{other} {xs(f['device_time_us'] / o['device_time_us'])}")
+            if pd.notna(f.get("device_time_us")) and pd.notna(o.get("device_time_us")):
+                gpu.append(f"flex/{other} {xs(f['device_time_us'] / o['device_time_us'])}")
             for x in (f, o):  # each host-bound side once
                 if hb[x.name] and all(w["variant"] != x["variant"] for w in waits):
                     waits.append(x)
         line = f"{seq}: " + ", ".join(each)
-        if waits:
+        if waits and gpu:
             line += (
                 " ("
                 + ", ".join(
@@ -135,7 +136,12 @@ def sliding(r: pd.DataFrame) -> list[str]:
     judged = g["tflops_useful"] if len(g) >= 2 else u
     flat = judged.max() / judged.min() <= FLAT
     waits = ""
-    if hb.any() and len(g) >= 2:
+    if hb.any() and len(g) < 2:
+        waits = (
+            f" Flex is host-bound at {int(hb.sum())} of {len(s)} lengths, too many to leave out: "
+            "the verdict is over every length, and those numbers measure the host too."
+        )
+    elif hb.any():
         waits = (
             " Judged over the lengths where flex is GPU-bound ("
             + ", ".join(str(int(x)) for x in g["seq_len"])

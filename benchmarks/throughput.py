@@ -88,8 +88,11 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
     import csv
 
     with open(ref / "runs.csv") as f:
-        old = [r for r in csv.DictReader(f) if r["status"] == "ok"]
-    keys = ("variant", "compile", "n", "batch", "seq_len", "dim", "hidden", "in_features")
+        reader = csv.DictReader(f)
+        old = [r for r in reader if r["status"] == "ok"]
+    # pass and mask where the reference has them (v1's rows predate both: all forward, causal)
+    keys = [k for k in ("variant", "compile", "pass", "mask", "n", "batch", "seq_len", "dim",
+                        "hidden", "in_features") if k in reader.fieldnames]  # fmt: skip
     kmiss, lat = [], []
     for r in rows:
         if r["status"] != "ok":
@@ -103,7 +106,11 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
             kmiss.append(
                 f"{r['variant']}/{r['compile']} {o['kernels_per_step']} -> {r['kernels_per_step']}"
             )
-        if r.get("host_bound") == "False" and o.get("host_bound") == "False":  # GPU-bound twice
+        # GPU-bound on both sides (v1's rows say it as cpu_bound)
+        if (
+            r.get("host_bound") == "False"
+            and (o.get("host_bound") or o.get("cpu_bound")) == "False"
+        ):
             lat.append(
                 (r, o, 100 * (num(r["latency_median_us"]) / num(o["latency_median_us"]) - 1))
             )
@@ -111,7 +118,9 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
         f"  against {ref}: {len(kmiss)} cells with other kernels per step"
         + (": " + "; ".join(kmiss) if kmiss else "")
     )
-    if lat:
+    if not lat:
+        print("  GPU-bound cells: none GPU-bound in both this sweep and the reference")
+    else:
         worst = max(lat, key=lambda x: abs(x[2]))
         within = sum(abs(x[2]) <= 2 for x in lat)
         print(

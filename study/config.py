@@ -209,7 +209,8 @@ class CellConf:
     cpu_mem_limit_gb: float | None = None
     resume: bool = False
     # CPU cores the cells may use: auto (all this process may use, one group per slot, the
-    # first core kept for the sweep itself) or a list like 0-7 or 2,3,5 (study.pinning).
+    # first core kept for the sweep itself, or one per slot with 4+ cores per slot) or a list
+    # like 0-7 or 2,3,5 (study.pinning).
     cores: str = "auto"
     repeats: int = 1  # run every cell this many times, each in a fresh process
     repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)

@@ -5,8 +5,8 @@ host the same compiled cell moved by up to 2.2x between processes while each pro
 p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
 
 - ``plan`` splits the cores the sweep may use into one group per slot (cells that run at
-  once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core for the sweep's own
-  processes (the Hydra job, the cell server) when there are enough: nothing else of the
+  once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core (one per slot when there are
+  4 or more cores per slot) for the sweep's own processes (the Hydra jobs, the cell servers): nothing else of the
   sweep runs on a cell's cores while it is timed. ``cores=0-7`` narrows the set.
 - The cell server (study.server) pins each forked cell to its group before it runs anything
   (``os.sched_setaffinity``; the server itself sits on the sweep's core), and the cell sets
@@ -94,7 +94,8 @@ def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], li
     The housekeeping cores run the sweep's own processes, the warm cell servers included. With
     several slots each job process starts its own server, and they all import torch at once:
     on one shared core two servers took 18-20 s against 9-10 s alone (H200 x2 VM, 32 cores).
-    So with cores to spare (4 or more per slot) there is one housekeeping core per slot."""
+    So with cores to spare (4 or more per slot, counting the housekeeping one) there is one
+    housekeeping core per slot."""
     slots = max(1, slots)
     cores = sorted(host) if spec == "auto" else parse_cores(spec)
     if spec == "auto" and len(cores) >= slots + 2:

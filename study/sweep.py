@@ -226,7 +226,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
 
     env = compiling.cache_env(resolved["cache"], run_dir, Path(cfg.out_root), resolved)
     env["PYTHONUNBUFFERED"] = "1"
-    status = reason = None
+    status = reason = gpu = None
     t_wait = time.perf_counter()
     with slot(sweep_dir, slots) as s:
         waited = time.perf_counter() - t_wait
@@ -244,6 +244,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
     wall = time.perf_counter() - t0
     if status is not None:  # the cell wrote no run.csv: record why
         row = _fallback_row(resolved, run_dir, status, reason, wall)
+        row["gpu_index"] = gpu  # a timeout or crash on a GPU slot still names its GPU
     else:
         row = io.read_csv(run_dir / "run.csv")[0]
     row.update(

@@ -236,6 +236,8 @@ def test_training_figure_spans_sources_and_gives_each_pass():
     w, h = fig.get_size_inches() * DPI
     assert w <= MAX_PX[0] and h <= MAX_PX[1]
     assert "default mode naive 2.87x fwd → 1.92x fwd_bwd" in s
+    lo, hi = fig.axes[0].get_ylim()  # every bar inside the frame, with a margin; 1x in view
+    assert lo < 1.0 and hi > 2.87 * 1.03 * 1.2
     with pytest.raises(figures.Skip):
         training(_runs(rows[1:2]))  # the forward alone
 

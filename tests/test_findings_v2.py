@@ -239,7 +239,14 @@ def test_the_sweeps_cost_sums_every_phase_over_repeats():
     for i, r in enumerate(rows[2:]):  # a resume on two GPUs (the gpus launcher) did these
         r["gpu_index"] = i % 2
     text = "\n".join(findings_cost.section(_data(rows)))
-    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 1; 2 | 0.817 |" in text
+    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 1; 3 rows on the launcher (0, 1) | 0.817 |" in text
+    for i, r in enumerate(rows):
+        r["gpu_index"] = i % 2
+    text = "\n".join(findings_cost.section(_data(rows)))
+    assert "| part3 | 5 | 3 | 4 ok, 1 invalid | 2 (0, 1) | 0.817 |" in text
+    for r in rows:
+        r["gpu_index"], r["device"] = None, "cpu"
+    assert "| 4 ok, 1 invalid | CPU |" in "\n".join(findings_cost.section(_data(rows)))
     assert "overhead_s + gpu_wait_s + first_call_s" in text
 
 
@@ -316,6 +323,16 @@ def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read(
     assert line.startswith("- Best useful rate per variant (FLOPs of the half of the S×S matrix")
     assert "cudnn 469 TFLOP/s (default, seq_len 8192); naive 52 TFLOP/s" in line
     assert "Counting the full S×S matrix, cudnn would read above the calibrated bf16" in line
+    assert "the useful rate stays below it" in line
+    # a useful rate above the peak is said, never hidden
+    hot = ok.assign(tflops_useful=ok["tflops"] * 0.9)
+    assert (
+        "cudnn read above the calibrated bf16 matmul peak (761 TFLOP/s, `peak_tflops`) even "
+        "in useful FLOPs." in findings_scaling.best_rates(hot, hot)
+    )
+    # one variant without a useful rate (e.g. a row from an older harness) is left out
+    part = ok.assign(tflops_useful=[469.0, None])
+    assert "naive" not in findings_scaling.best_rates(part, part).split(":")[1]
     # v1's rows have no useful rate: the full count, with the caveat
     line = findings_scaling.best_rates(ok.drop(columns="tflops_useful"), ok)
     assert "Best rate per variant (FLOPs of the full S×S matrix" in line

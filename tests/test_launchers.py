@@ -212,3 +212,17 @@ def test_more_gpu_slots_than_visible_gpus_stops_the_sweep_at_start(tmp_path, mon
     assert r.returncode != 0
     assert "config error" in r.stderr and "gpu_slots<=1" in r.stderr
     assert not list(tmp_path.rglob("run.csv"))
+
+
+def test_a_cell_that_wrote_no_row_still_names_its_gpu(tmp_path, monkeypatch):
+    """A timeout or crash on a GPU slot: the fallback row keeps gpu_index (the Findings count
+    the rows each GPU ran)."""
+    from study import sweep as sw
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(sw, "_inline", lambda *a, **k: ("timeout", "no row within timeout_s"))
+    cfg = _cell_cfg(tmp_path, "isolation=inline")
+    sweep = tmp_path / "sweep"
+    assert sw.run_job(cfg, sweep / "cell", sweep, slots=1, gpus=True) == "timeout"
+    row = io.read_csv(sweep / "cell" / "run.csv")[0]
+    assert row["gpu_index"] == "0" and row["status"] == "timeout"

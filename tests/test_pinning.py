@@ -12,7 +12,7 @@ def test_core_lists_parse_and_print():
         pinning.parse_cores("3-1")
 
 
-def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_the_first():
+def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_housekeeping_ones():
     house, groups = pinning.plan(list(range(16)), 1)
     assert house == [0] and groups == [list(range(1, 16))]
     # Two slots: two job processes, each with a warm server importing torch at the same time,
