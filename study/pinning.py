@@ -5,11 +5,11 @@ host the same compiled cell moved by up to 2.2x between processes while each pro
 p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
 
 - ``plan`` splits the cores the sweep may use into one group per slot (cells that run at
-  once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core (one per slot when there are
-  4 or more cores per slot) for the sweep's own processes (the Hydra jobs, the cell servers): nothing else of the
-  sweep runs on a cell's cores while it is timed. ``cores=0-7`` narrows the set.
+  once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core (one per slot when
+  there are 4 or more cores per slot) for the sweep's own processes (the Hydra jobs, the cell
+  servers): nothing else of the sweep runs on a cell's cores while it is timed. ``cores=0-7`` narrows the set.
 - The cell server (study.server) pins each forked cell to its group before it runs anything
-  (``os.sched_setaffinity``; the server itself sits on the sweep's core), and the cell sets
+  (``os.sched_setaffinity``; the server itself sits on the sweep's cores), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.compiling), so no compile workers share the cores.
 - ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time
