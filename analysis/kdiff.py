@@ -142,3 +142,25 @@ def table(summary: pd.DataFrame) -> pd.DataFrame:
     if summary["source"].nunique() > 1:
         out.insert(0, "source", summary["source"])
     return out
+
+
+def generated(runs: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """The kernels Inductor generated, each once per (variant, the cell's mask and score mod,
+    phase, kernel, fused ops): its source file and the aten ops it fused. A sweep with no
+    eager twin (e.g. ``+experiment=flex``, all compiled) shows here what compile made."""
+    if kernels.empty or "generated" not in kernels:
+        return pd.DataFrame()
+    g = kernels[_truthy(kernels["generated"])]
+    if g.empty:
+        return pd.DataFrame()
+    extra = [c for c in ("mask", "score_mod") if c in runs and runs[c].notna().any()]
+    g = g.merge(runs[["source", "run_id", *extra]], on=["source", "run_id"], how="left")
+    cols = ["variant", *extra, "compile", "phase", "kernel", "source_file", "fused_ops"]
+    cols = [c for c in cols if c in g]
+    g = g[cols].astype(object).where(g[cols].notna(), "")
+    keys = [c for c in cols if c not in ("compile", "source_file")]
+    out = g.groupby(keys, sort=True, as_index=False).agg(
+        modes=("compile", lambda m: ", ".join(dict.fromkeys(m))),
+        source_file=("source_file", "first"),
+    )
+    return out[[*keys[:-2], "modes", "kernel", "source_file", "fused_ops"]]

@@ -111,6 +111,9 @@ def cell_table(d: dict) -> pd.DataFrame:
     out = pd.DataFrame({"variant": r["variant"]})
     for c in shapes:
         out[c] = r[c].astype("Int64")
+    for c in ("mask", "score_mod"):  # what tells flex cells of one length apart
+        if c in r and r[c].nunique() > 1:
+            out[c] = r[c]
     if "pass" in r and r["pass"].nunique() > 1:
         out["pass"] = r["pass"]
     out["compile"], out["status"] = col("compile"), col("status")
@@ -266,6 +269,16 @@ def build(dirs: list[Path], out: Path) -> Path:
                 f"{page.table(kt)}<details><summary>Every kernel that changed "
                 f"({len(detail)})</summary>{page.table(detail.drop(columns=['source', 'run_id']))}"
                 "</details>"
+            )
+        gen = kdiff.generated(r, ds["kernels"])
+        if len(gen):
+            md += ["### Kernels Inductor generated", "", _md_table(gen)]
+            toc.append((2, f"{sid}-gen", f"Kernels Inductor generated ({len(gen)})"))
+            body.append(
+                f"<h3 id='{sid}-gen'>Kernels Inductor generated</h3><p class='muted'>Each "
+                "generated kernel once per variant and mask, with its source file (in the "
+                "cell's <code>generated/</code> dir) and the aten ops it fused.</p>"
+                f"{page.table(gen)}"
             )
         bad = failures(r)
         if len(bad):

@@ -1,5 +1,6 @@
 """The eager -> compiled kernel diff on real H200 rows."""
 
+import pandas as pd
 import pytest
 
 from analysis import kdiff
@@ -42,3 +43,26 @@ def test_the_diff_adds_up_for_every_cell(part3):
     assert (calls + summ["n_kept_delta"] - summ["kernels_compiled"]).abs().max() < 1e-9
     us = summ["us_eager"] + summ[[f"us_{c}" for c in kdiff.CHANGES]].sum(axis=1)
     assert (us - summ["us_compiled"]).abs().max() < 1e-6
+
+
+def test_generated_kernels_are_listed_once_per_variant_and_mask_with_what_they_fused():
+    runs = pd.DataFrame(
+        [{"source": "flex", "run_id": f"flex,{m},{s}", "mask": m} for m in ("causal", "sliding_window")
+         for s in (1024, 4096)]
+    )  # fmt: skip
+    kernels = pd.DataFrame(
+        [{"source": "flex", "run_id": f"flex,{m},{s}", "variant": "flex", "compile": "default",
+          "phase": "fwd", "generated": "True", "kernel": "triton_tem_fused_flex_attention_0",
+          "source_file": "generated/kernels/triton_tem_fused_flex_attention_0.py",
+          "fused_ops": f"higher_order.flex_attention sdpa_mask0({ops})"}
+         for m, ops in (("causal", "aten.ge"), ("sliding_window", "aten.sub,aten.lt"))
+         for s in (1024, 4096)]
+        + [{"source": "flex", "run_id": "flex,causal,1024", "variant": "flex", "compile": "default",
+            "phase": "fwd", "generated": "False", "kernel": "Memset"}]
+    )  # fmt: skip
+    t = kdiff.generated(runs, kernels)
+    assert list(t["mask"]) == ["causal", "sliding_window"]  # one row per mask, not per length
+    assert list(t["fused_ops"].str.extract(r"\((.*)\)")[0]) == ["aten.ge", "aten.sub,aten.lt"]
+    assert set(t["source_file"]) == {"generated/kernels/triton_tem_fused_flex_attention_0.py"}
+    assert "Memset" not in set(t["kernel"])
+    assert kdiff.generated(runs, kernels[kernels["generated"] == "False"]).empty

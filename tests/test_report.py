@@ -76,6 +76,12 @@ def test_report_of_one_sweep_without_torch(two_sweeps):
     assert set(failed["status"]) == {"unsupported"}
     assert "No viable backend" in md and "unsupported" in md
     assert "hidden copy" in md
+    # every kernel Inductor generated, with the ops it fused (here: the C++ kernels on the CPU)
+    kern = pd.read_csv(out / "kernels.csv")
+    gen = kern[kern["generated"].astype(str) == "True"]
+    assert len(gen) and "### Kernels Inductor generated" in md
+    for name in set(gen["kernel"]):
+        assert name in md.split("### Kernels Inductor generated")[1], name
     # CPU cells: timed with a monotonic clock, and no host-bound verdicts
     assert "perf_counter" in md and "CUDA events" not in md
     assert "CPU-bound" not in md and "◀" not in md
@@ -132,3 +138,17 @@ def test_rebuilt_figures_are_byte_identical(two_sweeps, tmp_path):
     assert figs
     for f in figs:
         assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+
+
+def test_the_cell_table_tells_flex_cells_of_one_length_apart_by_mask():
+    from analysis.report import cell_table
+
+    runs = pd.DataFrame(
+        [{"source": "flex", "run_id": f"flex,{m}", "variant": "flex", "compile": "default",
+          "status": "ok", "seq_len": 1024, "mask": m, "score_mod": "none",
+          "latency_median_us": lat, "kernels_per_step": 1}
+         for m, lat in (("causal", 153.0), ("sliding_window", 91.8))]
+    )  # fmt: skip
+    t = cell_table({"runs": runs, "revealed": pd.DataFrame()})
+    assert list(t["mask"]) == ["causal", "sliding_window"]
+    assert "score_mod" not in t  # the same in every cell: no column
