@@ -145,15 +145,15 @@ def table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def generated(runs: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
-    """The kernels Inductor generated, each once per (variant, the cell's mask and score mod,
-    phase, kernel, fused ops): its source file and the aten ops it fused. A sweep with no
+    """The kernels Inductor generated, each once per (variant, the cell's mask and score mod
+    where they vary, phase, kernel, fused ops): its source file and the aten ops it fused. A sweep with no
     eager twin (e.g. ``+experiment=flex``, all compiled) shows here what compile made."""
     if kernels.empty or "generated" not in kernels:
         return pd.DataFrame()
     g = kernels[_truthy(kernels["generated"])]
     if g.empty:
         return pd.DataFrame()
-    extra = [c for c in ("mask", "score_mod") if c in runs and runs[c].notna().any()]
+    extra = [c for c in ("mask", "score_mod") if c in runs and runs[c].nunique() > 1]
     g = g.merge(runs[["source", "run_id", *extra]], on=["source", "run_id"], how="left")
     cols = ["variant", *extra, "compile", "phase", "kernel", "source_file", "fused_ops"]
     cols = [c for c in cols if c in g]
