@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
+from analysis.load import ci_envelope
 from analysis.measures import MODES, PASSES, sig
 from analysis.style import MODE_COLORS, Skip, figure, finish, legend_right, legend_width
 
@@ -19,19 +20,16 @@ TRAINING = ("fwd_bwd", "train_step")
 MAX_PANELS = 12
 
 
-def _interval(g, col: str, end: str):
-    """A paired interval's end; over repeats, the envelope of theirs (as in the Findings)."""
-    if col not in g:
-        return g["speedup_paired"]
-    over = f"{col}_{end}"
-    return g[over].where(g[over].notna(), g[col]) if over in g else g[col]
-
-
 def training(d) -> tuple:
     r = d["runs"]
     if "pass" not in r or "speedup_paired" not in r:
         raise Skip("training: no pass or speedup_paired column")
     r = r[(r["status"] == "ok") & r["speedup_paired"].notna() & (r["compile"] != "off")]
+    r = ci_envelope(r)  # the bars: over repeats, the envelope of their intervals
+    for col in ("speedup_ci_low", "speedup_ci_high"):  # no interval: the point alone
+        r[col] = (
+            r[col].where(r[col].notna(), r["speedup_paired"]) if col in r else r["speedup_paired"]
+        )
     trained = sorted(set(r.loc[r["pass"].isin(TRAINING), "variant"]))
     if not trained:
         raise Skip("training: no compiled cell with a paired speedup in pass fwd_bwd or train_step")
@@ -57,8 +55,7 @@ def training(d) -> tuple:
         for k, m in enumerate(modes):
             gm = g[g["compile"] == m].set_index("pass").reindex(passes)
             x = np.arange(len(passes)) - 0.35 + width * (k + 0.5)
-            lo, hi = _interval(gm, "speedup_ci_low", "min"), _interval(gm, "speedup_ci_high", "max")
-            sp = gm["speedup_paired"]
+            sp, lo, hi = gm["speedup_paired"], gm["speedup_ci_low"], gm["speedup_ci_high"]
             ax.errorbar(x, sp, yerr=[(sp - lo).clip(lower=0), (hi - sp).clip(lower=0)], fmt="o",
                         ms=3.5, color=MODE_COLORS.get(m, "black"), capsize=2, lw=1)  # fmt: skip
         ax.axhline(1.0, color="#888888", lw=0.8, ls="--")
@@ -70,8 +67,8 @@ def training(d) -> tuple:
     # Shared y: a margin so no point or bar (the same ends as drawn) sits on the frame, and 1x
     # (the dashed line) always in view.
     g = r[r["variant"].isin(shown)]
-    ends = pd.concat([g["speedup_paired"], _interval(g, "speedup_ci_low", "min"),
-                      _interval(g, "speedup_ci_high", "max"), pd.Series([1.0])])  # fmt: skip
+    ends = pd.concat([g["speedup_paired"], g["speedup_ci_low"], g["speedup_ci_high"],
+                      pd.Series([1.0])])  # fmt: skip
     ends = ends[ends > 0]
     axes.flat[0].set_ylim(ends.min() / 1.25, ends.max() * 1.25)
     for row in axes:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.load import TEXT, cells
-from analysis.measures import sig, speedups, xs
+from analysis.measures import sig, speedups, truthy, xs
 from study.schema import SHAPE_KEYS
 from study.stats import verdict as stats_verdict
 
@@ -71,10 +71,6 @@ def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
     if "seq_len" not in r:
         return r
     return r[(r["family"] != "attention") | (r["seq_len"] == BLOG_SEQ_LEN)]
-
-
-def truthy(s: pd.Series) -> pd.Series:
-    return s.map(lambda x: str(x).strip().lower() in ("true", "1", "1.0"))
 
 
 def host_bound(r: pd.DataFrame) -> pd.Series:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.findings_common import calibrated_peak, host_bound, needs, of, table, truthy
-from analysis.measures import count, sig, xs
+from analysis.findings_common import calibrated_peak, host_bound, needs, of, table
+from analysis.measures import count, sig, truthy, xs
 
 VARIANTS = ["flex", "flash", "cudnn", "efficient"]
 MASKS = ["causal", "sliding_window", "document", "prefix_lm"]

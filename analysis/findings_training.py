@@ -11,8 +11,8 @@ import re
 import pandas as pd
 
 from analysis import training
-from analysis.findings_common import needs, of, ok, table, truthy
-from analysis.measures import MODES, count, sig, xs
+from analysis.findings_common import needs, of, ok, table
+from analysis.measures import MODES, count, sig, truthy, xs
 
 # fwd sources and their training-pass twins (same variants, pass=fwd_bwd or train_step).
 SOURCES = ("part3", "part3_bwd", "part2", "part2_train", "block", "block_bwd")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.measures import CONFIG_KEY, order
+from analysis.measures import CONFIG_KEY, order, truthy
 from analysis.style import bar_labels
 
 CHANGES = ["removed", "fused", "added", "kept"]
@@ -29,15 +29,11 @@ def _key(r: pd.DataFrame) -> pd.Series:
     return norm.astype(str).agg("|".join, axis=1) if cols else pd.Series("", index=r.index)
 
 
-def _truthy(s: pd.Series) -> pd.Series:
-    return s.map(lambda x: str(x).strip().lower() in ("true", "1", "1.0"))
-
-
 def _per_kernel(k: pd.DataFrame) -> pd.DataFrame:
     k = k.assign(phase=k["phase"].fillna("fwd") if "phase" in k else "fwd")
     if "kernel_short" in k:
         k = k.assign(kernel=k["kernel_short"].fillna(k["kernel"]))
-    gen = _truthy(k["generated"]) if "generated" in k else False
+    gen = truthy(k["generated"]) if "generated" in k else False
     k = k.assign(gen=gen, fused_ops=k["fused_ops"] if "fused_ops" in k else "")
     return k.groupby(["phase", "kernel"], as_index=False).agg(
         short=("kernel_short", "first"),
@@ -150,7 +146,7 @@ def generated(runs: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     eager twin (e.g. ``+experiment=flex``, all compiled) shows here what compile made."""
     if kernels.empty or "generated" not in kernels:
         return pd.DataFrame()
-    g = kernels[_truthy(kernels["generated"])]
+    g = kernels[truthy(kernels["generated"])]
     if g.empty:
         return pd.DataFrame()
     extra = [c for c in ("mask", "score_mod") if c in runs and runs[c].nunique() > 1]

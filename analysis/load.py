@@ -180,6 +180,18 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     return row.drop(columns="_ok").reset_index(drop=True)
 
 
+def ci_envelope(c: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` with each paired interval widened to the envelope of its repeats' intervals
+    (the lowest low, the highest high), as the Findings quote it; a cell run in one process
+    keeps its own."""
+    c = c.copy()
+    for col, end in (("speedup_ci_low", "min"), ("speedup_ci_high", "max")):
+        over = f"{col}_{end}"
+        if col in c and over in c:
+            c[col] = c[over].where(c[over].notna(), c[col])
+    return c
+
+
 def newest_sweep(root: Path = Path("outputs")) -> Path:
     sweeps = sorted((root / "sweeps").glob("*/runs.csv")) if (root / "sweeps").exists() else []
     if not sweeps:

@@ -159,6 +159,12 @@ def latency_methods(r: pd.DataFrame) -> str:
     return "; ".join(out) or "per-call timing"
 
 
+def truthy(s: pd.Series) -> pd.Series:
+    """A CSV's boolean column as bools: True, "True", 1 and "1.0" are true; anything else
+    (False, NaN, blank) is false."""
+    return s.map(lambda x: str(x).strip().lower() in ("true", "1", "1.0"))
+
+
 def host_verdict(r: pd.DataFrame) -> pd.Series:
     """True/False where a host-bound verdict means something (CUDA rows), NA elsewhere: the
     ``host_bound`` column when the runtime wrote one (per-call latency > 1.1x device busy),

@@ -45,10 +45,7 @@ def cells(runs: pd.DataFrame) -> pd.DataFrame:
     if "source" not in runs:  # a sweep dir read directly: one source
         runs = runs.assign(source="")
     c = load.cells(runs)
-    for col, end in (("speedup_ci_low", "min"), ("speedup_ci_high", "max")):
-        if f"{col}_{end}" in c:
-            c[col] = c[f"{col}_{end}"].where(c[f"{col}_{end}"].notna(), c[col])
-    return c
+    return load.ci_envelope(c)
 
 
 def speedup_by_pass(runs: pd.DataFrame) -> str:
