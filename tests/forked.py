@@ -48,3 +48,10 @@ def hang() -> None:
     import time
 
     time.sleep(10**6)
+
+
+def gc_state(out: str) -> None:
+    """What a cell inherits of the server's garbage collector."""
+    import gc
+
+    _write(out, frozen=gc.get_freeze_count(), enabled=gc.isenabled())

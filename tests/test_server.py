@@ -7,12 +7,11 @@ import signal
 import pytest
 
 from study.server import Client
-from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
 def server():
-    c = Client(env={"PYTHONPATH": str(ROOT)})
+    c = Client()  # puts the repository first on the server's PYTHONPATH, keeps the rest
     yield c
     c.close()
 
@@ -31,6 +30,49 @@ def test_the_server_never_initialises_cuda(server):
     st = server.query()
     assert st["cuda_initialized"] is False and st["nvml_check"] == "1"
     assert st["imports_s"] > 0 and st["pid"] == server.status["pid"]
+    # asked of the driver itself (None: no driver here); True would have stopped the server
+    assert st["cuda_driver_initialized"] in (False, None)
+
+
+def test_a_cell_inherits_the_warm_state_frozen(server, tmp_path):
+    """gc.freeze() after the imports: a cell's gc.collect() walks only what the cell made."""
+    got = run(server, tmp_path, "gc_state")
+    assert got["enabled"] is True
+    assert got["frozen"] > 10_000  # torch's own objects, imported once by the server
+    assert (
+        got["frozen"] > 0.9 * server.query()["gc_frozen"]
+    )  # the server's, less what the cell freed
+
+
+def test_prewarm_does_tritons_per_process_work_once(monkeypatch):
+    """Without a GPU: a stand-in Triton records what the server asks of it."""
+    import sys
+    import types
+
+    from study import server as srv
+
+    calls = []
+
+    class Driver:
+        @property
+        def active(self):
+            calls.append("driver")
+            return object()
+
+    runtime = types.ModuleType("triton.runtime")
+    runtime.driver = Driver()
+    cache = types.ModuleType("triton.runtime.cache")
+    cache.triton_key = lambda: calls.append("key")
+    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))
+    monkeypatch.setitem(sys.modules, "triton.runtime", runtime)
+    monkeypatch.setitem(sys.modules, "triton.runtime.cache", cache)
+    monkeypatch.setattr(srv, "WARM_COMPILE", ("json", "no_such_module_here"))
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "_register_triton_kernels", lambda: calls.append("ops"))
+    took = srv.prewarm()
+    assert calls == ["ops", "key", "driver"]
+    assert took["imports_skipped"] == 1 and took["triton_key"] >= 0 and took["triton_driver"] >= 0
 
 
 def test_an_inductor_setting_of_one_cell_is_not_seen_by_the_next(server, tmp_path):
@@ -62,3 +104,26 @@ def test_a_segfault_or_a_hang_costs_only_its_own_cell(server, tmp_path):
     assert server.wait(pid, 30) == -signal.SIGKILL
     assert server.alive()
     assert run(server, tmp_path, "inductor_flag")["value"] is False  # the next cell is fine
+
+
+def test_a_server_caches_bytecode_where_the_install_has_none(tmp_path):
+    """No usable pyc for torch (the H200 image): the server gets a prefix it can write."""
+    import importlib.util
+    import os
+    import py_compile
+
+    from study.server import bytecode_cache
+
+    src = tmp_path / "mod.py"
+    src.write_text("x = 1\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    cache = {"PYTHONPYCACHEPREFIX": str(tmp_path / "cache" / "study" / "pycache")}
+    want = {**cache, "PYTHONDONTWRITEBYTECODE": ""}  # written, but only under the prefix
+    assert bytecode_cache(env, str(src)) == want  # no pyc at all
+    py_compile.compile(str(src), cfile=importlib.util.cache_from_source(str(src)))
+    assert bytecode_cache(env, str(src)) == {}  # a pyc that matches: nothing to do
+    os.utime(src, (1, 1))
+    assert bytecode_cache(env, str(src)) == want  # stale: Python would compile again
+    assert bytecode_cache({**env, "STUDY_PYCACHE": "off"}, str(src)) == {}
+    assert bytecode_cache({**env, "STUDY_PYCACHE": "/c"}, str(src))["PYTHONPYCACHEPREFIX"] == "/c"
+    assert bytecode_cache({**env, "PYTHONPYCACHEPREFIX": "/mine"}, str(src)) == {}
