@@ -226,3 +226,25 @@ def test_a_cell_that_wrote_no_row_still_names_its_gpu(tmp_path, monkeypatch):
     assert sw.run_job(cfg, sweep / "cell", sweep, slots=1, gpus=True) == "timeout"
     row = io.read_csv(sweep / "cell" / "run.csv")[0]
     assert row["gpu_index"] == "0" and row["status"] == "timeout"
+
+
+@pytest.mark.parametrize("device, want", [("auto", "5"), ("cpu", None)])
+def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, device, want):
+    """Without GPU slots a CUDA cell runs on the first GPU the sweep sees, and sees only that
+    one (CUDA sets up every device it can see: 0.2 s a cell on a two-GPU host)."""
+    from study import sweep as sw
+
+    seen = {}
+
+    def inline(run_dir, env, cores):
+        seen.update(env)
+        return "timeout", "the environment is all this test wants"
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
+    monkeypatch.setattr(sw, "_cuda_available", lambda: True)
+    monkeypatch.setattr(sw, "_inline", inline)
+    cfg = _cell_cfg(tmp_path, "isolation=inline", f"device={device}")
+    sweep = tmp_path / "sweep"
+    sw.run_job(cfg, sweep / "cell", sweep)
+    assert seen.get("CUDA_VISIBLE_DEVICES") == want
+    assert io.read_csv(sweep / "cell" / "run.csv")[0]["gpu_index"] in ("", None)
