@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def profiled(run_dir: str, out: str, gpu: str | None = None) -> None:
+def profiled(run_dir: str, out: str) -> None:
     """The forked child's target: the cell under cProfile, then its stats and timestamps."""
     import cProfile
 
@@ -40,7 +40,7 @@ def profiled(run_dir: str, out: str, gpu: str | None = None) -> None:
     prof = cProfile.Profile()
     start = time.time()
     prof.enable()
-    worker.cell_main(run_dir, gpu, start)
+    worker.cell_main(run_dir, None, start)
     prof.disable()
     prof.dump_stats(f"{out}/cell.prof")
     Path(out, "modules.txt").write_text("\n".join(sorted(set(sys.modules) - before)))
@@ -53,47 +53,54 @@ def main() -> None:
     ap.add_argument("--only", default="", help="cells whose run dir name contains this")
     ap.add_argument("--top", type=int, default=25, help="functions to print per cell")
     ap.add_argument("--out", type=Path, help="scratch dir (default: a temporary one)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds a cell may take")
     a = ap.parse_args()
     cells = sorted(p.parent for p in a.sweep_dir.glob("*/cell.yaml") if a.only in p.parent.name)
     if not cells:
         sys.exit(f"no cell.yaml under {a.sweep_dir}/*/ (with --only {a.only!r}): a sweep dir?")
 
+    from omegaconf import OmegaConf
+
+    from study.compiling import cache_env
     from study.server import Client
-    from study.sweep import core_plan
+    from study.sweep import _kill_group, core_plan
+    from study.worker import gpu_id
 
     house, groups = core_plan(1, "auto")
     out = a.out or Path(tempfile.mkdtemp(prefix="cell_profile-"))
     t = time.perf_counter()
     srv = Client(cores=house)
     st = srv.status
-    warm = ", ".join(f"{k} {v:.2f}" for k, v in st["prewarm_s"].items() if isinstance(v, float))
+    warm = ", ".join(
+        f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in st["prewarm_s"].items()
+    )
     print(
         f"server ready in {time.perf_counter() - t:.1f} s: imports {st['imports_s']:.1f} s; "
         f"prewarm: {warm or 'nothing'}; CUDA initialised: torch {st['cuda_initialized']}, "
         f"driver {st['cuda_driver_initialized']}"
     )
-    gpu = "0" if st["cuda_available"] else None
     for cell in cells:
         scratch = out / cell.name.replace("=", "_").replace(",", "_")
         shutil.rmtree(scratch, ignore_errors=True)
         shutil.copytree(cell, scratch, ignore=shutil.ignore_patterns("generated", "*.csv", "*.log"))
-        env = {
-            "TORCHINDUCTOR_CACHE_DIR": f"{scratch}/cache",
-            "TRITON_CACHE_DIR": f"{scratch}/triton",
-        }
-        if gpu is not None:
-            env["CUDA_VISIBLE_DEVICES"] = gpu
+        resolved = OmegaConf.to_container(OmegaConf.load(scratch / "cell.yaml"))
+        env = cache_env("cold", scratch, out, resolved)  # as cache=cold: empty, its own
+        if resolved.get("device") == "cuda" and st["cuda_available"]:
+            env["CUDA_VISIBLE_DEVICES"] = gpu_id(0)  # as a one-GPU sweep's cell
         forked = time.time()
         pid = srv.spawn(
             "benchmarks.cell_profile:profiled",
-            {"run_dir": str(scratch), "out": str(scratch), "gpu": gpu},
+            {"run_dir": str(scratch), "out": str(scratch)},
             env,
             groups[0],
             scratch / "cell.log",
         )
-        rc = srv.wait(pid, 900)
+        rc = srv.wait(pid, a.timeout)
+        if rc is None:
+            _kill_group(pid)
+            srv.wait(pid, 30)
         seen = time.time()
-        print(f"\n== {cell.name} (exit {rc})")
+        print(f"\n== {cell.name} ({'killed at --timeout' if rc is None else f'exit {rc}'})")
         log = (scratch / "cell.log").read_text(errors="replace").splitlines()
         print(
             "  " + next((ln for ln in reversed(log) if ln.startswith("[cell]")), "no [cell] line")

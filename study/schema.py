@@ -451,7 +451,12 @@ RUN = (
             "written, minus gpu_wait_s, first_call_s (compile), check_s, measure_s, profile_s "
             "and extra_s: process start, setup (CUDA context, inputs), generated code, rows",
         ),
-        Col("gpu_index", "", "GPU the cell was pinned to (CUDA_VISIBLE_DEVICES), blank if none"),
+        Col(
+            "gpu_index",
+            "",
+            "GPU slot's GPU under the gpus launcher (CUDA_VISIBLE_DEVICES, proven by UUID); "
+            "blank otherwise: a one-GPU sweep's cell sees only the first visible GPU",
+        ),
         Col("setup_s", "s", "wall time before the first call: environment, inputs, CUDA init"),
         Col("check_s", "s", "wall time of the float64 reference check and FLOP count"),
         Col(

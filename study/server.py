@@ -16,10 +16,9 @@ is initialised after its imports, by torch or by the driver itself (``driver_ini
 ``benchmarks/fork_probe.py`` checks each import on a GPU).
 
 Beyond imports, the server does once what every cell repeated and needs no device
-(``prewarm``: Triton's key and driver, the modules a first compile imports), then freezes its
-objects for the garbage collector, so a cell's ``gc.collect()`` walks only the cell's own. On
-the H200 these cut a compiled cell's overhead from 1.45 to 0.66 s and its wall from 5.6 to
-2.9 s (cProfile of forked cells, flash/default): see ``prewarm`` for each item.
+(``study.prewarm``; ``STUDY_PREWARM=off`` skips it), then freezes its objects for the garbage
+collector (``gc.freeze``), so a cell's ``gc.collect()`` walks only the cell's own objects.
+Where torch has no bytecode cache, the server keeps one (``study.pycache``).
 
 Protocol, one JSON object per line:
 
@@ -52,124 +51,10 @@ import traceback
 import warnings
 from pathlib import Path
 
+from study.prewarm import WARM, driver_initialised, prewarm
+from study.pycache import bytecode_cache
+
 PR_SET_PDEATHSIG = 1
-WARM = (
-    "torch",
-    "torch._dynamo",
-    "torch.utils.flop_counter",
-    "torch.profiler",
-    "torch._inductor.compile_fx",
-    "torch._inductor.select_algorithm",
-    "torch._inductor.codecache",
-    "torch.nn.attention.flex_attention",
-    "study.cell",
-    "study.worker",
-)
-# What a cell imports the first time it compiles (sys.modules after a compiled cell, against
-# the server's, on the H200 VM: 180 modules). Where the installed packages have no bytecode
-# caches (the H200 image), each child compiled their sources again: 0.7 s a compiled cell.
-# Optional: a name this torch or Triton lacks is skipped.
-WARM_COMPILE = (
-    "torch._dynamo.backends.*",  # Dynamo lists every backend when it looks one up
-    "torch._dynamo.dce_extra_outputs",
-    "torch._dynamo.repro.after_dynamo",
-    "torch._inductor.bounds",
-    "torch._inductor.choices",
-    "torch._inductor.codegen.cuda_combined_scheduling",
-    "torch._inductor.codegen.cpp_wrapper_cpu_array_ref",
-    "torch._inductor.codegen.cpp_wrapper_gpu",
-    "torch._inductor.codegen.cpp_wrapper_mps",
-    "torch._inductor.codegen.cpu_device_op_overrides",
-    "torch._inductor.codegen.cuda.device_op_overrides",
-    "torch._inductor.codegen.halide",
-    "torch._inductor.codegen.mps",
-    "torch._inductor.codegen.mps_device_op_overrides",
-    "torch._inductor.codegen.mtia.device_op_overrides",
-    "torch._inductor.codegen.pallas",
-    "torch._inductor.codegen.python_wrapper_mtia",
-    "torch._inductor.codegen.xpu.device_op_overrides",
-    "torch._inductor.codegen.memory_planning",
-    "torch._inductor.codegen.segmented_tree",
-    "torch._inductor.codegen.wrapper_fxir",
-    "torch._inductor.compiler_bisector",
-    "torch._inductor.extern_node_serializer",
-    "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
-    "torch._inductor.fx_passes.apply_gumbel_max_trick",
-    "torch._inductor.fx_passes.efficient_conv_bn_eval",
-    "torch._inductor.fx_passes.freezing_patterns",
-    "torch._inductor.fx_passes.fuse_attention",
-    "torch._inductor.fx_passes.mkldnn_fusion",
-    "torch._inductor.fx_passes.pad_mm",
-    "torch._inductor.fx_passes.quantization",
-    "torch._inductor.fx_passes.serialized_patterns.*",  # every module of the package
-    "torch._inductor.hooks",
-    "torch._inductor.runtime.caching",
-    "torch._subclasses.schema_check_mode",
-    "torch.distributed.tensor.experimental",
-    "torch.export._trace",
-    "torch.fx.experimental.validator",
-    "torch.utils._cpp_embed_headers",
-    "multiprocessing.synchronize",
-    "sympy.tensor.tensor",
-    "triton.compiler.code_generator",
-    "triton.experimental.gluon",
-    "triton.tools.tensor_descriptor",
-    "numpy.ma",
-    "sympy.combinatorics",
-    "study.calibrate",
-    "study.io",
-    "study.revealed",
-    "study.workloads.attention",
-    "study.workloads.block",
-    "study.workloads.dense",
-    "study.workloads.flex",
-)
-
-
-def _fresh_bytecode(source: str) -> bool:
-    """Does ``source`` have a bytecode cache Python would use (its pyc, matching its stat)?"""
-    import importlib.util
-
-    try:
-        with open(importlib.util.cache_from_source(source), "rb") as f:
-            head = f.read(16)
-        st = os.stat(source)
-    except (OSError, ValueError, NotImplementedError):
-        return False
-    if len(head) < 16:
-        return False
-    if int.from_bytes(head[4:8], "little") & 1:  # hash-based pyc: checked by hash, not stat
-        return True
-    mtime, size = int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")
-    return mtime == int(st.st_mtime) & 0xFFFFFFFF and size == st.st_size & 0xFFFFFFFF
-
-
-def bytecode_cache(env: dict, source: str | None = None) -> dict:
-    """The server's environment for a private bytecode cache where the installed torch has no
-    usable one (``source``: a module of it; default torch's ``__init__``), else nothing.
-
-    Without one, every Python process compiles torch's sources again. The H200 image ships no
-    pyc for torch and sets PYTHONDONTWRITEBYTECODE: a server's imports took 10-17 s on the
-    H200 VMs. On the CPU machine, torch's imports with no pyc (an empty prefix) took 14.3 s,
-    6.8 s once the prefix was filled, 5.6-6.4 s with the install's own pyc. So the server, and the cells it
-    forks, read and write pyc under ``~/.cache/study/pycache`` (PYTHONPYCACHEPREFIX), never
-    next to the installed sources; the first server fills it. ``STUDY_PYCACHE=DIR`` puts it
-    elsewhere, ``STUDY_PYCACHE=off`` turns this off; a PYTHONPYCACHEPREFIX of your own is kept."""
-    want = env.get("STUDY_PYCACHE") or ""
-    if want == "off" or env.get("PYTHONPYCACHEPREFIX"):
-        return {}
-    if source is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("torch")
-        if spec is None or not spec.origin:
-            return {}
-        source = spec.origin
-    if _fresh_bytecode(source):
-        return {}
-    home = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    prefix = want or os.path.join(home, "study", "pycache")
-    return {"PYTHONPYCACHEPREFIX": prefix, "PYTHONDONTWRITEBYTECODE": ""}  # "": not set
 
 
 def die_with_parent() -> None:
@@ -202,74 +87,6 @@ def _gpus() -> int:
         text=True,
     )
     return int(r.stdout.strip() or 0) if r.returncode == 0 else 0
-
-
-def driver_initialised() -> bool | None:
-    """Has this process initialised the CUDA driver (cuInit)? Asks the driver itself, without
-    initialising it: before cuInit, ``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED (3).
-    None where there is no driver. Stricter than ``torch.cuda.is_initialized()``, which knows
-    only torch's own state: a library that called cuInit behind torch's back shows here."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None
-    n = ctypes.c_int()
-    return cuda.cuDeviceGetCount(ctypes.byref(n)) != 3
-
-
-def prewarm() -> dict:
-    """Work every cell would repeat that needs no CUDA, done once here; returns seconds by item.
-
-    - ``WARM_COMPILE``: the modules a cell imports when it first compiles.
-    - ``triton_key``: a hash of Triton's own files (libtriton.so included), the root of every
-      Inductor cache key. Cached per process, so each cell paid for it: 0.50 s of a compiled
-      cell's 0.82 s ``setup_s`` on the H200 VM (cProfile of a forked cell).
-    - ``torch.cuda._register_triton_kernels``: op definitions CUDA's lazy init makes (0.30 s).
-    - Triton's active driver: its ``cuda_utils`` extension, which Triton builds with the C
-      compiler into the ``TRITON_CACHE_DIR`` and loads. Each cell has its own, empty, cache dir
-      (cache=cold), so each compiled cell ran gcc again: 0.31 s. The helper is Triton's
-      runtime, the same for every cell, not a compile result; ``cuInit`` is not called (the
-      server checks with the driver, ``driver_initialised``).
-    """
-    import torch
-
-    took = {}
-    t = time.perf_counter()
-    skipped = []
-    for mod in WARM_COMPILE:
-        try:
-            if mod.endswith(".*"):
-                import pkgutil
-
-                pkg = importlib.import_module(mod[:-2])
-                for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
-                    importlib.import_module(info.name)
-            else:
-                importlib.import_module(mod)
-        except ImportError:
-            skipped.append(mod)
-    took["imports"] = time.perf_counter() - t
-    took["imports_skipped"] = len(skipped)
-    # CUDA's lazy init registers Triton's sparse kernels as ops (torch._TritonLibrary), once per
-    # process and idempotent: 0.30 s of every cell's first CUDA call, eager cells too. Only
-    # op definitions; it touches no device.
-    register = getattr(torch.cuda, "_register_triton_kernels", None)
-    if register is not None:
-        t = time.perf_counter()
-        register()
-        took["triton_ops"] = time.perf_counter() - t
-    try:
-        from triton.runtime import driver
-        from triton.runtime.cache import triton_key
-    except ImportError:  # no Triton (a CPU build): nothing more to warm
-        return took
-    t = time.perf_counter()
-    triton_key()
-    took["triton_key"] = time.perf_counter() - t
-    t = time.perf_counter()
-    driver.active  # noqa: B018 - creates the CUDA driver object without initialising CUDA
-    took["triton_driver"] = time.perf_counter() - t
-    return took
 
 
 def _status(imports_s: float, gpus: int, warmed: dict | None = None) -> dict:
@@ -351,8 +168,8 @@ def serve() -> None:
 
     git_revision()  # once here, inherited by every cell
     imports_s = time.perf_counter() - t
-    warmed = prewarm()
     gpus = _gpus()
+    warmed = {} if os.environ.get("STUDY_PREWARM", "").lower() == "off" else prewarm(gpus)
     # Every object so far is the warm state, shared by all cells: frozen, a cell's gc.collect()
     # walks only the cell's own objects. Unfrozen, each collection walked all of torch's: 0.19-0.24 s
     # a call, 0.7-1.0 s a cell (memory.Peak and timing.quiet collect before they measure).
@@ -360,7 +177,12 @@ def serve() -> None:
     gc.freeze()
     status = _status(imports_s, gpus, warmed)
     if torch.cuda.is_initialized() or status["cuda_driver_initialized"]:
-        sys.exit("[study.server] an import initialised CUDA; forked cells could not use it")
+        who = "torch" if torch.cuda.is_initialized() else "the driver (cuInit, behind torch's back)"
+        sys.exit(
+            f"[study.server] CUDA is initialised in the server, by {who}: forked cells could not "
+            "use it. An import or the prewarm did it; STUDY_PREWARM=off tells which "
+            "(benchmarks/fork_probe.py checks each import)."
+        )
     _send({"ready": status})
     children: dict[int, object] = {}  # pid -> request id
     buf = b""

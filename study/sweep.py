@@ -234,7 +234,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
         gpu = gpu_id(s) if gpus and s is not None else None
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
-        elif resolved["device"] == "cuda":  # the cell runs on the first GPU it sees: show it
+        elif resolved["device"] == "cuda" and cuda:  # it runs on the first GPU it sees: show it
             env["CUDA_VISIBLE_DEVICES"] = gpu_id(0)  # only that one: CUDA sets up every device
             # it sees (median setup_s 0.62 -> 0.41 s on the two-GPU host)
         try:

@@ -228,10 +228,13 @@ def test_a_cell_that_wrote_no_row_still_names_its_gpu(tmp_path, monkeypatch):
     assert row["gpu_index"] == "0" and row["status"] == "timeout"
 
 
-@pytest.mark.parametrize("device, want", [("auto", "5"), ("cpu", None)])
-def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, device, want):
+@pytest.mark.parametrize(
+    "device, cuda, want", [("auto", True, "5"), ("cpu", True, None), ("cuda", False, None)]
+)
+def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, device, cuda, want):
     """Without GPU slots a CUDA cell runs on the first GPU the sweep sees, and sees only that
-    one (CUDA sets up every device it can see: 0.2 s a cell on a two-GPU host)."""
+    one (CUDA sets up every device it can see: 0.2 s a cell on a two-GPU host). With no GPU to
+    see (CUDA_VISIBLE_DEVICES="" hides them all), a cell asking for CUDA gets none either."""
     from study import sweep as sw
 
     seen = {}
@@ -241,7 +244,7 @@ def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, devi
         return "timeout", "the environment is all this test wants"
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
-    monkeypatch.setattr(sw, "_cuda_available", lambda: True)
+    monkeypatch.setattr(sw, "_cuda_available", lambda: cuda)
     monkeypatch.setattr(sw, "_inline", inline)
     cfg = _cell_cfg(tmp_path, "isolation=inline", f"device={device}")
     sweep = tmp_path / "sweep"

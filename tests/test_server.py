@@ -44,37 +44,6 @@ def test_a_cell_inherits_the_warm_state_frozen(server, tmp_path):
     )  # the server's, less what the cell freed
 
 
-def test_prewarm_does_tritons_per_process_work_once(monkeypatch):
-    """Without a GPU: a stand-in Triton records what the server asks of it."""
-    import sys
-    import types
-
-    from study import server as srv
-
-    calls = []
-
-    class Driver:
-        @property
-        def active(self):
-            calls.append("driver")
-            return object()
-
-    runtime = types.ModuleType("triton.runtime")
-    runtime.driver = Driver()
-    cache = types.ModuleType("triton.runtime.cache")
-    cache.triton_key = lambda: calls.append("key")
-    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))
-    monkeypatch.setitem(sys.modules, "triton.runtime", runtime)
-    monkeypatch.setitem(sys.modules, "triton.runtime.cache", cache)
-    monkeypatch.setattr(srv, "WARM_COMPILE", ("json", "no_such_module_here"))
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "_register_triton_kernels", lambda: calls.append("ops"))
-    took = srv.prewarm()
-    assert calls == ["ops", "key", "driver"]
-    assert took["imports_skipped"] == 1 and took["triton_key"] >= 0 and took["triton_driver"] >= 0
-
-
 def test_an_inductor_setting_of_one_cell_is_not_seen_by_the_next(server, tmp_path):
     assert run(server, tmp_path, "inductor_flag", set_to=True)["value"] is True
     assert run(server, tmp_path, "inductor_flag")["value"] is False
@@ -104,26 +73,3 @@ def test_a_segfault_or_a_hang_costs_only_its_own_cell(server, tmp_path):
     assert server.wait(pid, 30) == -signal.SIGKILL
     assert server.alive()
     assert run(server, tmp_path, "inductor_flag")["value"] is False  # the next cell is fine
-
-
-def test_a_server_caches_bytecode_where_the_install_has_none(tmp_path):
-    """No usable pyc for torch (the H200 image): the server gets a prefix it can write."""
-    import importlib.util
-    import os
-    import py_compile
-
-    from study.server import bytecode_cache
-
-    src = tmp_path / "mod.py"
-    src.write_text("x = 1\n")
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
-    cache = {"PYTHONPYCACHEPREFIX": str(tmp_path / "cache" / "study" / "pycache")}
-    want = {**cache, "PYTHONDONTWRITEBYTECODE": ""}  # written, but only under the prefix
-    assert bytecode_cache(env, str(src)) == want  # no pyc at all
-    py_compile.compile(str(src), cfile=importlib.util.cache_from_source(str(src)))
-    assert bytecode_cache(env, str(src)) == {}  # a pyc that matches: nothing to do
-    os.utime(src, (1, 1))
-    assert bytecode_cache(env, str(src)) == want  # stale: Python would compile again
-    assert bytecode_cache({**env, "STUDY_PYCACHE": "off"}, str(src)) == {}
-    assert bytecode_cache({**env, "STUDY_PYCACHE": "/c"}, str(src))["PYTHONPYCACHEPREFIX"] == "/c"
-    assert bytecode_cache({**env, "PYTHONPYCACHEPREFIX": "/mine"}, str(src)) == {}
