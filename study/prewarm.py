@@ -157,13 +157,16 @@ def prewarm(gpus: int) -> dict:
         return did
     did["triton_key"] = _timed(triton_key)
     if gpus > 0:  # Triton asks torch.cuda.is_available(): NVML says yes without the driver
-        from triton.runtime import driver
-
-        # .utils: the helper itself (older Triton made driver.active a lazy proxy)
-        did["triton_driver"] = _timed(lambda: getattr(driver.active, "utils", None))
+        did["triton_driver"] = _timed(_triton_driver)
     else:
         did["triton_driver"] = "skipped: no GPU counted by NVML"
     return did
+
+
+def _triton_driver() -> None:
+    from triton.runtime import driver
+
+    getattr(driver.active, "utils", None)  # the helper itself (older Triton: a lazy proxy)
 
 
 def _timed(fn) -> float | str:
