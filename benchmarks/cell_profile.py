@@ -61,8 +61,8 @@ def main() -> None:
 
     from omegaconf import OmegaConf
 
+    from study.client import Client
     from study.compiling import cache_env
-    from study.server import Client
     from study.sweep import _kill_group, core_plan
     from study.worker import gpu_id
 

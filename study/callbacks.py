@@ -207,16 +207,27 @@ def _with_repeats(config: DictConfig) -> None:
 
 class Sweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        from study.config import plain
+
         name = kwargs.get("config_name") or "config"
         spec = str(config.cores)
-        if "BasicLauncher" in str(config.hydra.launcher.get("_target_", "")):
+        launcher = str(config.hydra.launcher.get("_target_", ""))
+        _with_repeats(config)
+        if "BasicLauncher" in launcher:
             from study.pinning import check_spec
             from study.sweep import core_plan, server
 
             # Jobs run in this process: its cell server imports torch while the sweep is checked.
             if check_spec(spec) is None:  # a bad core list is reported by the check below
                 server(core_plan(1, spec)[0])
-        _with_repeats(config)
+        elif "JoblibLauncher" in launcher and plain(config.isolation) == "subprocess":
+            from study.sweep import prestart
+
+            # Jobs run in loky's worker processes: one server each, importing while the sweep
+            # is checked; a worker claims one at its first cell (n_jobs=-1: each starts its own).
+            n = min(int(config.hydra.launcher.get("n_jobs") or 1), len(points(config)))
+            if n > 0:
+                prestart(n)
         total = validate_sweep(config, name)
         sweep_dir = Path(config.hydra.sweep.dir)
         check_resume(config, sweep_dir)
@@ -232,6 +243,9 @@ class Sweep(Callback):
         )
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        from study.sweep import stop_prestarted
+
+        stop_prestarted()
         sys.exit(summary(Path(config.hydra.sweep.dir)))
 
 

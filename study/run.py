@@ -62,16 +62,20 @@ if not OmegaConf.has_resolver("study_sweep_id"):
 register_configs()
 
 
+def _gpus(cfg: DictConfig) -> int:
+    from study.sweep import gpu_count
+
+    return gpu_count(plain(cfg.isolation) == "subprocess")
+
+
 def _slots(cfg: DictConfig) -> tuple[int, bool]:
     """(cells that may run at once, whether each is a GPU): ``gpu_slots``, or under the joblib
     launcher one per visible GPU (else ``n_jobs`` CPU core groups); 0 otherwise."""
-    import torch
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0  # NVML: no CUDA init
     if cfg.gpu_slots > 0:
         return cfg.gpu_slots, True
     launcher = HydraConfig.get().launcher
     if "JoblibLauncher" in str(launcher.get("_target_", "")):
+        gpus = _gpus(cfg)
         return (gpus, True) if gpus else (int(launcher.get("n_jobs") or 1), False)
     return 0, False
 
@@ -80,9 +84,7 @@ def _say_device_once(cfg: DictConfig) -> None:
     if "device" in _SAID:
         return
     _SAID.add("device")
-    import torch
-
-    if plain(cfg.device) == "auto" and not torch.cuda.is_available():
+    if plain(cfg.device) == "auto" and not _gpus(cfg):
         print(
             "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
             "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",

@@ -29,10 +29,19 @@ Protocol, one JSON object per line:
     -> {"op": "status"}    <- {"status": {...}}
     <- {"ready": {...}}    (once, after the imports)
 
+    -> {"op": "pin", "cores": [..]}    <- {"pinned": [..]}   (the server's own threads)
+
 The child: new session (its group is killable as one), dies with the server
 (PR_SET_PDEATHSIG), stdin from /dev/null, stdout and stderr to ``log``, ``env`` applied,
 pinned to ``cores``, default signal handlers; then ``target(**kwargs)`` and ``os._exit``.
 End of stdin ends the server and kills its children.
+
+``python -m study.server --listen PATH``: the same protocol on a Unix socket, one client at
+a time, so that a sweep's main process can start the servers of a multi-GPU sweep while the
+sweep is checked and its job processes (loky workers, which cannot inherit a pipe) claim one
+each (``Client.attach``). The socket is bound before the imports: a client that connects
+early gets ``ready`` when they are done. A client that disconnects takes its cells with it;
+the next one is served. End of stdin (the owner's exit) still ends the server.
 """
 
 from __future__ import annotations
@@ -44,15 +53,14 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
 import traceback
 import warnings
-from pathlib import Path
 
 from study.prewarm import WARM, driver_initialised, prewarm
-from study.pycache import bytecode_cache
 
 PR_SET_PDEATHSIG = 1
 
@@ -68,8 +76,13 @@ _PROTO = None  # the protocol's own stream: fd 1 goes to stderr, so a stray prin
 
 
 def _send(msg: dict) -> None:
-    _PROTO.write(json.dumps(msg) + "\n")
-    _PROTO.flush()
+    if _PROTO is None:  # a listening server between clients: nobody to tell
+        return
+    try:
+        _PROTO.write(json.dumps(msg) + "\n")
+        _PROTO.flush()
+    except OSError:  # the client is gone: its end of the socket reads as closed next
+        pass
 
 
 def _gpus() -> int:
@@ -107,10 +120,14 @@ def _status(imports_s: float, gpus: int, warmed: dict | None = None) -> dict:
     }
 
 
-def _child(req: dict, parent: int) -> None:
-    """In the forked child: become the cell's own process, run the target, never return."""
+def _child(req: dict, parent: int, close: tuple = ()) -> None:
+    """In the forked child: become the cell's own process, run the target, never return.
+    ``close``: the server's sockets, which a cell must not hold open."""
     code = 1
     try:
+        for sock in close:
+            if sock is not None:  # detached first: no finalizer can close a reused fd number
+                os.close(sock.detach())
         os.setsid()
         die_with_parent()
         if os.getppid() != parent:  # the server died between fork and prctl: nobody to report to
@@ -141,13 +158,31 @@ def _child(req: dict, parent: int) -> None:
         os._exit(code)
 
 
-def serve() -> None:
-    global _PROTO
-    _PROTO = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # imports and libraries that print do so on stderr
+def pin_threads(cores: list[int]) -> list[int]:
+    """Pin every thread of this process (``sched_setaffinity`` of a pid pins one thread)."""
+    tids = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["0"]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except (OSError, ValueError):
+            pass  # a thread that ended meanwhile
+    return sorted(os.sched_getaffinity(0))
+
+
+def _bind(path: str) -> socket.socket:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(path)
+    sock.listen(8)
+    return sock
+
+
+def _warm_up() -> dict:
+    """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised."""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
     # Python 3.12+ warns on fork() with threads running. The one other thread is a native
     # thread torch starts at import; a forked child uses nothing it holds (DataLoader forks its
     # workers from such processes all the time).
@@ -183,10 +218,45 @@ def serve() -> None:
             "use it. An import or the prewarm did it; STUDY_PREWARM=off tells which "
             "(benchmarks/fork_probe.py checks each import)."
         )
-    _send({"ready": status})
+    return status
+
+
+def _kill_all(children: dict) -> None:
+    for pid in list(children):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def serve(listen: str | None = None) -> None:
+    """Serve the protocol on stdin/stdout, or (``listen``) on a Unix socket at that path."""
+    global _PROTO
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # imports and libraries that print do so on stderr
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
+    lsock = _bind(listen) if listen else None
+    try:
+        status = _warm_up()
+        if lsock is None:
+            _PROTO = proto
+            _send({"ready": status})
+        _loop(status, lsock)
+    finally:
+        if listen:
+            try:
+                os.unlink(listen)
+            except OSError:
+                pass
+
+
+def _loop(status: dict, lsock: socket.socket | None) -> None:
+    global _PROTO
     children: dict[int, object] = {}  # pid -> request id
     buf = b""
     stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
+    conn = None  # the client of a listening server
     while True:
         while children:  # reap first: exits are reported as soon as they happen
             try:
@@ -197,17 +267,35 @@ def serve() -> None:
                 break
             rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
             _send({"exit": children.pop(pid, None), "pid": pid, "rc": rc})
-        ready, _, _ = select.select([stdin], [], [], 0.02)
+        watch = [stdin] + ([] if lsock is None else [conn if conn is not None else lsock])
+        ready, _, _ = select.select(watch, [], [], 0.02)
         if not ready:
             continue
-        chunk = os.read(stdin.fileno(), 65536)
-        if not chunk:  # the sweep is gone: so are its cells
-            for pid in children:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            return
+        chunk = None
+        if stdin in ready:
+            data = os.read(stdin.fileno(), 65536)
+            if not data:  # the sweep is gone: so are its cells
+                _kill_all(children)
+                return
+            if lsock is None:
+                chunk = data  # a listening server's stdin only tells that its owner lives
+        if lsock is not None and lsock in ready:
+            conn, _ = lsock.accept()
+            _PROTO, buf = conn.makefile("w"), b""
+            _send({"ready": status})
+            continue
+        if conn is not None and conn in ready:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:  # the client left: its cells go with it; serve the next one
+                _kill_all(children)
+                conn.close()
+                conn, _PROTO = None, None
+                continue
+        if not chunk:
+            continue
         buf += chunk
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
@@ -215,146 +303,24 @@ def serve() -> None:
                 continue
             req = json.loads(line)
             if req.get("op") == "status":
-                _send({"status": _status(status["imports_s"], gpus, warmed)})
+                _send(
+                    {
+                        "status": _status(
+                            status["imports_s"], status["device_count"], status["prewarm_s"]
+                        )
+                    }
+                )
+            elif req.get("op") == "pin":
+                _send({"pinned": pin_threads(req["cores"])})
             elif req.get("op") == "spawn":
                 sys.stdout.flush()
                 me = os.getpid()
                 pid = os.fork()
                 if pid == 0:
-                    _child(req, me)
+                    _child(req, me, (lsock, conn))
                 children[pid] = req.get("id")
                 _send({"spawned": req.get("id"), "pid": pid})
 
 
-class ServerError(RuntimeError):
-    """The cell server could not start or stopped answering."""
-
-
-class Client:
-    """The sweep's side of one server process (study.sweep holds one per process)."""
-
-    def __init__(self, env: dict | None = None, cores: list[int] | None = None, timeout=300.0):
-        root = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
-        env.update(bytecode_cache(env))
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-
-        def pre():
-            die_with_parent()
-            if cores:
-                os.sched_setaffinity(0, cores)
-
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "study.server"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            preexec_fn=pre,
-        )
-        self._buf = b""
-        self._exits: dict[int, int] = {}  # request id -> exit code
-        self._rid: dict[int, int] = {}  # pid -> request id, while the child lives
-        self._next = 0
-        self._timeout = timeout
-        self._status = None
-
-    @property
-    def status(self) -> dict:
-        """What the server said once its imports were done (waits for it the first time)."""
-        if self._status is None:
-            msg = self._read_until(lambda m: "ready" in m, self._timeout)
-            if msg is None:
-                raise ServerError(f"the cell server did not start within {self._timeout:g} s")
-            self._status = msg["ready"]
-        return self._status
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def _read(self, timeout: float) -> dict | None:
-        if b"\n" not in self._buf:
-            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, timeout))
-            if not ready:
-                return None
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
-            if not chunk:
-                raise ServerError(
-                    f"the cell server exited (code {self.proc.wait()}); see the sweep's stderr"
-                )
-            self._buf += chunk
-            if b"\n" not in self._buf:
-                return None
-        line, self._buf = self._buf.split(b"\n", 1)
-        msg = json.loads(line)
-        if "exit" in msg:  # keyed by request: a reused pid cannot answer for an earlier child
-            self._exits[msg["exit"]] = msg["rc"]
-        return msg
-
-    def _read_until(self, want, timeout: float) -> dict | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self._read(deadline - time.monotonic())
-            if msg is not None and want(msg):
-                return msg
-            if msg is None and time.monotonic() >= deadline:
-                return None
-
-    def _request(self, req: dict) -> None:
-        try:
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            raise ServerError("the cell server is gone") from None
-
-    def spawn(self, target: str, kwargs: dict, env: dict, cores, log: Path) -> int:
-        """Fork a child running ``target(**kwargs)``; returns its pid (= its process group)."""
-        self.status  # noqa: B018 - ready first
-        self._next += 1
-        rid = self._next
-        self._request(
-            {
-                "op": "spawn",
-                "id": rid,
-                "target": target,
-                "kwargs": kwargs,
-                "env": env,
-                "cores": list(cores) if cores else None,
-                "log": str(log),
-            }
-        )
-        msg = self._read_until(lambda m: m.get("spawned") == rid, 60.0)
-        if msg is None:
-            raise ServerError("the cell server did not fork within 60 s")
-        self._rid[msg["pid"]] = rid
-        return msg["pid"]
-
-    def wait(self, pid: int, timeout: float | None) -> int | None:
-        """The child's exit code (negative: killed by that signal), or None at ``timeout``."""
-        rid = self._rid[pid]
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while rid not in self._exits:
-            left = 1.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self._read(min(left, 1.0))
-        del self._rid[pid]
-        return self._exits.pop(rid)
-
-    def query(self) -> dict:
-        self.status  # noqa: B018 - ready first
-        self._request({"op": "status"})
-        return self._read_until(lambda m: "status" in m, 30.0)["status"]
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-
-
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[sys.argv.index("--listen") + 1] if "--listen" in sys.argv else None)

@@ -18,7 +18,9 @@ import fcntl
 import os
 import shutil
 import signal
+import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +28,14 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from study import compiling, io, pinning
+from study.client import ServerError
 from study.config import config_hash, eager_hash, plain, to_plain
-from study.server import ServerError
 from study.worker import gpu_id
 
 STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
 _SERVER = None
+_LOCK = None  # (path, open lock file) of the listening server this process claimed
+_OWNED: list = []  # listening servers this process started for its job processes
 _PLAN: dict = {}
 
 
@@ -44,14 +48,102 @@ def inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def server(house: list[int] | None):
-    """This process's warm cell server (started on first use, restarted if it died)."""
-    global _SERVER
-    from study.server import Client
+def server(house: list[int] | None = None):
+    """This process's warm cell server: one the main process started for it (``prestart``),
+    else its own, started on first use; a dead one is replaced. Pinned to ``house``."""
+    global _SERVER, _LOCK
+    from study.client import Client
 
     if _SERVER is None or not _SERVER.alive():
-        _SERVER = Client(cores=house)
+        if _SERVER is not None:
+            _SERVER.close()
+            release_slot(_LOCK)  # a dead listening server: let it go
+            _LOCK = None
+        else:  # this process's first cell: it resolves variants (the workloads import torch,
+            # 1-4 s) while its server gets ready
+            threading.Thread(target=_import_workloads, daemon=True).start()
+        _SERVER = _claim() or Client(cores=house)
+    if house and _SERVER.pinned != list(house):
+        _SERVER.pin(house)
     return _SERVER
+
+
+def _import_workloads() -> None:
+    from study.workloads import registry
+
+    try:
+        registry.names()
+    except Exception:  # noqa: BLE001 - the cell's own resolve() reports it, in the job's thread
+        return
+
+
+def _claim():
+    """A listening server of ``STUDY_SERVERS`` that no other job process holds, or None."""
+    global _LOCK
+    from study.client import Client
+
+    for path in filter(None, os.environ.get("STUDY_SERVERS", "").split(os.pathsep)):
+        try:
+            f = open(path + ".lock", "a")
+        except OSError:  # the sweep that made it is gone
+            continue
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            client = Client.attach(path)
+        except OSError:  # held by another job process, or nothing listens there any more
+            f.close()
+            continue
+        _LOCK = (path, f)
+        return client
+    return None
+
+
+def prestart(n: int) -> list:
+    """In a multi-GPU sweep's main process: start ``n`` listening servers now, so that they
+    import while the sweep is checked, and name them to the job processes (``STUDY_SERVERS``,
+    inherited by loky's workers). Each job process claims one at its first cell; without them
+    each started its own then, and the sweep's first cells waited 4-17 s for it (H200 x2 VM)."""
+    import atexit
+    import tempfile
+
+    from study.client import bound, start_listening
+    from study.pycache import bytecode_cache
+
+    # loky's workers, started after this, import torch too (the workloads): the servers'
+    # bytecode cache spares them compiling its sources (4 s a worker on the H200 VMs)
+    os.environ.update(bytecode_cache(dict(os.environ)))
+    d = tempfile.mkdtemp(prefix="study-servers-")  # short: a socket path has at most 107 bytes
+    atexit.register(shutil.rmtree, d, True)
+    paths = [os.path.join(d, f"s{i}.sock") for i in range(n)]
+    procs = [start_listening(p, wait=False) for p in paths]
+    _OWNED.extend(procs)
+    # Each binds its socket before its imports (a fraction of a second): wait for that, so a
+    # job process never finds no socket and starts a server of its own.
+    live = bound(list(zip(paths, procs, strict=True)))
+    os.environ["STUDY_SERVERS"] = os.pathsep.join(live)
+    return live
+
+
+def stop_prestarted() -> None:
+    """End the servers ``prestart`` started (they would also die with this process)."""
+    while _OWNED:
+        proc = _OWNED.pop()
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+    os.environ.pop("STUDY_SERVERS", None)
+
+
+def gpu_count(isolated: bool = True) -> int:
+    """GPUs this job sees. Asked of the cell server, so that a job process never imports torch
+    itself (2-10 s in each loky worker); torch (NVML, no CUDA init) for an inline sweep."""
+    if isolated:
+        return int(server().status["device_count"])
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def core_plan(slots: int, spec: str) -> tuple[list[int], list[list[int]]]:

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from study.server import Client
+from study.client import Client
 
 
 @pytest.fixture(scope="module")
