@@ -88,26 +88,58 @@ def check_spec(spec: str, host: list[int] | None = None) -> str | None:
     return None
 
 
+def core_of(cpu: int) -> tuple:
+    """The physical core a logical CPU belongs to: (package, core id); the CPU alone where the
+    topology is unreadable."""
+    base = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+    try:
+        return (
+            int(Path(base, "physical_package_id").read_text()),
+            int(Path(base, "core_id").read_text()),
+        )
+    except (OSError, ValueError):
+        return ("cpu", cpu)
+
+
+def units(cores: list[int]) -> list[list[int]]:
+    """``cores`` grouped by physical core (SMT siblings together), in order of their lowest CPU."""
+    by: dict[tuple, list[int]] = {}
+    for c in sorted(cores):
+        by.setdefault(core_of(c), []).append(c)
+    return sorted(by.values())
+
+
 def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], list[list[int]]]:
     """(housekeeping cores, one core group per slot). Groups are disjoint and contiguous
     unless there are fewer cores than slots, when slots share them.
 
     The housekeeping cores run the sweep's own processes, the warm cell servers included. With
-    several slots each job process starts its own server, and they all import torch at once:
-    on one shared core two servers took 18-20 s against 9-10 s alone (H200 x2 VM, 32 cores).
-    So with cores to spare (4 or more per slot, counting the housekeeping one) there is one
-    housekeeping core per slot."""
+    several slots a multi-GPU sweep runs one server and one job process per slot, and they all
+    import torch at once: on one shared core two servers took 18-20 s against 9-10 s alone
+    (H200 x2 VM, 32 cores). So with cores to spare (4 or more per slot, counting the
+    housekeeping one) there is one housekeeping core per slot.
+
+    Cores are handed out in whole physical cores: SMT siblings (two logical CPUs of one core)
+    go to the same group, so two cells never share a physical core, and nor do a cell and the
+    housekeeping. With fewer physical cores than slots, logical CPUs are split one by one."""
     slots = max(1, slots)
     cores = sorted(host) if spec == "auto" else parse_cores(spec)
-    if spec == "auto" and len(cores) >= slots + 2:
-        n_house = slots if len(cores) >= 4 * slots else 1
-        house, cores = cores[:n_house], cores[n_house:]
+    us = units(cores)
+    if len(us) < slots:  # fewer physical cores than slots: split the logical CPUs
+        us = [[c] for c in cores]
+    if spec == "auto" and len(us) >= slots + 2:
+        n_house = slots if len(us) >= 4 * slots else 1
+        house, us = sorted(c for u in us[:n_house] for c in u), us[n_house:]
     else:
         house = sorted(set(host) - set(cores)) or cores[:1]
-    if len(cores) < slots:
-        return house, [cores] * slots
-    n = len(cores)
-    return house, [cores[i * n // slots : (i + 1) * n // slots] for i in range(slots)]
+    if len(us) < slots:
+        flat = [c for u in us for c in u]
+        return house, [flat] * slots
+    n = len(us)
+    return house, [
+        sorted(c for u in us[i * n // slots : (i + 1) * n // slots] for c in u)
+        for i in range(slots)
+    ]
 
 
 def governor(core: int) -> str | None:

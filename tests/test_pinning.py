@@ -12,7 +12,8 @@ def test_core_lists_parse_and_print():
         pinning.parse_cores("3-1")
 
 
-def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_housekeeping_ones():
+def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_housekeeping_ones(monkeypatch):
+    monkeypatch.setattr(pinning, "core_of", lambda c: c)  # no SMT: a CPU is a core
     house, groups = pinning.plan(list(range(16)), 1)
     assert house == [0] and groups == [list(range(1, 16))]
     # Two slots: two job processes, each with a warm server importing torch at the same time,
@@ -27,6 +28,21 @@ def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_housekeeping_ones():
     assert pinning.plan([0, 1], 1) == ([0], [[0, 1]])
     house, groups = pinning.plan(list(range(16)), 1, "4-7")
     assert groups == [[4, 5, 6, 7]] and 4 not in house
+
+
+def test_smt_siblings_stay_in_one_group(monkeypatch):
+    """32 logical CPUs, 16 cores, siblings i and i + 16 (the usual Linux numbering): two cells
+    never share a physical core, nor a cell and the housekeeping."""
+    monkeypatch.setattr(pinning, "core_of", lambda c: c % 16)
+    house, groups = pinning.plan(list(range(32)), 2)
+    assert house == [0, 1, 16, 17]
+    assert groups == [[*range(2, 9), *range(18, 25)], [*range(9, 16), *range(25, 32)]]
+    phys = [{c % 16 for c in g} for g in (house, *groups)]
+    assert not (phys[0] & phys[1] or phys[0] & phys[2] or phys[1] & phys[2])
+    house, groups = pinning.plan(list(range(32)), 1)
+    assert house == [0, 16] and groups == [sorted({*range(1, 16), *range(17, 32)})]
+    # one core with two siblings, two slots: the CPUs are split one by one
+    assert pinning.plan([0, 1], 2, "0-1") == ([0], [[0], [1]])
 
 
 def test_a_core_the_host_lacks_is_named():
