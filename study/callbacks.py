@@ -213,14 +213,15 @@ class Sweep(Callback):
         spec = str(config.cores)
         launcher = str(config.hydra.launcher.get("_target_", ""))
         _with_repeats(config)
-        if "BasicLauncher" in launcher:
+        isolated = plain(config.isolation) == "subprocess"
+        if "BasicLauncher" in launcher and isolated:
             from study.pinning import check_spec
             from study.sweep import core_plan, server
 
             # Jobs run in this process: its cell server imports torch while the sweep is checked.
             if check_spec(spec) is None:  # a bad core list is reported by the check below
                 server(core_plan(1, spec)[0])
-        elif "JoblibLauncher" in launcher and plain(config.isolation) == "subprocess":
+        elif "JoblibLauncher" in launcher and isolated:
             from study.sweep import prestart
 
             # Jobs run in loky's worker processes: one server each, importing while the sweep

@@ -27,6 +27,8 @@ class ServerError(RuntimeError):
 def _server_env(env: dict | None) -> dict:
     root = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    for key in ("STUDY_SERVERS", "STUDY_SERVERS_OWNER"):  # the sweep's, not its cells'
+        env.pop(key, None)
     env.update(bytecode_cache(env))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -122,13 +124,16 @@ class Client:
             return False
         if self.proc is not None:
             return self.proc.poll() is None
-        ready, _, _ = select.select([self.sock], [], [], 0)
-        if not ready:
-            return True
-        try:  # readable: a message waits (alive), or the server closed the socket
-            return self.sock.recv(1, socket.MSG_PEEK) != b""
-        except OSError:
-            return False
+        while True:  # read what waits (kept for _read): the end of it tells a dead server
+            try:
+                chunk = self.sock.recv(65536, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self._buf += chunk
 
     def _gone(self) -> str:
         if self.proc is not None:

@@ -88,17 +88,17 @@ def check_spec(spec: str, host: list[int] | None = None) -> str | None:
     return None
 
 
-def core_of(cpu: int) -> tuple:
-    """The physical core a logical CPU belongs to: (package, core id); the CPU alone where the
-    topology is unreadable."""
-    base = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+def core_of(cpu: int):
+    """The physical core a logical CPU belongs to, as the list of its SMT siblings (the same
+    for each of them); the CPU alone where the topology is unreadable."""
     try:
         return (
-            int(Path(base, "physical_package_id").read_text()),
-            int(Path(base, "core_id").read_text()),
+            Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+            .read_text()
+            .strip()
         )
-    except (OSError, ValueError):
-        return ("cpu", cpu)
+    except OSError:
+        return f"cpu{cpu}"
 
 
 def units(cores: list[int]) -> list[list[int]]:
@@ -110,18 +110,19 @@ def units(cores: list[int]) -> list[list[int]]:
 
 
 def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], list[list[int]]]:
-    """(housekeeping cores, one core group per slot). Groups are disjoint and contiguous
-    unless there are fewer cores than slots, when slots share them.
+    """(housekeeping cores, one core group per slot). Groups are disjoint (contiguous physical
+    cores) unless there are fewer cores than slots, when slots share them.
 
-    The housekeeping cores run the sweep's own processes, the warm cell servers included. With
-    several slots a multi-GPU sweep runs one server and one job process per slot, and they all
-    import torch at once: on one shared core two servers took 18-20 s against 9-10 s alone
-    (H200 x2 VM, 32 cores). So with cores to spare (4 or more per slot, counting the
-    housekeeping one) there is one housekeeping core per slot.
+    The housekeeping cores run the sweep's own processes: the main process, a multi-GPU
+    sweep's job processes and the warm cell servers, once they serve (they import before
+    that, unpinned, while the sweep is checked). With cores to spare (4 or more per slot,
+    counting the housekeeping one) there is one housekeeping core per slot.
 
     Cores are handed out in whole physical cores: SMT siblings (two logical CPUs of one core)
-    go to the same group, so two cells never share a physical core, and nor do a cell and the
-    housekeeping. With fewer physical cores than slots, logical CPUs are split one by one."""
+    go to the same group, so two cells never share a physical core, and with ``cores=auto``
+    nor do a cell and the housekeeping (with a core list of your own, the housekeeping gets
+    the cores you left out). With fewer physical cores than slots, logical CPUs are split one
+    by one."""
     slots = max(1, slots)
     cores = sorted(host) if spec == "auto" else parse_cores(spec)
     us = units(cores)

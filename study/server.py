@@ -1,9 +1,10 @@
 """The warm cell server: import torch, Dynamo, Inductor and Triton once; fork a fresh child per cell.
 
-    python -m study.server        # started by study.sweep; speaks JSON lines on stdin/stdout
+    python -m study.server        # started by study.client; speaks JSON lines on stdin/stdout
 
 Why: a cell spent 6-10 s of its life importing (H200 host) for < 1 s of measured work. The
-server pays the imports once per sweep process and forks each cell from that warm state. A
+server pays the imports once per sweep process (per job process of a multi-GPU sweep) and
+forks each cell from that warm state. A
 forked child is as isolated as a new process for what the study cares about: the parent never
 compiles, never touches CUDA and never runs an op, so every child starts with a fresh Dynamo
 state, Inductor config, CUDA context, allocator and compile caches (chosen by the child's
@@ -170,13 +171,18 @@ def pin_threads(cores: list[int]) -> list[int]:
 
 
 def _bind(path: str) -> socket.socket:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+    """A listening socket at ``path``: bound under another name and renamed once it listens,
+    so that a client that finds the path can connect."""
+    tmp = f"{path}.{os.getpid()}"
+    for p in (path, tmp):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(path)
+    sock.bind(tmp)
     sock.listen(8)
+    os.rename(tmp, path)
     return sock
 
 
@@ -253,7 +259,8 @@ def serve(listen: str | None = None) -> None:
 
 def _loop(status: dict, lsock: socket.socket | None) -> None:
     global _PROTO
-    children: dict[int, object] = {}  # pid -> request id
+    children: dict[int, tuple] = {}  # pid -> (client number, request id)
+    client = 0  # which client: request ids are each client's own
     buf = b""
     stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
     conn = None  # the client of a listening server
@@ -266,7 +273,9 @@ def _loop(status: dict, lsock: socket.socket | None) -> None:
             if pid == 0:
                 break
             rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
-            _send({"exit": children.pop(pid, None), "pid": pid, "rc": rc})
+            gen, rid = children.pop(pid, (None, None))
+            if gen == client:  # a cell of a client that left is nobody's news
+                _send({"exit": rid, "pid": pid, "rc": rc})
         watch = [stdin] + ([] if lsock is None else [conn if conn is not None else lsock])
         ready, _, _ = select.select(watch, [], [], 0.02)
         if not ready:
@@ -281,6 +290,7 @@ def _loop(status: dict, lsock: socket.socket | None) -> None:
                 chunk = data  # a listening server's stdin only tells that its owner lives
         if lsock is not None and lsock in ready:
             conn, _ = lsock.accept()
+            client += 1
             _PROTO, buf = conn.makefile("w"), b""
             _send({"ready": status})
             continue
@@ -291,6 +301,10 @@ def _loop(status: dict, lsock: socket.socket | None) -> None:
                 chunk = b""
             if not chunk:  # the client left: its cells go with it; serve the next one
                 _kill_all(children)
+                try:
+                    _PROTO.close()
+                except OSError:
+                    pass  # unsent bytes for a client that is gone
                 conn.close()
                 conn, _PROTO = None, None
                 continue
@@ -318,7 +332,7 @@ def _loop(status: dict, lsock: socket.socket | None) -> None:
                 pid = os.fork()
                 if pid == 0:
                     _child(req, me, (lsock, conn))
-                children[pid] = req.get("id")
+                children[pid] = (client, req.get("id"))
                 _send({"spawned": req.get("id"), "pid": pid})
 
 

@@ -36,6 +36,7 @@ STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trac
 _SERVER = None
 _LOCK = None  # (path, open lock file) of the listening server this process claimed
 _OWNED: list = []  # listening servers this process started for its job processes
+_IMPORTING = None  # the thread importing the workloads (import_workloads_in_background)
 _PLAN: dict = {}
 
 
@@ -59,10 +60,9 @@ def server(house: list[int] | None = None):
             _SERVER.close()
             release_slot(_LOCK)  # a dead listening server: let it go
             _LOCK = None
-        else:  # this process's first cell: it resolves variants (the workloads import torch,
-            # 1-4 s) while its server gets ready
-            threading.Thread(target=_import_workloads, daemon=True).start()
         _SERVER = _claim() or Client(cores=house)
+        if _IMPORTING is None:  # this process's first cell: the workloads import torch (1-4 s)
+            import_workloads_in_background()  # while the server gets ready; resolve() waits
     if house and _SERVER.pinned != list(house):
         _SERVER.pin(house)
     return _SERVER
@@ -77,11 +77,25 @@ def _import_workloads() -> None:
         return
 
 
+def import_workloads_in_background() -> None:
+    """Import the registered workloads (and torch) in a thread; ``resolve`` joins it first: a
+    package half-imported by one thread is no package for another (``import torch.nn`` in a
+    custom variant's target failed while the thread was inside ``torch/__init__``)."""
+    global _IMPORTING
+    _IMPORTING = threading.Thread(target=_import_workloads, daemon=True)
+    _IMPORTING.start()
+
+
 def _claim():
-    """A listening server of ``STUDY_SERVERS`` that no other job process holds, or None."""
+    """A listening server of ``STUDY_SERVERS`` that no other job process holds, or None.
+    Only the sweep that started them (or its job processes, its children) may claim one: a
+    variable inherited from elsewhere names another sweep's servers."""
     global _LOCK
     from study.client import Client
 
+    owner = os.environ.get("STUDY_SERVERS_OWNER", "")
+    if owner not in (str(os.getpid()), str(os.getppid())):
+        return None
     for path in filter(None, os.environ.get("STUDY_SERVERS", "").split(os.pathsep)):
         try:
             f = open(path + ".lock", "a")
@@ -121,24 +135,34 @@ def prestart(n: int) -> list:
     # job process never finds no socket and starts a server of its own.
     live = bound(list(zip(paths, procs, strict=True)))
     os.environ["STUDY_SERVERS"] = os.pathsep.join(live)
+    os.environ["STUDY_SERVERS_OWNER"] = str(os.getpid())
     return live
 
 
 def stop_prestarted() -> None:
-    """End the servers ``prestart`` started (they would also die with this process)."""
+    """End the servers ``prestart`` started (they would also die with this process). One
+    still importing reads its stdin only after: it gets 5 s, then is killed (no cells)."""
+    for proc in _OWNED:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5.0
     while _OWNED:
         proc = _OWNED.pop()
         try:
-            proc.stdin.close()
-            proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
     os.environ.pop("STUDY_SERVERS", None)
+    os.environ.pop("STUDY_SERVERS_OWNER", None)
 
 
 def gpu_count(isolated: bool = True) -> int:
-    """GPUs this job sees. Asked of the cell server, so that a job process never imports torch
-    itself (2-10 s in each loky worker); torch (NVML, no CUDA init) for an inline sweep."""
+    """GPUs this job sees. Asked of the cell server, so that a job process does not wait for
+    its own import of torch (2-10 s in a loky worker; it imports the workloads in the
+    background meanwhile); torch (NVML, no CUDA init) for an inline sweep."""
     if isolated:
         return int(server().status["device_count"])
     import torch
@@ -238,6 +262,8 @@ def _tail(path: Path, n: int = 800) -> str:
 
 def resolve(cfg, cuda: bool) -> dict:
     """The cell's config as it will run: plain data, device and the family's shape resolved."""
+    if _IMPORTING is not None:
+        _IMPORTING.join()
     from study.workloads.registry import resolve as entry_of
 
     d = to_plain(cfg)

@@ -44,9 +44,12 @@ def segv() -> None:
     ctypes.string_at(0)
 
 
-def hang() -> None:
+def hang(mb: int = 0) -> None:
+    """Sleep forever; holding ``mb`` MiB written (its exit then takes a while)."""
     import time
 
+    hold = bytearray(mb << 20)
+    hold[::4096] = b"x" * len(hold[::4096])
     time.sleep(10**6)
 
 

@@ -1,10 +1,12 @@
 """Listening cell servers: a multi-GPU sweep's main process starts them, its job processes
 (loky workers) claim one each (study.client, study.sweep)."""
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -56,17 +58,39 @@ def test_a_listening_server_serves_one_client_after_another(listening, tmp_path)
     b.close()
 
 
+def test_a_cell_of_a_client_that_left_is_not_reported_to_the_next(listening, tmp_path):
+    """Request ids are each client's own: the exit of a killed cell of client A, id 1, must not
+    answer for client B's cell id 1."""
+    _, path = listening
+    a = Client.attach(path)
+    pid = a.spawn("tests.forked:hang", {"mb": 512}, {}, None, tmp_path / "a.log")  # request 1
+    assert a.wait(pid, 1.0) is None  # its memory written: its death, after a leaves, is slow
+    b = Client.attach(path)  # waits while a is served
+    a.close()
+    assert b.status["cuda_initialized"] is False
+    pid = b.spawn("tests.forked:hang", {}, {}, None, tmp_path / "b.log")  # request 1 of b
+    assert b.wait(pid, 1.0) is None  # still running: no stale exit answered for it
+    b.close()
+
+
 def test_job_processes_claim_one_prestarted_server_each(monkeypatch):
-    monkeypatch.delenv("STUDY_SERVERS", raising=False)
+    # what prestart() exports for the job processes is this test's alone
+    for key in (
+        "STUDY_SERVERS",
+        "STUDY_SERVERS_OWNER",
+        "PYTHONPYCACHEPREFIX",
+        "PYTHONDONTWRITEBYTECODE",
+    ):
+        monkeypatch.setenv(key, "")
+        monkeypatch.delenv(key)
     monkeypatch.setattr(sweep, "_SERVER", None)
     monkeypatch.setattr(sweep, "_LOCK", None)
+    monkeypatch.setattr(sweep, "_IMPORTING", threading.current_thread())  # no background import
     paths = sweep.prestart(2)
     try:
         assert len(paths) == 2 and os.environ["STUDY_SERVERS"] == os.pathsep.join(paths)
-        first = sweep._claim()
-        held = sweep._LOCK
-        assert first.path == paths[0]
-        # another job process gets the other one, and asks it for the GPUs
+        assert sweep.server() is sweep._SERVER and sweep._SERVER.path == paths[0]
+        # another job process (a child of this one) gets the other, and asks it for the GPUs
         code = (
             "from study import sweep; n = sweep.gpu_count(); "
             "print(sweep._SERVER.path, n, sweep._SERVER.status['device_count'])"
@@ -77,12 +101,19 @@ def test_job_processes_claim_one_prestarted_server_each(monkeypatch):
         assert r.returncode == 0, r.stderr[-2000:]
         path, n, asked = r.stdout.split()
         assert path == paths[1] and n == asked
-        # that process is gone, so its server is free again; with both held, none is left
-        second = sweep._claim()
-        assert second.path == paths[1] and sweep._claim() is None
-        sweep._LOCK = held
-        for c in (first, second):
-            c.close()
+        # a process whose variable came from elsewhere claims none
+        monkeypatch.setenv("STUDY_SERVERS_OWNER", "1")
+        assert sweep._claim() is None
+        monkeypatch.setenv("STUDY_SERVERS_OWNER", str(os.getpid()))
+        # the server this process holds dies: the next cell's server() lets it go and claims
+        # the free one (that child process is gone)
+        sweep._OWNED[0].kill()
+        sweep._OWNED[0].wait()
+        assert sweep.server().path == paths[1] and sweep._LOCK[0] == paths[1]
+        with open(paths[0] + ".lock", "a") as f:  # released
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert sweep._claim() is None  # the dead one listens no more; the other is held
+        sweep._SERVER.close()
     finally:
         sweep.stop_prestarted()
     assert "STUDY_SERVERS" not in os.environ
@@ -97,3 +128,27 @@ def test_the_owner_leaving_ends_a_listening_server(tmp_path):
     proc.stdin.close()
     assert proc.wait(30) == 0
     assert not c.alive() and not os.path.exists(path)
+
+
+def test_a_custom_target_resolves_while_the_workloads_import_in_the_background():
+    """A job process imports the workloads (torch) in a thread while its server gets ready;
+    resolving a custom variant whose target is in torch must wait for it, not import
+    ``torch.nn`` from a half-imported ``torch``."""
+    code = """if True:
+        import time
+        from tests.conftest import compose
+        cfg = compose("variant=custom", "variant.target=torch.nn.Softmax",
+                      "+variant.kwargs.dim=-1", "family=attention",
+                      "variant.inputs=tests.test_custom.scores")
+        from study import sweep
+        sweep.import_workloads_in_background()
+        time.sleep(0.2)  # inside torch's __init__ by now
+        d = sweep.resolve(cfg, False)
+        from study.workloads import registry
+        print(d["variant"]["target"], len(registry.names()) > 10)
+    """
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["torch.nn.Softmax", "True"]
