@@ -103,7 +103,7 @@ def core_of(cpu: int):
 
 def units(cores: list[int]) -> list[list[int]]:
     """``cores`` grouped by physical core (SMT siblings together), in order of their lowest CPU."""
-    by: dict[tuple, list[int]] = {}
+    by: dict[str, list[int]] = {}
     for c in sorted(cores):
         by.setdefault(core_of(c), []).append(c)
     return sorted(by.values())
