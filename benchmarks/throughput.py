@@ -8,7 +8,8 @@ Runs the sweep as a user would (``python -m study.run -m ...``) and prints its w
 from its rows: the measured work (first call with compile, check, measure, profile), the
 median ``overhead_s`` of eager and of compiled cells (the sweep's own cost per cell: target
 <= 1 s on the H200), ``prepare_s`` (asking for a cell to the forked cell starting), and the
-wall time left over (Hydra's own per-job work, the server's start). With ``--ref results/h200``
+wall time left over (Hydra's own per-job work, the server's start), and the cells a minute
+from the first cell's end to the last's (the steady rate, for one GPU against two). With ``--ref results/h200``
 it also compares kernels per step and the latency of GPU-bound cells with the reference rows
 of the same cells (target: equal kernel counts, latency within 2%).
 """
@@ -79,6 +80,12 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
                 if pre
                 else f"  {label:8s} cells {len(oh):3d}: overhead_s median {statistics.median(oh):.2f}"
             )
+    rate = steady_rate(rows)
+    if rate:
+        print(
+            f"  {rate:.1f} cells a minute from the first cell's end to the last's (the sweep's "
+            "start and its first cells left out: compare one and two GPUs on one machine)"
+        )
     statuses = {}
     for r in rows:
         statuses[r["status"]] = statuses.get(r["status"], 0) + 1
@@ -127,6 +134,27 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
             f"  GPU-bound cells: {within} of {len(lat)} within 2% of the reference latency; worst "
             f"{worst[0]['variant']}/{worst[0]['compile']} {worst[2]:+.1f}% (source {worst[1]['source']})"
         )
+
+
+def steady_rate(rows: list[dict]) -> float | None:
+    """Cells a minute between the end of the first cell on each GPU and the end of the last
+    (``started_at`` has whole seconds: about 1 s of error)."""
+    import datetime as dt
+
+    ends, firsts = [], {}
+    for r in rows:
+        try:
+            end = dt.datetime.fromisoformat(r["started_at"]).timestamp() + float(r["wall_s"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        ends.append(end)
+        g = r.get("gpu_index") or ""
+        firsts[g] = min(firsts.get(g, end), end)
+    if len(ends) <= len(firsts):
+        return None
+    t0 = max(firsts.values())
+    n = sum(e > t0 for e in ends)
+    return 60.0 * n / (max(ends) - t0) if n and max(ends) > t0 else None
 
 
 def main() -> None:
