@@ -9,9 +9,9 @@ from its rows: the measured work (first call with compile, check, measure, profi
 median ``overhead_s`` of eager and of compiled cells (the sweep's own cost per cell: target
 <= 1 s on the H200), ``prepare_s`` (asking for a cell to the forked cell starting), and the
 wall time left over (Hydra's own per-job work, the server's start), and the cells a minute
-from the first cell's end to the last's (the steady rate, for one GPU against two). With ``--ref results/h200``
-it also compares kernels per step and the latency of GPU-bound cells with the reference rows
-of the same cells (target: equal kernel counts, latency within 2%).
+from the first cell's end to the last's (the steady rate, for one GPU against two). With
+``--ref results/h200`` it also compares kernels per step and the latency of GPU-bound cells
+with the reference rows of the same cells (target: equal kernel counts, latency within 2%).
 """
 
 from __future__ import annotations
