@@ -85,7 +85,10 @@ def test_job_processes_claim_one_prestarted_server_each(monkeypatch):
         monkeypatch.delenv(key)
     monkeypatch.setattr(sweep, "_SERVER", None)
     monkeypatch.setattr(sweep, "_LOCK", None)
-    monkeypatch.setattr(sweep, "_IMPORTING", threading.current_thread())  # no background import
+    done = threading.Thread(target=lambda: None)  # as if the workloads were imported already
+    done.start()
+    done.join()
+    monkeypatch.setattr(sweep, "_IMPORTING", done)
     paths = sweep.prestart(2)
     try:
         assert len(paths) == 2 and os.environ["STUDY_SERVERS"] == os.pathsep.join(paths)
