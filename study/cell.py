@@ -286,7 +286,7 @@ class Cell:
                 eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
             )
         calls = timing.block_calls(compiled_us, t.block_ms)
-        e, c = timing.paired(self.eager, self.step, self.device, t.pairs, calls)
+        e, c = timing.paired(self.eager, self.step, self.device, t.pairs, calls, t.lead_in)
         sp, lo, hi = stats.ratio_of_medians(e, c)
         self.row.update(
             eager_latency_paired_us=statistics.median(e),
@@ -295,6 +295,7 @@ class Cell:
             speedup_ci_high=hi,
             pairs=len(e),
             pair_calls=calls,
+            pair_lead_in=t.lead_in,
         )
 
     # 6 ------------------------------------------------------------------------------------

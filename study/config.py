@@ -139,6 +139,7 @@ class TimingConf:
     graph_replays: int = 10  # replays timed (device_time=graph)
     pairs: int = 30  # compiled cells: eager/compiled block pairs timed in alternation (>= 10)
     block_ms: float = 2.0  # about how long one block of back-to-back calls lasts
+    lead_in: int = 1  # untimed calls that start each paired block, so it is timed from a busy device
 
 
 @dataclass
@@ -307,6 +308,11 @@ def validate(cfg: DictConfig | CellConf) -> None:
         raise ConfigError(
             f"timing.pairs={c.timing.pairs} is too few: need >= 10 eager/compiled pairs for a "
             "95% interval (default 30)."
+        )
+    if c.timing.lead_in < 0:
+        raise ConfigError(
+            f"timing.lead_in={c.timing.lead_in} is not allowed: it must be >= 0 (untimed calls "
+            "before each paired block; default 1)."
         )
     if not c.timing.block_ms > 0:
         raise ConfigError(f"timing.block_ms={c.timing.block_ms} is not allowed: it must be > 0.")

@@ -166,6 +166,12 @@ RUN = (
         Col("speedup_ci_high", "x", "95% interval of speedup_paired, high end"),
         Col("pairs", "", "eager/compiled block pairs behind speedup_paired (timing.pairs)"),
         Col("pair_calls", "", "back-to-back calls per block (about timing.block_ms per block)"),
+        Col(
+            "pair_lead_in",
+            "",
+            "untimed calls before each paired block (timing.lead_in; 0: each block timed from an "
+            "idle device, which reads GPU-bound speedups low)",
+        ),
         Col("profiled_steps", "", "profiler steps analysed (schedule active)"),
         Col(
             "kernels_per_step",

@@ -29,10 +29,31 @@ def test_noise_widens_the_interval_until_it_holds_one():
     assert lo < 1.0 < hi and stats.verdict(r, lo, hi) == "no measurable difference"
 
 
+def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
+    """A block's first call pays a start-up (from an idle device: its launch; here a fake clock
+    advanced by the step). The lead-in takes that call out of the timed ones."""
+    from study import timing
+
+    clock = {"ns": 0, "calls": 0}
+
+    def step():
+        clock["calls"] += 1
+        clock["ns"] += 1_000_000 if clock["calls"] == 1 else 1_000  # 1 ms start-up, then 1 us
+
+    monkeypatch.setattr(timing.time, "perf_counter_ns", lambda: clock["ns"])
+    assert timing.block(step, "cpu", calls=4) == pytest.approx((1_000 + 3) / 4)
+    clock.update(ns=0, calls=0)
+    assert timing.block(step, "cpu", calls=4, lead_in=1) == pytest.approx(1.0)
+    assert clock["calls"] == 5  # the lead-in is a real call, untimed
+    clock.update(ns=0, calls=0)
+    e, c = timing.paired(step, step, "cpu", pairs=2, calls=4, lead_in=1)
+    assert e == [1.0, 1.0] and c == [1.0, 1.0] and clock["calls"] == 4 * 5
+
+
 def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     row, _, _ = run_inline("variant=naive", "compile=default", "timing.pairs=12", name="paired")
     assert row["status"] == "ok", row["reason"]
-    assert row["pairs"] == 12 and row["pair_calls"] >= 1
+    assert row["pairs"] == 12 and row["pair_calls"] >= 1 and row["pair_lead_in"] == 1
     assert row["speedup_ci_low"] <= row["speedup_paired"] <= row["speedup_ci_high"]
     assert row["eager_latency_paired_us"] > 0
     assert row["cpu_threads"] >= 1 and row["cpu_cores"] and row["load_avg_1m"] is not None

@@ -47,6 +47,7 @@ def test_an_unknown_key_is_rejected_at_start(tmp_path, multirun):
     [
         ("repeats=0", "repeats=0 is not allowed"),
         ("timing.pairs=5", "timing.pairs=5 is too few"),
+        ("timing.lead_in=-1", "timing.lead_in=-1 is not allowed"),
         ("cores=4096", "core(s) 4096"),
         ("cores=a-b", "is not a core list"),
     ],
