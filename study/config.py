@@ -139,7 +139,7 @@ class TimingConf:
     graph_replays: int = 10  # replays timed (device_time=graph)
     pairs: int = 30  # compiled cells: eager/compiled block pairs timed in alternation (>= 10)
     block_ms: float = 2.0  # about how long one block of back-to-back calls lasts
-    lead_in: int = 1  # untimed calls that start each paired block, so it is timed from a busy device
+    lead_in: int = 1  # untimed calls before each paired block: it is timed from a busy device
 
 
 @dataclass
