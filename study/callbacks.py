@@ -207,6 +207,7 @@ def _with_repeats(config: DictConfig) -> None:
 
 class Sweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        from study import jobs
         from study.config import plain
 
         name = kwargs.get("config_name") or "config"
@@ -224,23 +225,30 @@ class Sweep(Callback):
         elif "JoblibLauncher" in launcher and isolated:
             from study.sweep import prestart
 
-            # Jobs run in loky's worker processes: one server each, importing while the sweep
-            # is checked; a worker claims one at its first cell (n_jobs=-1: each starts its own).
+            # Jobs run in loky's worker processes: one server each, and the workers themselves,
+            # starting while the sweep is checked; each worker claims a server (n_jobs=-1: none
+            # started early, each job process starts its own at its first cell).
             n = min(int(config.hydra.launcher.get("n_jobs") or 1), len(points(config)))
             if n > 0:
                 prestart(n)
+                jobs.start(config.hydra.launcher, n)  # loky's workers start while we check
         total = validate_sweep(config, name)
         sweep_dir = Path(config.hydra.sweep.dir)
         check_resume(config, sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        warm = jobs.join()  # the job processes started above (none: nothing to wait for)
+        if warm.get("error"):
+            print(f"[study] note: job processes not started early ({warm['error']})", flush=True)
+        t0 = time.time()
+        # job processes started before this read the sweep's size and start from sweep.yaml
         OmegaConf.save(
-            OmegaConf.create({"command": command(), "overrides": shape_of(config)}),
+            OmegaConf.create(
+                {"command": command(), "overrides": shape_of(config), "total": total, "t0": t0}
+            ),
             sweep_dir / "sweep.yaml",
         )
         os.environ.update(
-            STUDY_SWEEP_TOTAL=str(total),
-            STUDY_SWEEP_T0=f"{time.time():.3f}",
-            STUDY_SWEEP_DIR=str(sweep_dir),
+            STUDY_SWEEP_TOTAL=str(total), STUDY_SWEEP_T0=f"{t0:.3f}", STUDY_SWEEP_DIR=str(sweep_dir)
         )
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:

@@ -44,6 +44,47 @@ def test_joblib_gpus_launcher_runs_cells_in_parallel_slots(tmp_path):
     rows = io.read_csv(sweep / "runs.csv")
     assert len(rows) == 2 and all(x["status"] == "ok" for x in rows)
     assert {x["host"] for x in rows} and all(x["host"] for x in rows)
+    # its job processes started before the sweep's size was known: they read it (sweep.yaml)
+    assert "[2/2] " in r.stdout and "not started early" not in r.stdout, r.stdout[-1500:]
+
+
+def test_job_processes_started_while_checking_run_hydras_jobs():
+    """study.jobs starts loky's workers with the launcher's arguments; Hydra's own Parallel
+    (its launcher's kwargs, as its _core.launch passes them) then runs in the same processes."""
+    import os
+
+    from hydra.utils import instantiate
+    from hydra_plugins.hydra_joblib_launcher._core import process_joblib_cfg
+    from joblib import Parallel, delayed
+
+    from study import jobs
+
+    launcher = compose_hydra("hydra/launcher=gpus").hydra.launcher
+    jobs.start(launcher, 2, task=jobs.checkin)
+    warm = jobs.join()
+    assert "error" not in warm and len(set(warm["pids"])) == 2, warm
+    hydra_args = instantiate(launcher).joblib
+    hydra_args["backend"] = "loky"
+    process_joblib_cfg(hydra_args)
+    pids = Parallel(**hydra_args)(delayed(os.getpid)() for _ in range(6))
+    assert set(pids) <= set(warm["pids"]), (pids, warm["pids"])
+
+
+def test_a_job_process_started_early_reads_the_sweeps_size_from_its_dir(tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+
+    from study.sweep import _clock
+
+    monkeypatch.delenv("STUDY_SWEEP_TOTAL", raising=False)
+    monkeypatch.delenv("STUDY_SWEEP_T0", raising=False)
+    assert _clock(tmp_path) == (0, 0.0)
+    OmegaConf.save(
+        OmegaConf.create({"command": "x", "total": 35, "t0": 12.5}), tmp_path / "sweep.yaml"
+    )
+    assert _clock(tmp_path) == (35, 12.5)
+    monkeypatch.setenv("STUDY_SWEEP_TOTAL", "4")
+    monkeypatch.setenv("STUDY_SWEEP_T0", "3.0")
+    assert _clock(tmp_path) == (4, 3.0)
 
 
 @pytest.mark.slow
