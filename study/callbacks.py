@@ -18,6 +18,7 @@ process of a multirun:
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import sys
@@ -107,6 +108,12 @@ def check_point(
     return check_config(cfg)
 
 
+@functools.cache
+def _schema(conf_class) -> DictConfig:
+    """The structured config of ``conf_class``, built once (merge copies it)."""
+    return OmegaConf.structured(conf_class)
+
+
 def check_config(cfg: DictConfig) -> str | None:
     """Why a composed cell config cannot run (unknown keys, bad values), or None."""
     from omegaconf.errors import ConfigKeyError, ValidationError
@@ -114,9 +121,7 @@ def check_config(cfg: DictConfig) -> str | None:
     from study.config import CellConf, ConfigError, validate
 
     try:
-        OmegaConf.merge(
-            OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
-        )
+        OmegaConf.merge(_schema(CellConf), {k: v for k, v in cfg.items() if k != "hydra"})
     except ConfigKeyError as e:
         key = getattr(e, "full_key", None) or str(e).split("'")[1]
         return (

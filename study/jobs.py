@@ -9,12 +9,12 @@ after the check, against 4 s with one GPU.
 
 ``start(launcher, n)`` asks joblib, with the launcher's own ``Parallel`` arguments, for ``n``
 workers now, in a thread, and gives each one task (``ready``): claim its warm cell server, start
-importing the workloads in a thread, and wait until all ``n`` have checked in (so that no worker
-takes two of these tasks while another is still starting). loky keeps its workers for the next
-``Parallel`` with the same arguments, so the Hydra jobs run in these processes; ``join`` waits
-for them at the end of the check. A worker's import goes on meanwhile, and its first job
-waits for it (study.sweep.resolve). If joblib starts fresh workers after all (other arguments, another joblib), the jobs
-only lose what this saved: every job process still claims a server or starts its own.
+importing the workloads in a thread, wait until all ``n`` have checked in (so that no worker
+takes two of these tasks while another is still starting), then wait for the import. loky keeps
+its workers for the next ``Parallel`` with the same arguments, so the Hydra jobs run in these
+processes; ``join`` waits for them at the end of the check. If joblib starts fresh workers after
+all (other arguments, another joblib), the jobs only lose what this saved: every job process
+still claims a server or starts its own.
 
 A worker started here inherits the environment as it was before the check: what the sweep
 sets after it (its size, its start time) the job processes read from ``sweep.yaml``.
@@ -34,12 +34,19 @@ _RESULT: dict = {}
 
 
 def ready(d: str, n: int) -> int:
-    """In a job process: claim its cell server (which imports the workloads in a thread), then
-    ``checkin``; its pid."""
+    """In a job process: claim its cell server, import the workloads (in a thread, meanwhile),
+    ``checkin``, and wait for the import; its pid.
+
+    The wait matters: loky measures a worker's memory after its first task and restarts any
+    worker that grows by 300 MB after that ("memory leak"). Returning before torch is imported
+    made each worker restart after its first cell, and import torch again."""
     from study import sweep
 
     sweep.server()
-    return checkin(d, n)
+    pid = checkin(d, n)
+    if sweep._IMPORTING is not None:
+        sweep._IMPORTING.join()
+    return pid
 
 
 def checkin(d: str, n: int, limit_s: float = 20.0) -> int:

@@ -70,6 +70,29 @@ def test_job_processes_started_while_checking_run_hydras_jobs():
     assert set(pids) <= set(warm["pids"]), (pids, warm["pids"])
 
 
+def test_a_job_process_is_ready_only_once_its_workloads_are_imported(tmp_path, monkeypatch):
+    """loky restarts a worker whose memory grows by 300 MB after its first task: the warm-up
+    task must end after torch is imported, or each worker restarts after its first cell."""
+    import os
+    import threading
+    import time
+
+    from study import jobs, sweep
+
+    done = threading.Event()
+
+    def slow_import():
+        time.sleep(0.3)
+        done.set()
+
+    importing = threading.Thread(target=slow_import)
+    monkeypatch.setattr(sweep, "server", lambda: None)
+    monkeypatch.setattr(sweep, "_IMPORTING", importing)
+    importing.start()
+    assert jobs.ready(str(tmp_path), 1) == os.getpid()
+    assert done.is_set() and (tmp_path / str(os.getpid())).exists()
+
+
 def test_a_job_process_started_early_reads_the_sweeps_size_from_its_dir(tmp_path, monkeypatch):
     from omegaconf import OmegaConf
 
@@ -101,6 +124,21 @@ def test_submitit_local_executor_runs_a_cell(tmp_path):
     sweep = next((tmp_path / "sweeps").iterdir())
     rows = io.read_csv(sweep / "runs.csv")
     assert [x["status"] for x in rows] == ["ok"]
+
+
+def test_the_sweeper_leaves_the_check_to_the_study():
+    """Hydra's basic sweeper composes every job again before launching (3-4 s for part3): the
+    study's sweeper does not, since the callback composed and checked every point already."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    from hydra_plugins.study_sweeper import CheckedSweeper
+
+    cfg = compose_hydra("+experiment=part3")
+    assert cfg.hydra.sweeper._target_ == "hydra_plugins.study_sweeper.CheckedSweeper"
+    assert "variant" in cfg.hydra.sweeper.params  # an experiment's params still reach it
+    assert issubclass(CheckedSweeper, BasicSweeper)
+    sweeper = CheckedSweeper(max_batch_size=None)  # no config loader: nothing is composed
+    assert sweeper.validate_batch_is_legal([["variant=nosuch"]]) is None
 
 
 def test_experiments_pin_whole_studies():
