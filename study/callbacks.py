@@ -56,11 +56,14 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def _overrides(config: DictConfig):
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     params = config.hydra.sweeper.get("params") or {}
     args = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-    return OverridesParser.create().parse_overrides(args)
+    gh = GlobalHydra.instance()  # its config loader expands glob(...) over a config group
+    loader = gh.hydra.config_loader if gh.is_initialized() else None
+    return OverridesParser.create(config_loader=loader).parse_overrides(args)
 
 
 def points(config: DictConfig) -> list[list[str]]:
@@ -210,12 +213,33 @@ def _with_repeats(config: DictConfig) -> None:
         config.hydra.sweeper.params = {"repeat": ",".join(map(str, range(n))), **params}
 
 
+# Set once on_multirun_start has composed and checked every point of this sweep: the study's
+# sweeper (hydra_plugins/study_sweeper) then skips Hydra's second composition of each job.
+CHECKED = False
+
+
 class Sweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        """Check the sweep; nothing may run unchecked. Hydra turns a callback's exception into
+        a warning and sweeps on, so any error here stops the run itself."""
+        global CHECKED
+        from study import jobs
+
+        CHECKED = False
+        try:
+            self._start(config, kwargs.get("config_name") or "config")
+        except SystemExit:  # fail(): a user's mistake, already said
+            jobs.abandon()
+            raise
+        except Exception as e:  # noqa: BLE001 - said in one line, and the sweep does not start
+            jobs.abandon()
+            fail(f"the sweep could not be checked ({type(e).__name__}: {e}); no cell was started")
+        CHECKED = True
+
+    def _start(self, config: DictConfig, name: str) -> None:
         from study import jobs
         from study.config import plain
 
-        name = kwargs.get("config_name") or "config"
         spec = str(config.cores)
         launcher = str(config.hydra.launcher.get("_target_", ""))
         _with_repeats(config)
@@ -232,11 +256,15 @@ class Sweep(Callback):
 
             # Jobs run in loky's worker processes: one server each, and the workers themselves,
             # starting while the sweep is checked; each worker claims a server (n_jobs=-1: none
-            # started early, each job process starts its own at its first cell).
-            n = min(int(config.hydra.launcher.get("n_jobs") or 1), len(points(config)))
+            # started early, each job process starts its own at its first cell). With fewer
+            # points than jobs, joblib still starts n_jobs workers, and a job could land on one
+            # that had not claimed a server: then the workers start with the jobs, as before.
+            n_jobs = int(config.hydra.launcher.get("n_jobs") or 1)
+            n = min(n_jobs, len(points(config)))
             if n > 0:
                 prestart(n)
-                jobs.start(config.hydra.launcher, n)  # loky's workers start while we check
+                if n == n_jobs:
+                    jobs.start(config.hydra.launcher, n)  # loky's workers start while we check
         total = validate_sweep(config, name)
         sweep_dir = Path(config.hydra.sweep.dir)
         check_resume(config, sweep_dir)

@@ -60,15 +60,14 @@ def checkin(d: str, n: int, limit_s: float = 20.0) -> int:
 
 
 def parallel_args(launcher) -> dict:
-    """The ``joblib.Parallel`` arguments Hydra's joblib launcher will use (its ``_core.launch``)."""
-    from omegaconf import OmegaConf
+    """The ``joblib.Parallel`` arguments Hydra's joblib launcher will use: its own launcher,
+    built from the same config, and its own processing (``_core.launch``)."""
+    from hydra.utils import instantiate
+    from hydra_plugins.hydra_joblib_launcher._core import process_joblib_cfg
 
-    args = {k: v for k, v in OmegaConf.to_container(launcher).items() if k != "_target_"}
+    args = dict(instantiate(launcher).joblib)
     args["backend"] = "loky"
-    for k in ("pre_dispatch", "batch_size", "max_nbytes"):  # as Hydra's process_joblib_cfg;
-        v = args.get(k)  # "2*n_jobs", "auto": joblib reads those strings itself
-        if isinstance(v, str) and v.strip().isdigit():
-            args[k] = int(v)
+    process_joblib_cfg(args)
     return args
 
 
@@ -96,11 +95,29 @@ def start(launcher, n: int, task=ready) -> None:
 
 
 def join(timeout_s: float = 60.0) -> dict:
-    """Wait for ``start``'s job processes; what it gave: ``pids`` and ``s``, or ``error``."""
+    """Wait for ``start``'s job processes; what it gave: ``pids`` and ``s``, or ``error``
+    (empty when none were started)."""
     global _THREAD
-    if _THREAD is not None:
-        _THREAD.join(timeout_s)
-        if _THREAD.is_alive():
-            _RESULT.setdefault("error", f"job processes not ready after {timeout_s:.0f} s")
-        _THREAD = None
-    return dict(_RESULT)
+    if _THREAD is None:
+        return {}
+    _THREAD.join(timeout_s)
+    if _THREAD.is_alive():
+        _RESULT.setdefault("error", f"job processes not ready after {timeout_s:.0f} s")
+    _THREAD = None
+    out = dict(_RESULT)
+    _RESULT.clear()
+    return out
+
+
+def abandon() -> None:
+    """The sweep stops before its first job (a bad point): end ``start``'s job processes now.
+    Left alone, loky's exit handler would wait for their tasks (a torch import, seconds)."""
+    global _THREAD
+    if _THREAD is None:
+        return
+    _THREAD = None
+    from joblib.externals.loky import reusable_executor
+
+    executor = getattr(reusable_executor, "_executor", None)  # loky's one reusable executor
+    if executor is not None:
+        executor.shutdown(wait=False, kill_workers=True)

@@ -445,7 +445,7 @@ def _clock(sweep_dir: Path) -> tuple[int, float]:
     try:
         saved = OmegaConf.load(sweep_dir / "sweep.yaml")
         return int(saved.get("total") or 0), float(saved.get("t0") or 0)
-    except (OSError, ValueError):
+    except Exception:  # noqa: BLE001 - unreadable (YAML, OS, types): the line just has no [k/N]
         return 0, 0.0
 
 

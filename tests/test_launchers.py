@@ -126,19 +126,103 @@ def test_submitit_local_executor_runs_a_cell(tmp_path):
     assert [x["status"] for x in rows] == ["ok"]
 
 
-def test_the_sweeper_leaves_the_check_to_the_study():
-    """Hydra's basic sweeper composes every job again before launching (3-4 s for part3): the
-    study's sweeper does not, since the callback composed and checked every point already."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    from hydra_plugins.study_sweeper import CheckedSweeper
+def test_the_sweeper_leaves_the_check_to_the_study_only_once_it_ran(monkeypatch):
+    """Hydra's basic sweeper composes every job again before launching (3-4 s for part3). The
+    study's sweeper skips that only when the study's callback checked this sweep."""
+    from study import callbacks
 
     cfg = compose_hydra("+experiment=part3")
     assert cfg.hydra.sweeper._target_ == "hydra_plugins.study_sweeper.CheckedSweeper"
     assert "variant" in cfg.hydra.sweeper.params  # an experiment's params still reach it
-    assert issubclass(CheckedSweeper, BasicSweeper)
-    sweeper = CheckedSweeper(max_batch_size=None)  # no config loader: nothing is composed
-    assert sweeper.validate_batch_is_legal([["variant=nosuch"]]) is None
+    basic = compose_hydra("hydra/sweeper=basic").hydra.sweeper._target_
+    assert basic == "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+    # imported after Hydra's plugin scan, which executes the plugin modules again, as a run does
+    from hydra_plugins.study_sweeper import BasicSweeper, CheckedSweeper
+
+    composed = []
+    monkeypatch.setattr(BasicSweeper, "validate_batch_is_legal", lambda self, b: composed.append(b))
+    sweeper = CheckedSweeper(max_batch_size=None)
+    monkeypatch.setattr(callbacks, "CHECKED", True)
+    sweeper.validate_batch_is_legal([["variant=naive"]])
+    assert composed == []
+    monkeypatch.setattr(callbacks, "CHECKED", False)  # the callback did not run, or failed
+    sweeper.validate_batch_is_legal([["variant=naive"]])
+    assert composed == [[["variant=naive"]]]
+
+
+def test_a_check_that_breaks_stops_the_sweep_instead_of_a_warning(monkeypatch, capsys):
+    """Hydra turns a callback's exception into a warning and sweeps on, unchecked."""
+    from study import callbacks
+
+    def broken(self, config, name):
+        raise RuntimeError("ConfigLoader is not set")
+
+    monkeypatch.setattr(callbacks.Sweep, "_start", broken)
+    with pytest.raises(SystemExit) as e:
+        callbacks.Sweep().on_multirun_start(compose_hydra(), config_name="config")
+    assert e.value.code == 2 and callbacks.CHECKED is False
+    assert "could not be checked (RuntimeError: ConfigLoader is not set)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "n_points, want", [(1, [("servers", 1)]), (3, [("servers", 2), ("jobs", 2)])]
+)
+def test_job_processes_start_early_only_when_each_has_a_job(tmp_path, monkeypatch, n_points, want):
+    """joblib starts n_jobs workers whatever the number of jobs: with fewer points, a job could
+    land on a worker that claimed no server, and start a server of its own (slower)."""
+    from study import callbacks, jobs, sweep
+
+    started = []
+    monkeypatch.setattr(sweep, "prestart", lambda n: started.append(("servers", n)))
+    monkeypatch.setattr(jobs, "start", lambda launcher, n: started.append(("jobs", n)))
+    monkeypatch.setattr(callbacks, "points", lambda config: [["variant=naive"]] * n_points)
+    monkeypatch.setattr(callbacks, "validate_sweep", lambda config, name: n_points)
+    for k in ("STUDY_SWEEP_TOTAL", "STUDY_SWEEP_T0", "STUDY_SWEEP_DIR"):
+        monkeypatch.setenv(k, "")  # restored after the test
+    cfg = compose_hydra("hydra/launcher=gpus", f"hydra.sweep.dir={tmp_path}/sweep")
+    callbacks.Sweep().on_multirun_start(cfg, config_name="config")
+    assert started == want and callbacks.CHECKED is True
+    assert (tmp_path / "sweep" / "sweep.yaml").exists()
+
+
+def _hang(pids_dir, d, n):
+    import os
+    import time
+    from pathlib import Path
+
+    Path(pids_dir, str(os.getpid())).touch()
+    time.sleep(60)
+
+
+def test_a_sweep_that_stops_at_its_check_ends_its_job_processes_at_once(tmp_path):
+    import functools
+    import os
+    import time
+
+    from study import jobs
+
+    task = functools.partial(_hang, str(tmp_path))  # workers may be older than this test
+    jobs.start(compose_hydra("hydra/launcher=gpus").hydra.launcher, 2, task=task)
+    deadline = time.monotonic() + 60
+    while len(os.listdir(tmp_path)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [int(p) for p in os.listdir(tmp_path)]
+    assert len(pids) == 2
+    jobs.abandon()
+    deadline = time.monotonic() + 10
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as f:  # a zombie is gone but for its parent's wait
+            return f.read().split(")")[-1].split()[0] != "Z"
+
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(p) for p in pids), "the job processes outlived the abandoned sweep"
+    assert jobs.join() == {}
 
 
 def test_experiments_pin_whole_studies():

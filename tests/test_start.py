@@ -58,6 +58,15 @@ def test_bad_timing_input_stops_at_start_naming_the_key(tmp_path, override, word
     no_traceback(r)
 
 
+def test_a_glob_sweep_is_checked_like_any_other(tmp_path):
+    """glob(...) over a config group needs Hydra's config loader to expand."""
+    r = cli("-m", "variant=glob(naive_*)", "compile=off,nosuch", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 2 and "Could not find 'compile/nosuch'" in r.stderr, r.stderr[-800:]
+    assert "variant=naive_inplace compile=nosuch" in r.stderr  # the glob expanded
+    no_traceback(r)
+    assert not list(tmp_path.rglob("run.csv"))
+
+
 def test_dir_names_stay_inside_the_sweep_dir():
     name = job_dirname("calibration_file=a/../../../etc,variant=naive")
     assert "/" not in name and name.startswith("calibration_file=a%2F..%2F")
