@@ -228,7 +228,7 @@ class Sweep(Callback):
         CHECKED = False
         try:
             self._start(config, kwargs.get("config_name") or "config")
-        except SystemExit:  # fail(): a user's mistake, already said
+        except (SystemExit, KeyboardInterrupt):  # fail(): a user's mistake, already said; Ctrl-C
             jobs.abandon()
             raise
         except Exception as e:  # noqa: BLE001 - said in one line, and the sweep does not start
