@@ -213,6 +213,16 @@ def _with_repeats(config: DictConfig) -> None:
         config.hydra.sweeper.params = {"repeat": ",".join(map(str, range(n))), **params}
 
 
+def _custom(config: DictConfig, pts: list[list[str]]) -> bool:
+    """Whether the sweep runs a variant of your own (``variant.target``), by its overrides: its
+    job processes then import torch to resolve it (a guess that costs only time if wrong)."""
+    return bool(config.variant.get("target")) or any(
+        o.startswith(("variant=custom", "variant.target", "+variant.target"))
+        for p in pts
+        for o in p
+    )
+
+
 # Set once on_multirun_start has composed and checked every point of this sweep: the study's
 # sweeper (hydra_plugins/study_sweeper) then skips Hydra's second composition of each job.
 CHECKED = False
@@ -260,11 +270,12 @@ class Sweep(Callback):
             # points than jobs, joblib still starts n_jobs workers, and a job could land on one
             # that had not claimed a server: then the workers start with the jobs, as before.
             n_jobs = int(config.hydra.launcher.get("n_jobs") or 1)
-            n = min(n_jobs, len(points(config)))
+            pts = points(config)
+            n = min(n_jobs, len(pts))
             if n > 0:
                 prestart(n)
-                if n == n_jobs:
-                    jobs.start(config.hydra.launcher, n)  # loky's workers start while we check
+                if n == n_jobs:  # loky's workers start while we check
+                    jobs.start(config.hydra.launcher, n, workloads=_custom(config, pts))
         total = validate_sweep(config, name)
         sweep_dir = Path(config.hydra.sweep.dir)
         check_resume(config, sweep_dir)

@@ -4,13 +4,14 @@ Under ``hydra/launcher=gpus`` each cell's Hydra job runs in one of joblib's loky
 processes. Left to Hydra, those start only after ``on_multirun_start`` returns: after the sweep
 is checked (every point composed: seconds for a large sweep), and each then spends seconds on
 its own start (Python, Hydra, the study's modules) and on importing torch for the workloads
-before its first cell can be sent. On the H200 x2 VM a two-GPU part3 showed its first row 7 s
+(no longer needed: the server sends the registered variants' shape keys) before its first
+cell can be sent. On the H200 x2 VM a two-GPU part3 showed its first row 7 s
 after the check, against 4 s with one GPU.
 
 ``start(launcher, n)`` asks joblib, with the launcher's own ``Parallel`` arguments, for ``n``
-workers now, in a thread, and gives each one task (``ready``): claim its warm cell server, start
-importing the workloads in a thread, wait until all ``n`` have checked in (so that no worker
-takes two of these tasks while another is still starting), then wait for the import. loky keeps
+workers now, in a thread, and gives each one task (``ready``): claim its warm cell server and
+wait until all ``n`` have checked in (so that no worker takes two of these tasks while another
+is still starting); where the sweep has variants of your own, import torch too. loky keeps
 its workers for the next ``Parallel`` with the same arguments, so the Hydra jobs run in these
 processes; ``join`` waits for them at the end of the check. If joblib starts fresh workers after
 all (other arguments, another joblib), the jobs only lose what this saved: every job process
@@ -22,6 +23,7 @@ sets after it (its size, its start time) the job processes read from ``sweep.yam
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -33,16 +35,20 @@ _THREAD: threading.Thread | None = None
 _RESULT: dict = {}
 
 
-def ready(d: str, n: int) -> int:
-    """In a job process: claim its cell server, import the workloads (in a thread, meanwhile),
-    ``checkin``, and wait for the import; its pid.
+def ready(d: str, n: int, workloads: bool = False) -> int:
+    """In a job process: claim its cell server, ``checkin``; its pid. With ``workloads`` (the
+    sweep has variants of your own, which the job process resolves itself, importing torch),
+    import the workloads meanwhile, and wait for them.
 
     The wait matters: loky measures a worker's memory after its first task and restarts any
     worker that grows by 300 MB after that ("memory leak"). Returning before torch is imported
-    made each worker restart after its first cell, and import torch again."""
+    made each worker restart after its first cell, and import torch again. A registered
+    variant needs no torch in the job process (its shape keys come from the server)."""
     from study import sweep
 
     sweep.server()
+    if workloads and sweep._IMPORTING is None:
+        sweep.import_workloads_in_background()
     pid = checkin(d, n)
     if sweep._IMPORTING is not None:
         sweep._IMPORTING.join()
@@ -85,11 +91,12 @@ def _start(args: dict, n: int, task) -> None:
         shutil.rmtree(checkin, ignore_errors=True)
 
 
-def start(launcher, n: int, task=ready) -> None:
+def start(launcher, n: int, task=None, workloads: bool = False) -> None:
     """Start ``n`` job processes in a thread (the sweep is checked meanwhile); each runs
-    ``task(checkin_dir, n)`` once."""
+    ``task(checkin_dir, n)`` once (default: ``ready``)."""
     global _THREAD
     _RESULT.clear()
+    task = task or functools.partial(ready, workloads=workloads)
     _THREAD = threading.Thread(target=_start, args=(parallel_args(launcher), n, task), daemon=True)
     _THREAD.start()
 

@@ -103,10 +103,14 @@ def _gpus() -> int:
     return int(r.stdout.strip() or 0) if r.returncode == 0 else 0
 
 
+_VARIANTS: dict = {}  # registered variant -> its shape keys (the job side's resolve needs no torch)
+
+
 def _status(imports_s: float, gpus: int, warmed: dict | None = None) -> dict:
     import torch
 
     return {
+        "variants": _VARIANTS,
         "pid": os.getpid(),
         "torch": torch.__version__,
         "cuda_initialized": torch.cuda.is_initialized(),
@@ -206,8 +210,10 @@ def _warm_up() -> dict:
     import torch
 
     from study.env import git_revision
+    from study.workloads import registry
 
     git_revision()  # once here, inherited by every cell
+    _VARIANTS.update({n: list(registry.get(n).shape_keys) for n in registry.names()})
     imports_s = time.perf_counter() - t
     gpus = _gpus()
     warmed = {} if os.environ.get("STUDY_PREWARM", "").lower() == "off" else prewarm(gpus)

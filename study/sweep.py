@@ -61,8 +61,6 @@ def server(house: list[int] | None = None):
             release_slot(_LOCK)  # a dead listening server: let it go
             _LOCK = None
         _SERVER = _claim() or Client(cores=house)
-        if _IMPORTING is None:  # this process's first cell: the workloads import torch (1-4 s)
-            import_workloads_in_background()  # while the server gets ready; resolve() waits
     if house and _SERVER.pinned != list(house):
         _SERVER.pin(house)
     return _SERVER
@@ -260,23 +258,32 @@ def _tail(path: Path, n: int = 800) -> str:
     return " | ".join(lines[-6:])[-n:]
 
 
-def resolve(cfg, cuda: bool) -> dict:
-    """The cell's config as it will run: plain data, device and the family's shape resolved."""
+def shape_keys(variant, variants: dict | None = None) -> list[str]:
+    """The shape keys a variant takes: from ``variants`` (the cell server's registry, sent in
+    its status) for a registered variant, so that a job process need not import torch; else
+    from the registry here (a variant of your own, ``variant.target``, imports torch)."""
+    if not variant.get("target") and variants and variant.name in variants:
+        return list(variants[variant.name])
     if _IMPORTING is not None:
         _IMPORTING.join()
     from study.workloads.registry import resolve as entry_of
 
+    return list(entry_of(variant).shape_keys)
+
+
+def resolve(cfg, cuda: bool, variants: dict | None = None) -> dict:
+    """The cell's config as it will run: plain data, device and the family's shape resolved."""
     d = to_plain(cfg)
     if d["device"] == "auto":
         d["device"] = "cuda" if cuda else "cpu"
-    entry = entry_of(cfg.variant)
+    keys = shape_keys(cfg.variant, variants)
     sw = d.get("shape_sweep") or {}
     if sw.get("key"):  # a shape sweep in one process starts at its first shape
         d["shape"][sw["key"]] = sw["sizes"][0]
     base = d["family"].get("shapes", {}).get(d["device"]) or d["family"].get("shapes", {}).get(
         "cpu"
     )
-    for k in entry.shape_keys:
+    for k in keys:
         if d["shape"].get(k) is None and base and base.get(k) is not None:
             d["shape"][k] = base[k]
     return d
@@ -323,7 +330,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
     isolated = plain(cfg.isolation) == "subprocess"
     srv = server(house) if isolated else None
     cuda = srv.status["cuda_available"] if srv else _cuda_available()
-    resolved = resolve(cfg, cuda)
+    resolved = resolve(cfg, cuda, srv.status.get("variants") if srv else None)
     want = config_hash(resolved)
     run_dir.mkdir(parents=True, exist_ok=True)
     if cfg.resume:

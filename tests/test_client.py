@@ -155,3 +155,21 @@ def test_a_custom_target_resolves_while_the_workloads_import_in_the_background()
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["torch.nn.Softmax", "True"]
+
+
+def test_a_job_process_resolves_a_registered_variant_without_torch():
+    """The shape keys of a registered variant come from the server's status: a job process
+    (a loky worker, or the main process of a one-GPU sweep) never imports torch for them."""
+    code = """if True:
+        import sys
+        from tests.conftest import compose
+        from study import sweep
+        cfg = compose("variant=flash")
+        d = sweep.resolve(cfg, True, {"flash": ["batch", "heads", "seq_len", "head_dim"]})
+        print("torch" in sys.modules, d["device"], d["shape"]["seq_len"] is not None)
+    """
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["False", "cuda", "True"]

@@ -174,7 +174,7 @@ def test_job_processes_start_early_only_when_each_has_a_job(tmp_path, monkeypatc
 
     started = []
     monkeypatch.setattr(sweep, "prestart", lambda n: started.append(("servers", n)))
-    monkeypatch.setattr(jobs, "start", lambda launcher, n: started.append(("jobs", n)))
+    monkeypatch.setattr(jobs, "start", lambda launcher, n, **kw: started.append(("jobs", n)))
     monkeypatch.setattr(callbacks, "points", lambda config: [["variant=naive"]] * n_points)
     monkeypatch.setattr(callbacks, "validate_sweep", lambda config, name: n_points)
     for k in ("STUDY_SWEEP_TOTAL", "STUDY_SWEEP_T0", "STUDY_SWEEP_DIR"):

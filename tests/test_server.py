@@ -34,6 +34,15 @@ def test_the_server_never_initialises_cuda(server):
     assert st["cuda_driver_initialized"] in (False, None)
 
 
+def test_the_server_names_each_registered_variant_with_its_shape_keys(server):
+    """What a job process needs to resolve a registered variant without importing torch."""
+    from study.workloads import registry
+
+    want = {n: list(registry.get(n).shape_keys) for n in registry.names()}
+    assert server.status["variants"] == want and server.query()["variants"] == want
+    assert "custom" not in want  # a variant of your own is resolved where it is named
+
+
 def test_a_cell_inherits_the_warm_state_frozen(server, tmp_path):
     """gc.freeze() after the imports: a cell's gc.collect() walks only what the cell made."""
     got = run(server, tmp_path, "gc_state")
