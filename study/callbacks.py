@@ -283,17 +283,19 @@ class Sweep(Callback):
         warm = jobs.join()  # the job processes started above (none: nothing to wait for)
         if warm.get("error"):
             print(f"[study] note: job processes not started early ({warm['error']})", flush=True)
-        t0 = time.time()
-        # job processes started before this read the sweep's size and start from sweep.yaml
+        # the sweep's size and start, for every job process's progress line (study.sweep.clock)
         OmegaConf.save(
             OmegaConf.create(
-                {"command": command(), "overrides": shape_of(config), "total": total, "t0": t0}
+                {
+                    "command": command(),
+                    "overrides": shape_of(config),
+                    "total": total,
+                    "t0": time.time(),
+                }
             ),
             sweep_dir / "sweep.yaml",
         )
-        os.environ.update(
-            STUDY_SWEEP_TOTAL=str(total), STUDY_SWEEP_T0=f"{t0:.3f}", STUDY_SWEEP_DIR=str(sweep_dir)
-        )
+        os.environ["STUDY_SWEEP_DIR"] = str(sweep_dir)  # for Ctrl-C's line (``interrupted``)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         from study.sweep import stop_prestarted
@@ -319,7 +321,9 @@ def summary(sweep_dir: Path) -> int:
 
     path = sweep_dir / "runs.csv"
     rows = io.read_csv(path) if path.exists() else []
-    t0 = float(os.environ.get("STUDY_SWEEP_T0") or 0)
+    from study.sweep import clock
+
+    t0 = clock(sweep_dir)[1]
     took = f" in {time.time() - t0:.0f} s" if t0 else ""
     counts = Counter(r["status"] for r in rows)
     print(
@@ -354,9 +358,10 @@ def interrupted() -> None:
         print("[study] interrupted before any cell started.", file=sys.stderr, flush=True)
         return
     from study import io
+    from study.sweep import clock
 
     done = len(io.run_csvs(Path(d)))
-    total = os.environ.get("STUDY_SWEEP_TOTAL", "?")
+    total = clock(Path(d))[0] or "?"
     print(
         f"[study] interrupted: {done} of {total} cells finished, rows in {d}/runs.csv; "
         f"resume with: {command('resume=true')}",

@@ -17,8 +17,8 @@ processes; ``join`` waits for them at the end of the check. If joblib starts fre
 all (other arguments, another joblib), the jobs only lose what this saved: every job process
 still claims a server or starts its own.
 
-A worker started here inherits the environment as it was before the check: what the sweep
-sets after it (its size, its start time) the job processes read from ``sweep.yaml``.
+A worker started here is older than the sweep's size and start: job processes read those from
+``sweep.yaml`` (study.sweep.clock).
 """
 
 from __future__ import annotations

@@ -83,11 +83,7 @@ WARM_COMPILE = (
     "study.calibrate",
     "study.io",
     "study.revealed",
-    "study.workloads.attention",
-    "study.workloads.block",
-    "study.workloads.dense",
-    "study.workloads.flex",
-)
+)  # the workloads themselves the server imports always (its status names their variants)
 
 
 def driver_initialised() -> bool | None:

@@ -429,7 +429,7 @@ def _summary(row: dict, wall: float) -> str:
 
 def _progress(sweep_dir: Path, name: str, what: str) -> None:
     """'[k/N] cell: what  elapsed, ~left' (N and the start from the sweep's callback)."""
-    total, t0 = _clock(sweep_dir)
+    total, t0 = clock(sweep_dir)
     # Cells finished (or found finished by a resume) since this sweep started: a resume into a
     # sweep dir with other cells' rows, e.g. more repeats of some cells, counts only its own.
     done = sum(p.stat().st_mtime >= t0 - 1 for p in io.run_csvs(sweep_dir))
@@ -442,13 +442,9 @@ def _progress(sweep_dir: Path, name: str, what: str) -> None:
     print(f"[study] {head}{name}: {what}{tail}", flush=True)
 
 
-def _clock(sweep_dir: Path) -> tuple[int, float]:
-    """(cells in the sweep, its start): from the environment the sweep's callback set, else
-    (a job process started before it: study.jobs) from its ``sweep.yaml``."""
-    total = int(os.environ.get("STUDY_SWEEP_TOTAL") or 0)
-    t0 = float(os.environ.get("STUDY_SWEEP_T0") or 0)
-    if total and t0:
-        return total, t0
+def clock(sweep_dir: Path) -> tuple[int, float]:
+    """(cells in the sweep, its start), from the ``sweep.yaml`` its callback wrote once the
+    sweep was checked: a job process may be older than that (study.jobs). (0, 0.0) if none."""
     try:
         saved = OmegaConf.load(sweep_dir / "sweep.yaml")
         return int(saved.get("total") or 0), float(saved.get("t0") or 0)

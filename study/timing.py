@@ -16,10 +16,10 @@ whether L2 was flushed between calls (``L2``): a graph replay does not flush, do
    starts after a synchronise and ``lead_in`` untimed calls: the first timed call then queues
    behind work already on the device, as in any back-to-back loop, instead of paying its own
    launch from an idle device (without it, GPU-bound speedups read 1.5-9.6% low: the compiled
-   call's longer host path to its first kernel counted once per block). Both sides see the same host, clocks and
-   load, so their ratio holds where the absolute latency of a host-bound cell moves between
-   processes. PyTorch's dynamo benchmark harness alternates for the same reason ("to handle
-   frequency scaling").
+   call's longer host path to its first kernel counted once per block). Both sides see the
+   same host, clocks and load, so their ratio holds where the absolute latency of a host-bound
+   cell moves between processes. PyTorch's dynamo benchmark harness alternates for the same
+   reason ("to handle frequency scaling").
 
 The garbage collector is run before, and held off during, every timed phase (``quiet``).
 """
@@ -91,10 +91,10 @@ def block(step: Callable[[], object], device: str, calls: int, lead_in: int = 0)
     """Per-call time of ``calls`` back-to-back calls in microseconds, after ``lead_in`` untimed
     calls (queued ahead of the first timed one)."""
     if device == "cuda":
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         for _ in range(lead_in):
             step()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         for _ in range(calls):
             step()
