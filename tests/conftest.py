@@ -15,9 +15,16 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TINY = ["+experiment=tiny"]  # conf/experiment/tiny.yaml
 
 
+def root_env() -> dict:
+    """This environment with the checkout first on ``PYTHONPATH``, before what the path had
+    (Hydra installed with ``pip --target`` on the GPU machine: replacing the path lost it)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def cli(*args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run ``python -m study.run ARGS`` as a user would; returns the completed process."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "0"}
+    env = {**root_env(), "HYDRA_FULL_ERROR": "0"}
     return subprocess.run(
         [sys.executable, "-m", "study.run", *args],
         cwd=cwd or ROOT,

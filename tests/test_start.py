@@ -11,7 +11,7 @@ import pytest
 
 from study import io
 from study.run import job_dirname
-from tests.conftest import ROOT, TINY, cli
+from tests.conftest import ROOT, TINY, cli, root_env
 
 
 def no_traceback(r):
@@ -163,7 +163,7 @@ def test_a_sweep_says_where_it_is_and_ends_with_a_summary(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = root_env()
     args = ["-m", "variant=naive", "fault=none,hang", f"out_root={tmp_path}", *TINY]
     proc = subprocess.Popen(
         [sys.executable, "-m", "study.run", *args],
@@ -194,7 +194,7 @@ def test_study_io_help_makes_no_directory(tmp_path):
     r = subprocess.run(
         [sys.executable, "-m", "study.io", "--help"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=root_env(),
         capture_output=True,
         text=True,
     )

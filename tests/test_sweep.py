@@ -9,7 +9,7 @@ import time
 import pytest
 
 from study import io
-from tests.conftest import ROOT, TINY, cli
+from tests.conftest import ROOT, TINY, cli, root_env
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +149,7 @@ def test_crash_segfault_and_hang_become_rows_and_the_sweep_goes_on(tmp_path):
 
 
 def test_sigkill_mid_cell_loses_no_completed_row(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = root_env()
     proc = subprocess.Popen(
         [
             sys.executable,
