@@ -3,10 +3,10 @@
 Hydra calls ``Sweep`` (registered in conf/config.yaml under ``hydra.callbacks``) in the main
 process of a multirun:
 
-- ``on_multirun_start``, before the sweep dir exists: expand every point of the sweep the way
-  Hydra's basic sweeper will, compose each, and validate it (study.config.validate, unknown
-  keys, Inductor keys). Any bad point stops the run with one message listing every bad point,
-  and exit status 2; no dir is created. With ``resume=true`` the newest sweep dir is reused
+- ``on_multirun_start``, before the sweep dir exists: check every point of the sweep
+  (study.sweep_check), while the sweep's cell servers and job processes start. Any bad point
+  stops the run with one message listing every bad point, and exit status 2; no dir is
+  created. With ``resume=true`` the newest sweep dir is reused
   only when its fixed overrides are the ones given now (``sweep.yaml``), else the run stops
   naming the difference. ``repeats=N`` becomes a sweep over ``repeat=0..N-1`` that varies
   slowest: every cell once, then every cell again, each in a fresh process.
@@ -28,6 +28,8 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, flag_override
+
+from study.sweep_check import _overrides, check_config, points, validate_sweep  # noqa: F401
 
 # Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
 RUNTIME = {
@@ -55,24 +57,6 @@ def fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def _overrides(config: DictConfig):
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    params = config.hydra.sweeper.get("params") or {}
-    args = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-    gh = GlobalHydra.instance()  # its config loader expands glob(...) over a config group
-    loader = gh.hydra.config_loader if gh.is_initialized() else None
-    return OverridesParser.create(config_loader=loader).parse_overrides(args)
-
-
-def points(config: DictConfig) -> list[list[str]]:
-    """Every job's overrides, in the order Hydra's basic sweeper runs them."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    return [p for batch in BasicSweeper.split_arguments(_overrides(config), None) for p in batch]
-
-
 def shape_of(config: DictConfig) -> dict[str, list[str]]:
     """{override key: its values}, without the keys that do not change what is measured."""
     out = {}
@@ -83,100 +67,6 @@ def shape_of(config: DictConfig) -> dict[str, list[str]]:
         # A swept key may take other values in a resume (config_hash guards each cell).
         out[key] = ["<swept>"] if o.is_sweep_override() else [o.get_value_element_as_str()]
     return out
-
-
-def _compose(overrides: list[str], config_name: str, master: DictConfig | None) -> DictConfig:
-    """A point's config, composed as Hydra's sweeper will compose its job: through the app's
-    own config loader, with the run's hydra overrides (``hydra.searchpath`` among them)."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    if master is not None:
-        cfg = GlobalHydra.instance().hydra.config_loader.load_sweep_config(master, list(overrides))
-        with flag_override(cfg, ["struct", "readonly"], [False, False]):
-            cfg.pop("hydra", None)
-        return cfg
-    from hydra import compose
-
-    return compose(config_name=config_name, overrides=overrides)
-
-
-def check_point(
-    overrides: list[str], config_name: str, master: DictConfig | None = None
-) -> str | None:
-    """Why this point of the sweep cannot run, or None."""
-    try:
-        cfg = _compose(overrides, config_name, master)
-    except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
-        return " ".join(str(e).split("Config search path")[0].split())
-    return check_config(cfg)
-
-
-@functools.cache
-def _schema(conf_class) -> DictConfig:
-    """The structured config of ``conf_class``, built once (merge copies it)."""
-    return OmegaConf.structured(conf_class)
-
-
-def check_config(cfg: DictConfig) -> str | None:
-    """Why a composed cell config cannot run (unknown keys, bad values), or None."""
-    from omegaconf.errors import ConfigKeyError, ValidationError
-
-    from study.config import CellConf, ConfigError, validate
-
-    try:
-        OmegaConf.merge(_schema(CellConf), {k: v for k, v in cfg.items() if k != "hydra"})
-    except ConfigKeyError as e:
-        key = getattr(e, "full_key", None) or str(e).split("'")[1]
-        return (
-            f"unknown key {key!r}: the study has no such setting (see SCHEMA.md and "
-            "`python -m study.run --cfg job` for the keys)"
-        )
-    except ValidationError as e:
-        return " ".join(str(e).split()[:40])
-    try:
-        validate(cfg)
-        if cfg.compile.inductor:
-            from study.inductor import unknown_keys
-
-            bad = unknown_keys(dict(cfg.compile.inductor))
-            if bad:
-                raise ConfigError(
-                    f"compile.inductor: unknown Inductor config key(s) {bad}; "
-                    "see torch._inductor.config for the names"
-                )
-    except ConfigError as e:
-        return str(e)
-    return None
-
-
-def validate_sweep(config: DictConfig, config_name: str) -> int:
-    """Check every point; exit 2 with every bad point listed. Returns the number of points."""
-    pts = points(config)
-    bad: dict[str, list[str]] = {}
-    for p in pts:
-        why = check_point(p, config_name, config)
-        if why:
-            bad.setdefault(why, []).append(" ".join(p) or "(no overrides)")
-    if config.gpu_slots > 0:
-        import torch
-
-        from study.worker import gpu_id
-
-        try:
-            gpu_id(config.gpu_slots - 1)
-            have = torch.cuda.device_count()  # NVML (study.run): CUDA stays uninitialised
-            if not os.environ.get("CUDA_VISIBLE_DEVICES") and config.gpu_slots > have:
-                raise ValueError(f"gpu_slots={config.gpu_slots} but this host has {have} GPU(s)")
-        except ValueError as e:
-            bad.setdefault(str(e), []).extend(" ".join(p) for p in pts)
-    if bad:
-        n = len({w for where in bad.values() for w in where})
-        lines = [f"{n} of {len(pts)} sweep points cannot run; no cell was started:"]
-        for why, where in bad.items():
-            at = "every point" if len(where) == len(pts) and len(pts) > 1 else "; ".join(where)
-            lines.append(f"  - {why}  [{at}]")
-        fail("\n".join(lines))
-    return len(pts)
 
 
 def check_resume(config: DictConfig, sweep_dir: Path) -> None:
@@ -228,6 +118,38 @@ def _custom(config: DictConfig, pts: list[list[str]]) -> bool:
 CHECKED = False
 
 
+def _early(config: DictConfig, pts: list[list[str]]) -> None:
+    """What the sweep starts while its points are checked: its cell servers, which import
+    torch, and under the ``gpus`` launcher the job processes that will claim them."""
+    from study import jobs
+    from study.config import plain
+
+    spec = str(config.cores)
+    launcher = str(config.hydra.launcher.get("_target_", ""))
+    isolated = plain(config.isolation) == "subprocess"
+    if "BasicLauncher" in launcher and isolated:
+        from study.pinning import check_spec
+        from study.sweep import core_plan, server
+
+        # Jobs run in this process: its cell server imports torch while the sweep is checked.
+        if check_spec(spec) is None:  # a bad core list is reported by the check
+            server(core_plan(1, spec)[0])
+    elif "JoblibLauncher" in launcher and isolated:
+        from study.sweep import prestart
+
+        # Jobs run in loky's worker processes: one server each, and the workers themselves,
+        # starting while the sweep is checked; each worker claims a server (n_jobs=-1: none
+        # started early, each job process starts its own at its first cell). With fewer
+        # points than jobs, joblib still starts n_jobs workers, and a job could land on one
+        # that had not claimed a server: then the workers start with the jobs, as before.
+        n_jobs = int(config.hydra.launcher.get("n_jobs") or 1)
+        n = min(n_jobs, len(pts))
+        if n > 0:
+            prestart(n)
+            if n == n_jobs:  # loky's workers start while we check
+                jobs.start(config.hydra.launcher, n, workloads=_custom(config, pts))
+
+
 class Sweep(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         """Check the sweep; nothing may run unchecked. Hydra turns a callback's exception into
@@ -248,35 +170,9 @@ class Sweep(Callback):
 
     def _start(self, config: DictConfig, name: str) -> None:
         from study import jobs
-        from study.config import plain
 
-        spec = str(config.cores)
-        launcher = str(config.hydra.launcher.get("_target_", ""))
         _with_repeats(config)
-        isolated = plain(config.isolation) == "subprocess"
-        if "BasicLauncher" in launcher and isolated:
-            from study.pinning import check_spec
-            from study.sweep import core_plan, server
-
-            # Jobs run in this process: its cell server imports torch while the sweep is checked.
-            if check_spec(spec) is None:  # a bad core list is reported by the check below
-                server(core_plan(1, spec)[0])
-        elif "JoblibLauncher" in launcher and isolated:
-            from study.sweep import prestart
-
-            # Jobs run in loky's worker processes: one server each, and the workers themselves,
-            # starting while the sweep is checked; each worker claims a server (n_jobs=-1: none
-            # started early, each job process starts its own at its first cell). With fewer
-            # points than jobs, joblib still starts n_jobs workers, and a job could land on one
-            # that had not claimed a server: then the workers start with the jobs, as before.
-            n_jobs = int(config.hydra.launcher.get("n_jobs") or 1)
-            pts = points(config)
-            n = min(n_jobs, len(pts))
-            if n > 0:
-                prestart(n)
-                if n == n_jobs:  # loky's workers start while we check
-                    jobs.start(config.hydra.launcher, n, workloads=_custom(config, pts))
-        total = validate_sweep(config, name)
+        total = validate_sweep(config, name, meanwhile=functools.partial(_early, config))
         sweep_dir = Path(config.hydra.sweep.dir)
         check_resume(config, sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)

@@ -258,8 +258,9 @@ def positive(key: str, value: Any) -> None:
         raise ConfigError(f"{key}={value!r} is not allowed: it must be a positive integer.")
 
 
-def validate(cfg: DictConfig | CellConf) -> None:
-    """Reject what types cannot: sizes, the compile mode, counts. Raises ConfigError."""
+def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
+    """Reject what types cannot: sizes, the compile mode, counts, a variant that is not
+    registered (``registry=False``: left to the caller, study.sweep_check). Raises ConfigError."""
     c = cfg
     if c.compile.mode not in COMPILE_MODES:
         raise ConfigError(
@@ -355,25 +356,30 @@ def validate(cfg: DictConfig | CellConf) -> None:
     bad = check_spec(str(c.cores))
     if bad:
         raise ConfigError(bad)
-    from study.workloads.registry import names
-
     if c.variant.target or c.variant.name == "custom":  # the user's own factory: imports it
         from study.workloads import custom
 
         custom.check(c)
-    elif c.variant.name not in names():
-        raise ConfigError(
-            f"variant.name={c.variant.name!r} is not registered; known: {', '.join(names())}."
-        )
-    elif sw.key is not None:
-        from study.workloads.registry import get
+    elif registry:
+        why = registered_variant_error(c.variant.name, sw.key)
+        if why:
+            raise ConfigError(why)
 
-        keys = get(c.variant.name).shape_keys
-        if sw.key not in keys:
-            raise ConfigError(
-                f"shape_sweep.key={sw.key!r}: variant {c.variant.name!r} has no such shape key; "
-                f"its keys: {', '.join(keys)}."
-            )
+
+def registered_variant_error(name: str, sweep_key: str | None = None) -> str | None:
+    """Why ``variant.name=name`` (with ``shape_sweep.key=sweep_key``) names no registered
+    variant, or None. Imports the workloads, and torch with them."""
+    from study.workloads.registry import get, names
+
+    if name not in names():
+        return f"variant.name={name!r} is not registered; known: {', '.join(names())}."
+    keys = get(name).shape_keys
+    if sweep_key is not None and sweep_key not in keys:
+        return (
+            f"shape_sweep.key={sweep_key!r}: variant {name!r} has no such shape key; "
+            f"its keys: {', '.join(keys)}."
+        )
+    return None
 
 
 # Keys that say how or where a cell runs, not what it measures: left out of its identity.

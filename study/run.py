@@ -21,8 +21,9 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.callbacks import check_config, fail, interrupted  # noqa: E402
+from study.callbacks import fail, interrupted  # noqa: E402
 from study.config import plain, register_configs  # noqa: E402
+from study.sweep_check import check_config  # noqa: E402
 
 _SWEEP_IDS: dict = {}
 _SAID = set()

@@ -171,8 +171,12 @@ def test_job_processes_start_early_only_when_each_has_a_job(tmp_path, monkeypatc
     started = []
     monkeypatch.setattr(sweep, "prestart", lambda n: started.append(("servers", n)))
     monkeypatch.setattr(jobs, "start", lambda launcher, n, **kw: started.append(("jobs", n)))
-    monkeypatch.setattr(callbacks, "points", lambda config: [["variant=naive"]] * n_points)
-    monkeypatch.setattr(callbacks, "validate_sweep", lambda config, name: n_points)
+
+    def check(config, name, meanwhile):  # study.sweep_check.validate_sweep, without composing
+        meanwhile([["variant=naive"]] * n_points)
+        return n_points
+
+    monkeypatch.setattr(callbacks, "validate_sweep", check)
     monkeypatch.setenv("STUDY_SWEEP_DIR", "")  # restored after the test
     cfg = compose_hydra("hydra/launcher=gpus", f"hydra.sweep.dir={tmp_path}/sweep")
     callbacks.Sweep().on_multirun_start(cfg, config_name="config")
