@@ -172,6 +172,9 @@ def _check_all(
         )
         if meanwhile:
             meanwhile(pts)
+        from study.workloads import registry
+
+        registry.names()  # torch's import, for the lookups below, while the others compose
         variants = {}
         why: list[str | None] = [None] * len(pts)
         for share in pending.get():
