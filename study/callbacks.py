@@ -29,7 +29,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, flag_override
 
-from study.sweep_check import _overrides, check_config, points, validate_sweep  # noqa: F401
+from study.sweep_check import _overrides, validate_sweep
 
 # Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
 RUNTIME = {

@@ -48,6 +48,7 @@ the next one is served. End of stdin (the owner's exit) still ends the server.
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import importlib
 import json
@@ -66,11 +67,20 @@ from study.prewarm import WARM, driver_initialised, prewarm
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
+@functools.cache
+def _prctl():
+    """libc's ``prctl``, looked up once: a child forked beside other threads (``preexec_fn``)
+    then calls it without the loader's lock (dlopen, dlsym). None where there is none."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
-        pass  # not Linux: the child still ends when its stdin closes or the group is killed
+        return None  # not Linux: the child still ends when its stdin closes or the group is killed
+
+
+def die_with_parent() -> None:
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 _PROTO = None  # the protocol's own stream: fd 1 goes to stderr, so a stray print cannot break it

@@ -8,12 +8,14 @@ lists every bad point, and exit status 2.
 Composing is pure Python, 0.1-0.2 s a point (Hydra builds each point's defaults tree and loads
 and merges its YAML files again): a part3 of 35 points took 6-8 s in one process on the H200 VM,
 before its first cell, on one GPU and on two. On a host with cores to spare, a sweep of many
-points is composed by forked processes, each a share of the points (``check_workers``). They
-are forked before the sweep starts any thread or process of its own (``meanwhile``: the cell
-servers, the job processes), so they hold none of their pipes or locks; they ignore Ctrl-C,
-which the main process handles. The one check that imports torch, whether a variant is
-registered (study.workloads.registry), is left to the main process, once per variant, while
-the forked ones compose.
+points is composed by forked processes, each a share of the points (``check_workers``;
+``STUDY_CHECK_WORKERS=0`` never forks). They are forked before the sweep starts any thread or
+process of its own (``meanwhile``: the cell servers, the job processes), so they hold none of
+their pipes; they ignore Ctrl-C, which the main process handles. Whether a variant is
+registered (study.workloads.registry, which imports torch) is looked up in the main process,
+once per variant, while the forked ones compose; a point with ``compile.inductor`` keys or a
+variant of your own still imports torch where it is checked. If a forked process dies, the
+main process checks every point itself, as it does on a small host.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable
 
 from omegaconf import DictConfig, OmegaConf, flag_override
 
-POINTS_PER_WORKER = 6  # fewer points than this a forked process are not worth its start
+POINTS_PER_WORKER = 6  # points a forked process must have to be worth its start
 MAX_WORKERS = 8
 
 
@@ -66,22 +68,25 @@ def check_point(
     overrides: list[str], config_name: str, master: DictConfig | None = None
 ) -> str | None:
     """Why this point of the sweep cannot run, or None."""
-    return _check_point(overrides, config_name, master)[0]
+    why, variant, later = _check_point(overrides, config_name, master, registry=True)
+    return why
 
 
 def _check_point(
-    overrides: list[str], config_name: str, master: DictConfig | None, registry: bool = True
-) -> tuple[str | None, tuple | None]:
-    """(why this point cannot run, or None; with ``registry=False``, the registered variant it
-    asks for, ``(variant.name, shape_sweep.key)``, for the caller to look up, else None)."""
+    overrides: list[str], config_name: str, master: DictConfig | None, registry: bool
+) -> tuple[str | None, tuple | None, str | None]:
+    """(why this point cannot run, or None; the registered variant it asks for,
+    ``(variant.name, shape_sweep.key)``, for the caller to look up (``registry=False``), else
+    None; with it, why the point cannot run if that variant is registered, or None). The
+    order of the reasons is the one ``check_config`` gives."""
     try:
         cfg = _compose(overrides, config_name, master)
     except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
-        return " ".join(str(e).split("Config search path")[0].split()), None
-    why = check_config(cfg, registry=registry)
+        return " ".join(str(e).split("Config search path")[0].split()), None, None
+    why = _config_error(cfg, registry)
     if why or registry or cfg.variant.get("target") or cfg.variant.name == "custom":
-        return why, None
-    return None, (str(cfg.variant.name), cfg.shape_sweep.key)
+        return why or _inductor_error(cfg), None, None
+    return None, (str(cfg.variant.name), cfg.shape_sweep.key), _inductor_error(cfg)
 
 
 @functools.cache
@@ -90,9 +95,13 @@ def _schema(conf_class) -> DictConfig:
     return OmegaConf.structured(conf_class)
 
 
-def check_config(cfg: DictConfig, registry: bool = True) -> str | None:
-    """Why a composed cell config cannot run (unknown keys, bad values), or None. With
-    ``registry=False``, whether its variant is registered is left to the caller."""
+def check_config(cfg: DictConfig) -> str | None:
+    """Why a composed cell config cannot run (unknown keys, bad values, a variant that is not
+    registered, Inductor keys), or None."""
+    return _config_error(cfg, registry=True) or _inductor_error(cfg)
+
+
+def _config_error(cfg: DictConfig, registry: bool) -> str | None:
     from omegaconf.errors import ConfigKeyError, ValidationError
 
     from study.config import CellConf, ConfigError, validate
@@ -109,26 +118,47 @@ def check_config(cfg: DictConfig, registry: bool = True) -> str | None:
         return " ".join(str(e).split()[:40])
     try:
         validate(cfg, registry=registry)
-        if cfg.compile.inductor:
-            from study.inductor import unknown_keys
-
-            bad = unknown_keys(dict(cfg.compile.inductor))
-            if bad:
-                raise ConfigError(
-                    f"compile.inductor: unknown Inductor config key(s) {bad}; "
-                    "see torch._inductor.config for the names"
-                )
     except ConfigError as e:
         return str(e)
     return None
 
 
+def _inductor_error(cfg: DictConfig) -> str | None:
+    """Unknown keys in ``compile.inductor`` (imports torch's Inductor config), or None."""
+    if not cfg.compile.inductor:
+        return None
+    from study.inductor import unknown_keys
+
+    bad = unknown_keys(dict(cfg.compile.inductor))
+    if bad:
+        return (
+            f"compile.inductor: unknown Inductor config key(s) {bad}; "
+            "see torch._inductor.config for the names"
+        )
+    return None
+
+
+def _usable_cores() -> int:
+    """This process's cores: its affinity, capped by a cgroup's CPU quota (a container limited
+    to 2 CPUs on a 64-core node sees 64 in its affinity)."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return n
+    return n if quota == "max" else max(1, min(n, int(int(quota) // int(period))))
+
+
 def check_workers(n_points: int, cores: int | None = None) -> int:
     """Forked processes to compose ``n_points`` with (0: this process alone): one per
-    ``POINTS_PER_WORKER`` points, at most a quarter of this process's cores (the cell servers
-    import torch meanwhile) and ``MAX_WORKERS``."""
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    ``POINTS_PER_WORKER`` points, at most a quarter of the usable cores (the cell servers
+    import torch meanwhile) and ``MAX_WORKERS``; fewer than 2 is none. ``STUDY_CHECK_WORKERS``
+    sets it (0: never fork)."""
+    forced = os.environ.get("STUDY_CHECK_WORKERS", "").strip()
+    if forced:
+        return max(0, int(forced))
+    cores = _usable_cores() if cores is None else cores
     n = min(MAX_WORKERS, cores // 4, n_points // POINTS_PER_WORKER)
     return n if n >= 2 else 0
 
@@ -137,27 +167,19 @@ def check_workers(n_points: int, cores: int | None = None) -> int:
 _JOB: dict = {}
 
 
-def _quiet() -> None:
-    """A forked checker: Ctrl-C is the main process's to handle (no traceback from each)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _check_share(indices: list[int]) -> list[tuple[int, str | None, tuple | None]]:
+def _check_share(indices: list[int]) -> list[tuple[int, str | None, tuple | None, str | None]]:
     pts, name, config = _JOB["points"], _JOB["name"], _JOB["config"]
     return [(i, *_check_point(pts[i], name, config, registry=False)) for i in indices]
 
 
-def _check_all(
-    pts: list[list[str]], config: DictConfig, name: str, meanwhile: Callable | None, workers: int
-) -> list[str | None]:
-    """Why each point cannot run (None: it can)."""
-    if workers < 2:
-        if meanwhile:
-            meanwhile(pts)
-        return [check_point(p, name, config) for p in pts]
-    import multiprocessing
+def _forked(pts: list[list[str]], config: DictConfig, name: str, meanwhile, workers: int):
+    """``_check_all`` in ``workers`` forked processes; None if they could not do it (one died:
+    the caller checks in this process instead)."""
+    import signal
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
 
     from study.config import CellConf, registered_variant_error
 
@@ -165,32 +187,79 @@ def _check_all(
     _JOB.update(points=pts, name=name, config=config)
     sys.stdout.flush()
     sys.stderr.flush()
-    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_quiet)
+    # Ctrl-C is the main process's to handle: the forked ones ignore it from their first
+    # instruction (no traceback from each). With fork, the first submit starts every process,
+    # before the executor's own threads.
+    main = threading.current_thread() is threading.main_thread()  # signals: only there
+    sigint = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        pending = pool.map_async(
-            _check_share, [list(range(w, len(pts), workers)) for w in range(workers)]
-        )
-        if meanwhile:
-            meanwhile(pts)
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
+        shares = [
+            pool.submit(_check_share, list(range(w, len(pts), workers))) for w in range(workers)
+        ]
+    except OSError:  # no fork here (a process limit, memory): this process checks them all
+        _JOB.clear()
+        return None
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, sigint)
+    done = False
+    try:
+        meanwhile(pts)
         from study.workloads import registry
 
         registry.names()  # torch's import, for the lookups below, while the others compose
-        variants = {}
         why: list[str | None] = [None] * len(pts)
-        for share in pending.get():
-            for i, reason, variant in share:
-                why[i] = reason
-                if variant is not None:
-                    variants.setdefault(variant, []).append(i)
+        variants: dict[tuple, list[tuple[int, str | None]]] = {}
+        try:
+            for share in shares:
+                for i, reason, variant, later in share.result():
+                    why[i] = reason
+                    if variant is not None:
+                        variants.setdefault(variant, []).append((i, later))
+        except BrokenProcessPool:  # one died (a variant's import that exits, the OOM killer)
+            return None
         for (vname, key), where in variants.items():  # imports torch, once
             reason = registered_variant_error(vname, key)
-            for i in where:
-                why[i] = reason
+            for i, later in where:
+                why[i] = reason or later
+        done = True
         return why
     finally:
-        pool.terminate()
-        pool.join()
         _JOB.clear()
+        if done:
+            pool.shutdown(wait=True)  # each is idle: it exits at once
+        else:  # the check stopped (Ctrl-C, a bad core list, a dead process): end them now
+            procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops it
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.terminate()
+                proc.join(5)
+
+
+def _once(fn: Callable | None) -> Callable:
+    ran = []
+
+    def once(pts):
+        if fn is not None and not ran:
+            ran.append(True)
+            fn(pts)
+
+    return once
+
+
+def _check_all(
+    pts: list[list[str]], config: DictConfig, name: str, meanwhile: Callable | None, workers: int
+) -> list[str | None]:
+    """Why each point cannot run (None: it can). ``meanwhile(points)`` runs once, after any
+    forked process is forked and before the points are composed in this process."""
+    meanwhile = _once(meanwhile)
+    if workers >= 2:
+        why = _forked(pts, config, name, meanwhile, workers)
+        if why is not None:
+            return why
+    meanwhile(pts)  # unless it ran already, before a forked process died
+    return [check_point(p, name, config) for p in pts]
 
 
 def validate_sweep(config: DictConfig, config_name: str, meanwhile: Callable | None = None) -> int:
