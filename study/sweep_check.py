@@ -230,11 +230,13 @@ def _forked(pts: list[list[str]], config: DictConfig, name: str, meanwhile, work
         if done:
             pool.shutdown(wait=True)  # each is idle: it exits at once
         else:  # the check stopped (Ctrl-C, a bad core list, a dead process): end them now
-            procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops it
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in procs:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.terminate()
                 proc.join(5)
+            # then the executor's own thread sees them gone and ends (left running, its exit
+            # handler once wrote to a closed pipe at interpreter exit: a traceback after
+            # Ctrl-C, in 1 of 8 tries on the CPU box)
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _once(fn: Callable | None) -> Callable:
