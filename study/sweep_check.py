@@ -68,8 +68,7 @@ def check_point(
     overrides: list[str], config_name: str, master: DictConfig | None = None
 ) -> str | None:
     """Why this point of the sweep cannot run, or None."""
-    why, variant, later = _check_point(overrides, config_name, master, registry=True)
-    return why
+    return _check_point(overrides, config_name, master, registry=True)[0]
 
 
 def _check_point(
@@ -157,7 +156,11 @@ def check_workers(n_points: int, cores: int | None = None) -> int:
     sets it (0: never fork)."""
     forced = os.environ.get("STUDY_CHECK_WORKERS", "").strip()
     if forced:
-        return max(0, int(forced))
+        if not forced.isdigit():
+            raise ValueError(
+                f"STUDY_CHECK_WORKERS={forced!r}: give a number of processes (0: never fork)"
+            )
+        return int(forced)
     cores = _usable_cores() if cores is None else cores
     n = min(MAX_WORKERS, cores // 4, n_points // POINTS_PER_WORKER)
     return n if n >= 2 else 0
@@ -192,13 +195,14 @@ def _forked(pts: list[list[str]], config: DictConfig, name: str, meanwhile, work
     # before the executor's own threads.
     main = threading.current_thread() is threading.main_thread()  # signals: only there
     sigint = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
     try:
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("fork"))
         shares = [
             pool.submit(_check_share, list(range(w, len(pts), workers))) for w in range(workers)
         ]
     except OSError:  # no fork here (a process limit, memory): this process checks them all
         _JOB.clear()
+        _end(pool)
         return None
     finally:
         if main:
@@ -230,13 +234,18 @@ def _forked(pts: list[list[str]], config: DictConfig, name: str, meanwhile, work
         if done:
             pool.shutdown(wait=True)  # each is idle: it exits at once
         else:  # the check stopped (Ctrl-C, a bad core list, a dead process): end them now
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
-                proc.join(5)
-            # then the executor's own thread sees them gone and ends (left running, its exit
-            # handler once wrote to a closed pipe at interpreter exit: a traceback after
-            # Ctrl-C, in 1 of 8 tries on the CPU box)
-            pool.shutdown(wait=True, cancel_futures=True)
+            _end(pool)
+
+
+def _end(pool) -> None:
+    """End a pool's processes now, whatever they are doing."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+        proc.join(5)
+    # then the executor's own thread sees them gone and ends (left running, its exit handler
+    # once wrote to a closed pipe at interpreter exit: a traceback after Ctrl-C, in 1 of 8
+    # tries on the CPU box)
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _once(fn: Callable | None) -> Callable:

@@ -131,3 +131,9 @@ def test_forked_checkers_only_for_many_points_on_many_cores(points, cores, want,
     assert sweep_check.check_workers(points, cores) == want
     monkeypatch.setenv("STUDY_CHECK_WORKERS", "0")
     assert sweep_check.check_workers(points, cores) == 0
+
+
+def test_a_bad_number_of_checkers_is_named(monkeypatch):
+    monkeypatch.setenv("STUDY_CHECK_WORKERS", "many")
+    with pytest.raises(ValueError, match="STUDY_CHECK_WORKERS='many'"):
+        sweep_check.check_workers(35, 32)

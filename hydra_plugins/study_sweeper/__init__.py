@@ -5,11 +5,11 @@
 Before a batch, Hydra's ``BasicSweeper`` composes each of its jobs to catch composition errors
 (``validate_batch_is_legal``). The study's callback (study.callbacks.Sweep, through
 study.sweep_check) has by then composed every point of the sweep with the same config loader
-and the same overrides, and checked far more (values, unknown keys, Inductor keys): composing them all again cost 3-4 s on
-a 35-cell sweep (H200 x2 VM), before the first cell, on one GPU and on two. It skips it only
-when the callback says it checked this sweep (``study.callbacks.CHECKED``), and runs Hydra's
-check otherwise. ``hydra/sweeper=basic`` (conf/hydra/sweeper/checked.yaml is the default)
-restores Hydra's own.
+and the same overrides, and checked far more (values, unknown keys, Inductor keys): composing
+them all again cost 3-4 s on a 35-cell sweep (H200 x2 VM), before the first cell, on one GPU
+and on two. It skips it only when the callback says it checked this sweep
+(``study.callbacks.CHECKED``), and runs Hydra's check otherwise. ``hydra/sweeper=basic``
+(conf/hydra/sweeper/checked.yaml is the default) restores Hydra's own.
 """
 
 from __future__ import annotations
