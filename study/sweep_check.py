@@ -140,7 +140,9 @@ def _inductor_error(cfg: DictConfig) -> str | None:
 def _usable_cores() -> int:
     """This process's cores: its affinity, capped by a cgroup's CPU quota (a container limited
     to 2 CPUs on a 64-core node sees 64 in its affinity)."""
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    from study.pinning import allowed
+
+    n = len(allowed())
     try:
         with open("/sys/fs/cgroup/cpu.max") as f:
             quota, period = f.read().split()[:2]
