@@ -11,7 +11,9 @@ and flags regressions with the thresholds of PyTorch's compiler dashboard (torch
 a speedup below 0.95x of the base, peak memory up 20%. A cell's own interval widens its
 threshold: the spread over repeats (fresh processes), and the 95% interval of a paired
 speedup. Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the
-summary. Reads only CSVs; never imports torch.
+summary. Where both sides have ``autotune.csv``, a max-autotune cell that picked another
+choice for an op is named with the times behind both picks (``analysis.autotune_diff``): a
+change of kernels with no change in the code. Reads only CSVs; never imports torch.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import autotune_diff
 from analysis.load import expand, load
 from analysis.measures import CONFIG_KEY, geomean, has, order, sig, speedups
 from study.schema import SHAPE_KEYS
@@ -206,6 +209,9 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
         parts.append("geomean B/A: " + ", ".join(
             f"{name} {sig(v)}x" if v == v else f"{name} n/a" for name, v in gm))  # fmt: skip
     parts.append(f"{n_reg} regression{'s' if n_reg != 1 else ''}, {n_imp} improved")
+    n_at = int((m["autotune"] != "").sum()) if "autotune" in m else 0
+    if n_at:
+        parts.append(f"{n_at} cell{'s' if n_at != 1 else ''} with another autotune pick")
     return "; ".join(parts) + "."
 
 
@@ -219,6 +225,8 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
     da, la = side(a)
     db, lb = side(b)
     m, only_a, only_b = match(da, db)
+    if len(m):
+        m["autotune"] = autotune_diff.changes(da["autotune"], db["autotune"], m)
     line = summary_line(m, only_a, only_b)
     env = []
     for lab, d in ((la, da), (lb, db)):
@@ -236,6 +244,13 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
           thresholds, "", "## Per variant (geometric means)", "", _md(per_variant(m)),
           "## Regressions", "", _md(cell_table(m[m["regressed"] != ""]) if len(m) else m),
           "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
+    picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
+    if len(picks):
+        t = cell_table(picks)[["source", "variant", "mode", "latency µs A → B", "kernels"]]
+        t["what the benchmark read"] = picks["autotune"].to_numpy()
+        md += ["## Autotune picks that changed", "",
+               "Max-autotune benchmarked the same choices on both sides and kept another one: "
+               "if A's winner read slower in B, the benchmark moved, not the code.", "", _md(t)]  # fmt: skip
     for name, x in (("Only in A", only_a), ("Only in B", only_b)):
         if len(x):
             md += [f"## {name}", "", _md(x[["source", "variant", "compile", "run_id"]])]
@@ -279,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     for _, r in reg.iterrows():
         print(f"  regressed: {r['source_a']}: {r['variant']} · {r['compile']} ({r['regressed']};"
               f" latency {_pct(r['latency'])})")  # fmt: skip
+    picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
+    for _, r in picks.iterrows():
+        print(f"  autotune: {r['source_a']}: {r['variant']} · {r['compile']}: {r['autotune']}")
     print(f"details: {out / 'compare.md'}")
     return 1 if args.fail_on_regression and len(reg) else 0
 

@@ -133,3 +133,50 @@ def test_peak_memory_up_twenty_percent(repeated):
 
     assert _flagged(repeated(by(1.15))) == set()
     assert _flagged(repeated(by(1.25))) == {("flash", "default", "peak memory")}
+
+
+def _with_autotune(tmp_path, change):
+    """results/h200 (v2 rows, with autotune.csv) and a copy whose autotune rows ``change`` edits."""
+    a = ROOT / "results" / "h200"
+    b = tmp_path / "b"
+    b.mkdir()
+    for f in ("runs.csv", "kernels.csv", "autotune.csv"):
+        (b / f).write_bytes((a / f).read_bytes())
+    at = pd.read_csv(b / "autotune.csv")
+    change(at)
+    at.to_csv(b / "autotune.csv", index=False)
+    return a, b
+
+
+def test_an_autotune_pick_that_moved_is_named_with_the_times_behind_it(tmp_path, capsys):
+    from analysis.compare import main
+
+    def cublas_read_slower(at):
+        """What a two-GPU sweep did: the first bmm's cuBLAS choice read 137 µs, not 86.5."""
+        cell = (at["source"] == "part3") & (at["run_id"] == "compile=max-autotune,variant=naive")
+        op0 = cell & (at["op_id"] == 0)
+        at.loc[op0 & (at["choice"] == "bmm"), ["time_us", "winner"]] = [137.2, False]
+        at.loc[op0 & (at["choice"] == "triton_bmm_16"), ["time_us", "winner"]] = [106.3, True]
+
+    a, b = _with_autotune(tmp_path, cublas_read_slower)
+    line, m = build(f"{a}:part3", f"{b}:part3", tmp_path / "out")
+    assert line.endswith("1 cell with another autotune pick.")
+    moved = m[m["autotune"] != ""]
+    assert list(zip(moved["variant"], moved["compile"], strict=True)) == [("naive", "max-autotune")]
+    assert moved["autotune"].iloc[0] == (
+        "op0 bmm [128, 1024, 64] x [128, 64, 1024]: bmm 86.5 µs → triton_bmm_16 106 µs "
+        "(bmm read 137 µs in B)"
+    )
+    md = (tmp_path / "out" / "compare.md").read_text()
+    assert "## Autotune picks that changed" in md and "(bmm read 137 µs in B)" in md
+    assert main([f"{a}:part3", f"{b}:part3", "--out", str(tmp_path / "o2")]) == 0
+    assert "  autotune: part3: naive · max-autotune: op0 bmm" in capsys.readouterr().out
+
+
+def test_no_autotune_pick_is_named_when_none_moved_or_a_side_has_none(tmp_path):
+    a, b = _with_autotune(tmp_path, lambda at: None)
+    line, m = build(f"{a}:part3", f"{b}:part3", None)
+    assert "autotune" not in line and (m["autotune"] == "").all()
+    (b / "autotune.csv").unlink()
+    line, m = build(f"{a}:part3", f"{b}:part3", None)
+    assert "autotune" not in line and (m["autotune"] == "").all()
