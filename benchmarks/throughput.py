@@ -8,7 +8,8 @@ Runs the sweep as a user would (``python -m study.run -m ...``) and prints its w
 from its rows: the measured work (first call with compile, check, measure, profile), the
 median ``overhead_s`` of eager and of compiled cells (the sweep's own cost per cell: target
 <= 1 s on the H200), ``prepare_s`` (asking for a cell to the forked cell starting), and the
-wall time left over (Hydra's own per-job work, the server's start), and the cells a minute
+wall time left over (Hydra's own per-job work, the server's start); per GPU, its cells' time
+and the gaps between them, and the time outside every cell; and the cells a minute
 from the first cell's end to the last's (the steady rate, for one GPU against two). With
 ``--ref results/h200`` it also compares kernels per step and the latency of GPU-bound cells
 with the reference rows of the same cells (target: equal kernel counts, latency within 2%).
@@ -80,6 +81,8 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
                 if pre
                 else f"  {label:8s} cells {len(oh):3d}: overhead_s median {statistics.median(oh):.2f}"
             )
+    for line in lanes(rows, wall):
+        print("  " + line)
     rate = steady_rate(rows)
     if rate:
         print(
@@ -134,6 +137,41 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
             f"  GPU-bound cells: {within} of {len(lat)} within 2% of the reference latency; worst "
             f"{worst[0]['variant']}/{worst[0]['compile']} {worst[2]:+.1f}% (source {worst[1]['source']})"
         )
+
+
+def lanes(rows: list[dict], wall: float | None) -> list[str]:
+    """Where each GPU's time went: its cells' wall time, the gaps between them (the sweep's own
+    per-cell cost outside the cell: the job, the fork, the row), and the time outside every
+    cell (the sweep's start and end). ``started_at`` has whole seconds: about 1 s of error."""
+    import datetime as dt
+
+    by: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        try:
+            t0 = dt.datetime.fromisoformat(r["started_at"]).timestamp()
+            w = float(r["wall_s"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        by.setdefault(r.get("gpu_index") or "", []).append((t0, w))
+    if not by:
+        return []
+    out = []
+    for g, cells in sorted(by.items()):
+        busy = sum(w for _, w in cells)
+        span = max(t + w for t, w in cells) - min(t for t, _ in cells)
+        gaps = max(0.0, span - busy)
+        name = f"GPU {g}" if g else "the device" if len(by) == 1 else "no GPU index"
+        out.append(
+            f"{name}: {len(cells)} cells, busy {busy:.1f} s, gaps between cells {gaps:.1f} s "
+            f"({gaps / max(1, len(cells) - 1):.2f} s each)"
+        )
+    if wall is not None:
+        ends = [t + w for cells in by.values() for t, w in cells]
+        starts = [t for cells in by.values() for t, _ in cells]
+        out.append(
+            f"outside every cell (the sweep's start and end): {wall - (max(ends) - min(starts)):.1f} s"
+        )
+    return out
 
 
 def steady_rate(rows: list[dict]) -> float | None:
