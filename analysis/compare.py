@@ -12,8 +12,9 @@ a speedup below 0.95x of the base, peak memory up 20%. A cell's own interval wid
 threshold: the spread over repeats (fresh processes), and the 95% interval of a paired
 speedup. Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the
 summary. Where both sides have ``autotune.csv``, a max-autotune cell that picked another
-choice for an op is named with the times behind both picks (``analysis.autotune_diff``): a
-change of kernels with no change in the code. Reads only CSVs; never imports torch.
+choice for an op is named with the times behind both picks (``analysis.autotune_diff``): with
+the same torch, a change of kernels that is the benchmark's, not the code's. Reads only CSVs;
+never imports torch.
 """
 
 from __future__ import annotations
@@ -209,9 +210,12 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
         parts.append("geomean B/A: " + ", ".join(
             f"{name} {sig(v)}x" if v == v else f"{name} n/a" for name, v in gm))  # fmt: skip
     parts.append(f"{n_reg} regression{'s' if n_reg != 1 else ''}, {n_imp} improved")
-    n_at = int((m["autotune"] != "").sum()) if "autotune" in m else 0
-    if n_at:
-        parts.append(f"{n_at} cell{'s' if n_at != 1 else ''} with another autotune pick")
+    if "autotune" in m:
+        n_at = int(((m["autotune"] != "") & ~m["autotune_tie"]).sum())
+        n_tie = int(((m["autotune"] != "") & m["autotune_tie"]).sum())
+        if n_at or n_tie:
+            parts.append(f"{n_at} cell{'s' if n_at != 1 else ''} with another autotune pick"
+                         + (f", {n_tie} with a tie" if n_tie else ""))  # fmt: skip
     return "; ".join(parts) + "."
 
 
@@ -226,7 +230,9 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
     db, lb = side(b)
     m, only_a, only_b = match(da, db)
     if len(m):
-        m["autotune"] = autotune_diff.changes(da["autotune"], db["autotune"], m)
+        at = autotune_diff.changes(da, db, m)
+        m["autotune"] = [x for x, _ in at]
+        m["autotune_tie"] = [t for _, t in at]
     line = summary_line(m, only_a, only_b)
     env = []
     for lab, d in ((la, da), (lb, db)):
@@ -249,8 +255,10 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
         t = cell_table(picks)[["source", "variant", "mode", "latency µs A → B", "kernels"]]
         t["what the benchmark read"] = picks["autotune"].to_numpy()
         md += ["## Autotune picks that changed", "",
-               "Max-autotune benchmarked the same choices on both sides and kept another one: "
-               "if A's winner read slower in B, the benchmark moved, not the code.", "", _md(t)]  # fmt: skip
+               "Max-autotune kept another choice in B than in any repeat of the cell in A. If A's "
+               "winner read slower in B and the torch is the same, the benchmark moved (host "
+               "load, the GPU, a cell beside it), not the study's code. A tie: within "
+               f"{autotune_diff.TIE:.0%} in B's benchmark.", "", _md(t)]  # fmt: skip
     for name, x in (("Only in A", only_a), ("Only in B", only_b)):
         if len(x):
             md += [f"## {name}", "", _md(x[["source", "variant", "compile", "run_id"]])]
@@ -294,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     for _, r in reg.iterrows():
         print(f"  regressed: {r['source_a']}: {r['variant']} · {r['compile']} ({r['regressed']};"
               f" latency {_pct(r['latency'])})")  # fmt: skip
-    picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
+    picks = m[(m["autotune"] != "") & ~m["autotune_tie"]] if "autotune" in m else m.iloc[0:0]
     for _, r in picks.iterrows():
         print(f"  autotune: {r['source_a']}: {r['variant']} · {r['compile']}: {r['autotune']}")
     print(f"details: {out / 'compare.md'}")

@@ -135,46 +135,100 @@ def test_peak_memory_up_twenty_percent(repeated):
     assert _flagged(repeated(by(1.25))) == {("flash", "default", "peak memory")}
 
 
-def _with_autotune(tmp_path, change):
-    """results/h200 (v2 rows, with autotune.csv) and a copy whose autotune rows ``change`` edits."""
+NAIVE_MA = "compile=max-autotune,variant=naive"
+OP0 = "op0 bmm [128, 1024, 64] x [128, 64, 1024]"
+
+
+def _with_autotune(tmp_path, change=None, repeat=None):
+    """results/h200 (v2 rows, with autotune.csv) and a copy of it, B, where ``change(at)``
+    edits the part3 naive/max-autotune cell's op0 autotune rows in place. ``repeat(at)`` adds
+    a second repeat of that cell to B: its runs.csv row and its own autotune rows."""
     a = ROOT / "results" / "h200"
     b = tmp_path / "b"
-    b.mkdir()
+    b.mkdir(parents=True)
     for f in ("runs.csv", "kernels.csv", "autotune.csv"):
         (b / f).write_bytes((a / f).read_bytes())
     at = pd.read_csv(b / "autotune.csv")
-    change(at)
+    op0 = (at["source"] == "part3") & (at["run_id"] == NAIVE_MA) & (at["op_id"] == 0)
+    before = at[(at["source"] == "part3") & (at["run_id"] == NAIVE_MA)].copy()
+    if change is not None:
+        change(at, op0)
+    if repeat is not None:
+        again = before.assign(run_id="compile=max-autotune,repeat=1,variant=naive")
+        repeat(again, again["op_id"] == 0)
+        at = pd.concat([at, again], ignore_index=True)
+        runs = pd.read_csv(b / "runs.csv")
+        one = runs[(runs["source"] == "part3") & (runs["run_id"] == NAIVE_MA)]
+        two = one.assign(run_id="compile=max-autotune,repeat=1,variant=naive", repeat=1)
+        pd.concat([runs, two], ignore_index=True).to_csv(b / "runs.csv", index=False)
     at.to_csv(b / "autotune.csv", index=False)
-    return a, b
+    return a, b, before
+
+
+def _time(rows, choice, op_id=0):
+    return float(rows[(rows["op_id"] == op_id) & (rows["choice"] == choice)]["time_us"].iloc[0])
+
+
+def _cublas_read_slower(at, op0):
+    """What a two-GPU sweep did: the first bmm's cuBLAS choice read 137 µs, not about 87."""
+    at.loc[op0 & (at["choice"] == "bmm"), ["time_us", "winner"]] = [137.2, False]
+    at.loc[op0 & (at["choice"] == "triton_bmm_16"), ["time_us", "winner"]] = [106.3, True]
 
 
 def test_an_autotune_pick_that_moved_is_named_with_the_times_behind_it(tmp_path, capsys):
     from analysis.compare import main
+    from analysis.measures import sig
 
-    def cublas_read_slower(at):
-        """What a two-GPU sweep did: the first bmm's cuBLAS choice read 137 µs, not 86.5."""
-        cell = (at["source"] == "part3") & (at["run_id"] == "compile=max-autotune,variant=naive")
-        op0 = cell & (at["op_id"] == 0)
-        at.loc[op0 & (at["choice"] == "bmm"), ["time_us", "winner"]] = [137.2, False]
-        at.loc[op0 & (at["choice"] == "triton_bmm_16"), ["time_us", "winner"]] = [106.3, True]
-
-    a, b = _with_autotune(tmp_path, cublas_read_slower)
+    a, b, before = _with_autotune(tmp_path, _cublas_read_slower)
     line, m = build(f"{a}:part3", f"{b}:part3", tmp_path / "out")
     assert line.endswith("1 cell with another autotune pick.")
     moved = m[m["autotune"] != ""]
     assert list(zip(moved["variant"], moved["compile"], strict=True)) == [("naive", "max-autotune")]
+    cublas, triton = sig(_time(before, "bmm")), sig(_time(before, "triton_bmm_16"))
     assert moved["autotune"].iloc[0] == (
-        "op0 bmm [128, 1024, 64] x [128, 64, 1024]: bmm 86.5 µs → triton_bmm_16 106 µs "
-        "(bmm read 137 µs in B)"
+        f"{OP0}: bmm {cublas} µs → triton_bmm_16 106 µs (bmm read 137 µs in B, +29.1% on B's "
+        f"pick; triton_bmm_16 read {triton} µs in A)"
     )
     md = (tmp_path / "out" / "compare.md").read_text()
-    assert "## Autotune picks that changed" in md and "(bmm read 137 µs in B)" in md
+    assert "## Autotune picks that changed" in md and "(bmm read 137 µs in B" in md
     assert main([f"{a}:part3", f"{b}:part3", "--out", str(tmp_path / "o2")]) == 0
-    assert "  autotune: part3: naive · max-autotune: op0 bmm" in capsys.readouterr().out
+    assert f"  autotune: part3: naive · max-autotune: {OP0}" in capsys.readouterr().out
+
+
+def test_a_pick_that_one_repeat_of_b_kept_has_not_changed(tmp_path):
+    """Picks move between fresh processes: B's second repeat picked A's cuBLAS again."""
+    a, b, _ = _with_autotune(tmp_path, _cublas_read_slower, repeat=lambda at, op0: None)
+    line, m = build(f"{a}:part3", f"{b}:part3", None)
+    assert "autotune" not in line and (m["autotune"] == "").all()
+    # both of B's repeats picked Triton: changed, and B's pick is named once
+    a, b, _ = _with_autotune(tmp_path / "2", _cublas_read_slower, repeat=_cublas_read_slower)
+    line, m = build(f"{a}:part3", f"{b}:part3", None)
+    assert line.endswith("1 cell with another autotune pick.")
+    assert " → triton_bmm_16 106 µs (" in m[m["autotune"] != ""]["autotune"].iloc[0]
+
+
+def test_a_tie_and_a_failed_winner_are_said_as_such(tmp_path):
+    def tie(at, op0):  # cuBLAS read 1% slower than the Triton pick
+        at.loc[op0 & (at["choice"] == "bmm"), ["time_us", "winner"]] = [107.4, False]
+        at.loc[op0 & (at["choice"] == "triton_bmm_16"), ["time_us", "winner"]] = [106.3, True]
+
+    a, b, _ = _with_autotune(tmp_path, tie)
+    line, m = build(f"{a}:part3", f"{b}:part3", None)
+    assert line.endswith("0 cells with another autotune pick, 1 with a tie.")
+    said = m[m["autotune"] != ""]["autotune"].iloc[0]
+    assert "(bmm read 107 µs in B, +1.0% on B's pick;" in said and said.endswith("[a tie]")
+
+    def failed(at, op0):  # cuBLAS failed to benchmark in B: its time is empty
+        at.loc[op0 & (at["choice"] == "bmm"), ["time_us", "winner"]] = [None, False]
+        at.loc[op0 & (at["choice"] == "triton_bmm_16"), "winner"] = True
+
+    a, b, _ = _with_autotune(tmp_path / "2", failed)
+    _, m = build(f"{a}:part3", f"{b}:part3", None)
+    assert "(bmm failed in B; triton_bmm_16 read " in m[m["autotune"] != ""]["autotune"].iloc[0]
 
 
 def test_no_autotune_pick_is_named_when_none_moved_or_a_side_has_none(tmp_path):
-    a, b = _with_autotune(tmp_path, lambda at: None)
+    a, b, _ = _with_autotune(tmp_path)
     line, m = build(f"{a}:part3", f"{b}:part3", None)
     assert "autotune" not in line and (m["autotune"] == "").all()
     (b / "autotune.csv").unlink()
