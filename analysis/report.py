@@ -26,7 +26,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import figures, kdiff, page
+from analysis import autotune_picks, figures, kdiff, page
 from analysis.load import expand, load, newest_sweep
 from analysis.measures import latency_methods, order, sig, speedups
 from analysis.style import DPI
@@ -279,6 +279,18 @@ def build(dirs: list[Path], out: Path) -> Path:
                 "generated kernel once per variant and mask, with its source file (in the "
                 "cell's <code>generated/</code> dir) and the aten ops it fused.</p>"
                 f"{page.table(gen)}"
+            )
+        picks = autotune_picks.table(ds["repeats"], ds["autotune"])
+        if len(picks):
+            picks = picks.drop(columns="source")
+            md += ["### What max-autotune picked", "", _md_table(picks)]
+            toc.append((2, f"{sid}-autotune", f"What max-autotune picked ({len(picks)} ops)"))
+            body.append(
+                f"<h3 id='{sid}-autotune'>What max-autotune picked</h3><p class='muted'>Per "
+                "op it tuned: the choice it kept (over repeats, each pick and how often), the "
+                "best ATen (cuBLAS) and Triton times, and the runner-up. A near tie (within "
+                f"{autotune_picks.NEAR:.0%}) can flip between runs, and the kernels with it."
+                f"</p>{page.table(picks)}"
             )
         bad = failures(r)
         if len(bad):
