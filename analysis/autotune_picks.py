@@ -12,24 +12,43 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.load import cell_id
-from analysis.measures import order, sig
+from analysis.measures import order
 from study.schema import SHAPE_KEYS
 
 NEAR = 0.02
+TELL = ("dtype", "mask", "score_mod", "causal", *SHAPE_KEYS)  # what tells two cells apart
 
 
 def _kind(choice: str) -> str:
     return "Triton" if str(choice).startswith("triton_") else "ATen"
 
 
+def _runner_up(margins: list[tuple[float, str]]) -> str:
+    """The runner-up of the repeat with the median margin, with that margin; over several
+    repeats, their range; a near tie where any repeat's runner-up came within ``NEAR``."""
+    if not margins:
+        return ""
+    ms = sorted(margins)
+    m, name = ms[(len(ms) - 1) // 2]
+    out = f"{name} {m:+.1%}"
+    if len(ms) > 1:
+        out += f" (repeats {ms[0][0]:+.1%} to {ms[-1][0]:+.1%})"
+    return out + (" near tie" if ms[0][0] <= NEAR else "")
+
+
 def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
     """One row per max-autotune cell and op. ``repeats``: every runs.csv row (``load``'s
-    ``repeats``), so that a cell's repeats are read together."""
+    ``repeats``), so that a cell's repeats are read together. Times are floats (µs); rows of
+    ``autotune.csv`` without a runs.csv row are left out."""
     need = {"source", "run_id", "op_id", "op", "input_shapes", "choice", "time_us", "winner"}
     if autotune is None or autotune.empty or repeats.empty or not need <= set(autotune):
         return pd.DataFrame()
-    keys = [c for c in ("variant", "compile", "pass", *SHAPE_KEYS) if c in repeats]
-    cells = repeats[["source", "run_id", *keys]].assign(_cell=cell_id(repeats))
+    keys = [c for c in ("variant", "compile", "pass", *TELL) if c in repeats]
+    cells = repeats[["source", "run_id", *keys]].assign(
+        _cell=cell_id(repeats),
+        _rep=pd.to_numeric(repeats["repeat"], errors="coerce") if "repeat" in repeats else 0,
+    )
+    cells = cells.drop_duplicates(["source", "run_id"])
     at = autotune.merge(cells, on=["source", "run_id"])
     if at.empty:
         return pd.DataFrame()
@@ -38,7 +57,7 @@ def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
         input_shapes=at["input_shapes"].fillna("").astype(str),
         time_us=pd.to_numeric(at["time_us"], errors="coerce"),
         won=at["winner"].astype(str).str.lower() == "true",
-    )
+    ).sort_values("_rep", kind="stable")
     rows = []
     for (_, _, op_id, op, shapes), g in at.groupby(
         ["source", "_cell", "op_id", "op", "input_shapes"], sort=False, dropna=False
@@ -47,19 +66,19 @@ def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
         picks = g[g["won"]]["choice"].astype(str).value_counts()
         if picks.empty:
             continue
-        won_us, margins, runners = [], [], []
+        won_us, margins = [], []
         for _, one in g.groupby("run_id", sort=False):  # each repeat: its pick and runner-up
             t = one.dropna(subset=["time_us"]).sort_values("time_us")
             w = t[t["won"]]
-            if w.empty or len(t) < 2:
+            if w.empty:
                 continue
             won_us.append(float(w["time_us"].iloc[0]))
             rest = t[t["choice"] != w["choice"].iloc[0]]
-            margins.append(float(rest["time_us"].iloc[0]) / won_us[-1] - 1)
-            runners.append(str(rest["choice"].iloc[0]))
+            if len(rest):
+                margins.append((float(rest["time_us"].iloc[0]) / won_us[-1] - 1,
+                                str(rest["choice"].iloc[0])))  # fmt: skip
         t = g.groupby("choice", sort=False)["time_us"].median().dropna().sort_values()
-        kinds = {k: t[[c for c in t.index if _kind(c) == k]] for k in ("ATen", "Triton")}
-        margin = float(pd.Series(margins).median()) if margins else float("nan")
+        best = {k: t[[c for c in t.index if _kind(c) == k]] for k in ("ATen", "Triton")}
         row = {k: g[k].iloc[0] for k in ("source", *keys)}
         row |= {
             "op": f"op{op_id} {op} {shapes or '?'}",
@@ -67,22 +86,20 @@ def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
                 f"{c} ({_kind(c)})" + (f" ×{k}" if n > 1 else "") for c, k in picks.items()
             ),
             "held": f"{picks.iloc[0]} of {n}" if n > 1 else "",
-            "picked µs": sig(float(pd.Series(won_us).median())) if won_us else "",
-            "best ATen µs": sig(kinds["ATen"].iloc[0]) if len(kinds["ATen"]) else "",
-            "best Triton µs": sig(kinds["Triton"].iloc[0]) if len(kinds["Triton"]) else "",
-            "runner-up": ""
-            if margin != margin
-            else (
-                f"{runners[0]} +{margin:.1%}" + (" (near tie)" if margin <= NEAR else "")
-            ),  # fmt: skip
+            "picked µs": float(pd.Series(won_us).median()) if won_us else float("nan"),
+            "best ATen µs": float(best["ATen"].iloc[0]) if len(best["ATen"]) else float("nan"),
+            "best Triton µs": float(best["Triton"].iloc[0])
+            if len(best["Triton"])
+            else float("nan"),
+            "runner-up": _runner_up(margins),
             "choices": len(t),
         }
         rows.append(row)
     if not rows:
         return pd.DataFrame()
     out = order(pd.DataFrame(rows)).reset_index(drop=True)
-    # the op's input shapes stand for the cell's shape; a pass only where it varies
+    # the op's input shapes stand for the cell's shape; the rest only where it varies
     drop = [c for c in SHAPE_KEYS if c in out]
-    if "pass" in out and out["pass"].nunique(dropna=False) <= 1:
-        drop.append("pass")
+    drop += [c for c in ("pass", *TELL) if c in out and c not in drop
+             and out[c].astype(str).nunique(dropna=False) <= 1]  # fmt: skip
     return out.drop(columns=drop).rename(columns={"compile": "mode"})
