@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.autotune_picks import NEAR
 from analysis.load import cell_id
 from analysis.measures import sig
 
 OP_KEY = ["op_id", "op", "input_shapes"]
-TIE = 0.02
+TIE = NEAR  # one threshold for a tie, here and in the report's table
 
 
 def _times(at: pd.DataFrame) -> dict[tuple, tuple[list[str], dict[str, float]]]:
