@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.autotune_picks import NEAR
+from analysis.autotune_picks import NEAR, NEED, normalised
 from analysis.load import cell_id
 from analysis.measures import sig
 
@@ -26,13 +26,8 @@ def _times(at: pd.DataFrame) -> dict[tuple, tuple[list[str], dict[str, float]]]:
     """(op_id, op, shapes) -> (winners over the repeats, in order; median time of each choice,
     NaN where it failed)."""
     out = {}
-    at = at.assign(
-        op_id=pd.to_numeric(at["op_id"], errors="coerce").astype("Int64"),
-        input_shapes=at["input_shapes"].fillna("").astype(str),
-        time_us=pd.to_numeric(at["time_us"], errors="coerce"),
-    )
-    for key, g in at.groupby(OP_KEY, sort=True, dropna=False):
-        won = g[g["winner"].astype(str).str.lower() == "true"]["choice"].astype(str)
+    for key, g in normalised(at).groupby(OP_KEY, sort=True, dropna=False):
+        won = g[g["won"]]["choice"].astype(str)
         times = g.groupby("choice", sort=False)["time_us"].median().to_dict()
         if len(won):
             out[key] = (list(dict.fromkeys(won)), times)
@@ -72,8 +67,7 @@ def changes(da: dict, db: dict, m: pd.DataFrame) -> list[tuple[str, bool]]:
     +x% on B's pick; B's winner read t in A)``; "" where nothing changed or a side kept no
     ``autotune.csv`` for the cell."""
     at_a, at_b = da.get("autotune"), db.get("autotune")
-    need = {"source", "run_id", "choice", "winner", "time_us", *OP_KEY}
-    if at_a is None or at_b is None or not need <= set(at_a) or not need <= set(at_b):
+    if at_a is None or at_b is None or not NEED <= set(at_a) or not NEED <= set(at_b):
         return [("", False)] * len(m)
     rep_a, rep_b = _repeats(da), _repeats(db)
     out = []

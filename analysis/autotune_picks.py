@@ -19,6 +19,20 @@ NEAR = 0.02
 TELL = ("dtype", "mask", "score_mod", "causal", *SHAPE_KEYS)  # what tells two cells apart
 
 
+NEED = {"source", "run_id", "op_id", "op", "input_shapes", "choice", "time_us", "winner"}
+
+
+def normalised(at: pd.DataFrame) -> pd.DataFrame:
+    """``autotune.csv`` rows as numbers and flags: op_id an integer, shapes text ("" where
+    symbolic), time_us a float (NaN where the choice failed), ``won`` a bool."""
+    return at.assign(
+        op_id=pd.to_numeric(at["op_id"], errors="coerce").astype("Int64"),
+        input_shapes=at["input_shapes"].fillna("").astype(str),
+        time_us=pd.to_numeric(at["time_us"], errors="coerce"),
+        won=at["winner"].astype(str).str.lower() == "true",
+    )
+
+
 def _kind(choice: str) -> str:
     return "Triton" if str(choice).startswith("triton_") else "ATen"
 
@@ -40,8 +54,7 @@ def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
     """One row per max-autotune cell and op. ``repeats``: every runs.csv row (``load``'s
     ``repeats``), so that a cell's repeats are read together. Times are floats (µs); rows of
     ``autotune.csv`` without a runs.csv row are left out."""
-    need = {"source", "run_id", "op_id", "op", "input_shapes", "choice", "time_us", "winner"}
-    if autotune is None or autotune.empty or repeats.empty or not need <= set(autotune):
+    if autotune is None or autotune.empty or repeats.empty or not NEED <= set(autotune):
         return pd.DataFrame()
     keys = [c for c in ("variant", "compile", "pass", *TELL) if c in repeats]
     cells = repeats[["source", "run_id", *keys]].assign(
@@ -52,12 +65,7 @@ def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
     at = autotune.merge(cells, on=["source", "run_id"])
     if at.empty:
         return pd.DataFrame()
-    at = at.assign(
-        op_id=pd.to_numeric(at["op_id"], errors="coerce").astype("Int64"),
-        input_shapes=at["input_shapes"].fillna("").astype(str),
-        time_us=pd.to_numeric(at["time_us"], errors="coerce"),
-        won=at["winner"].astype(str).str.lower() == "true",
-    ).sort_values("_rep", kind="stable")
+    at = normalised(at).sort_values("_rep", kind="stable")
     rows = []
     for (_, _, op_id, op, shapes), g in at.groupby(
         ["source", "_cell", "op_id", "op", "input_shapes"], sort=False, dropna=False

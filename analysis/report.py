@@ -190,6 +190,18 @@ def _dirname(source: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=,-]+", "_", source)
 
 
+def _section(into, key: str, title: str, df: pd.DataFrame, count: str, note: str = "") -> None:
+    """One table of a source, appended to report.md's lines, report.html's contents and body
+    (``into`` = (md, toc, body, source anchor)); nothing for an empty table."""
+    md, toc, body, sid = into
+    if not len(df):
+        return
+    md.extend([f"### {title}", "", _md_table(df)])
+    toc.append((2, f"{sid}-{key}", f"{title} ({len(df)}{count})"))
+    note = f"<p class='muted'>{note}</p>" if note else ""
+    body.append(f"<h3 id='{sid}-{key}'>{title}</h3>{note}{page.table(df)}")
+
+
 def build(dirs: list[Path], out: Path) -> Path:
     d = load(dirs)
     if d["runs"].empty:
@@ -270,33 +282,19 @@ def build(dirs: list[Path], out: Path) -> Path:
                 f"({len(detail)})</summary>{page.table(detail.drop(columns=['source', 'run_id']))}"
                 "</details>"
             )
-        gen = kdiff.generated(r, ds["kernels"])
-        if len(gen):
-            md += ["### Kernels Inductor generated", "", _md_table(gen)]
-            toc.append((2, f"{sid}-gen", f"Kernels Inductor generated ({len(gen)})"))
-            body.append(
-                f"<h3 id='{sid}-gen'>Kernels Inductor generated</h3><p class='muted'>Each "
-                "generated kernel once per variant and mask, with its source file (in the "
-                "cell's <code>generated/</code> dir) and the aten ops it fused.</p>"
-                f"{page.table(gen)}"
-            )
+        into = (md, toc, body, sid)
+        gen_note = ("Each generated kernel once per variant and mask, with its source file (in "
+                    "the cell's <code>generated/</code> dir) and the aten ops it fused.")  # fmt: skip
+        _section(into, "gen", "Kernels Inductor generated", kdiff.generated(r, ds["kernels"]), "",
+                 gen_note)  # fmt: skip
         picks = autotune_picks.table(ds["repeats"], ds["autotune"])
-        if len(picks):
-            picks = picks.drop(columns="source")
-            md += ["### What max-autotune picked", "", _md_table(picks)]
-            toc.append((2, f"{sid}-autotune", f"What max-autotune picked ({len(picks)} ops)"))
-            body.append(
-                f"<h3 id='{sid}-autotune'>What max-autotune picked</h3><p class='muted'>Per "
-                "op it tuned: the choice it kept (over repeats, each pick and how often), the "
-                "best ATen (cuBLAS) and Triton times, and the runner-up. A near tie (within "
-                f"{autotune_picks.NEAR:.0%}) can flip between runs, and the kernels with it."
-                f"</p>{page.table(picks)}"
-            )
-        bad = failures(r)
-        if len(bad):
-            md += ["### Rows that are not ok", "", _md_table(bad)]
-            toc.append((2, f"{sid}-bad", f"Rows that are not ok ({len(bad)})"))
-            body.append(f"<h3 id='{sid}-bad'>Rows that are not ok</h3>{page.table(bad)}")
+        picks_note = ("Per op it tuned: the choice it kept (over repeats, each pick and how often), "
+                      "the best ATen (cuBLAS) and Triton times, and the runner-up. A near tie "
+                      f"(within {autotune_picks.NEAR:.0%}) can flip between runs, and the kernels "
+                      "with it.")  # fmt: skip
+        _section(into, "autotune", "What max-autotune picked",
+                 picks.drop(columns="source", errors="ignore"), " ops", picks_note)  # fmt: skip
+        _section(into, "bad", "Rows that are not ok", failures(r), "")
         md += ["### Figures", ""]
         index = " · ".join(
             f"<a href='#{page.anchor(sid, key)}'>{html.escape(name)}</a>"
