@@ -32,12 +32,14 @@ from omegaconf import DictConfig
 
 from study import (
     build,
+    calibrate,
     check,
     compiling,
     flops,
     memory,
     metrics,
     passes,
+    phase,
     pinning,
     proof,
     stats,
@@ -48,8 +50,6 @@ from study import inductor as ind
 from study import trace as tr
 from study.config import plain, to_plain
 from study.errors import classify_error
-
-HOST_BOUND = 1.10  # per-call latency above this x the device busy time: the host sets the pace
 
 
 def base_row(cfg: DictConfig, run_id: str) -> dict:
@@ -216,19 +216,18 @@ class Cell:
         t = time.perf_counter()
         load = pinning.HostLoad(sorted(os.sched_getaffinity(0)))
         probe = [pinning.host_probe_us()]
+        self.levels = calibrate.cache_path(cfg.calibration_file).with_name(phase.HOST_LEVEL_FILE)
+        self.phases = phase.Phases(cfg.timing.fast_ratio, phase.read_host_level(self.levels))
         eager_ok = self.mode != "off" and self._eager_baseline(
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
         )  # eager's first calls before the guard: some eager paths compile inside (flex)
         with compiling.no_recompile(self.mode), timing.quiet(), load:
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
-            lat = timing.per_call(self.step, self.device, warm, cfg.timing.repeat)
-            row.update(
-                latency_median_us=lat["median"],
-                latency_p10_us=lat["p10"],
-                latency_p90_us=lat["p90"],
-                latency_samples=lat["n"],
-                latency_method=lat["method"],
-            )
+            self.timed = None
+            if eager_ok:
+                self._eager_baseline(lambda: self._rounds(warm, paired=True))
+            if self.timed is None:
+                self._rounds(warm, paired=False)
             peak = memory.steady(self.step, self.device)
             row.update(
                 peak_mem_alloc_bytes=peak.allocated,
@@ -252,11 +251,102 @@ class Cell:
                 )
             else:
                 row["device_time_method"] = "none"
-            if eager_ok:
-                self._eager_baseline(lambda: self._paired(lat["median"]))
+            if self.timed.eager:
+                self._eager_baseline(self._eager_peak)
+        load.at_least(pinning.MIN_WATCH_S)
         probe.append(pinning.host_probe_us())
         row.update(load.row(), host_probe_us=statistics.median(probe))
+        self._settle_phase()
         row["measure_s"] = time.perf_counter() - t
+
+    def _rounds(self, warm: int, paired: bool) -> None:
+        """Per-call chunks, and for a compiled cell eager/compiled block pairs in the same
+        rounds, each round between two gauges of the host's phase (study.timing.rounds)."""
+        t = self.cfg.timing
+        est = timing.per_call(self.step, self.device, warm, max(3, t.repeat // timing.CHUNKS))
+        self.pair_calls = timing.block_calls(est["median"], t.block_ms)
+        self.timed = timing.rounds(
+            self.step,
+            self.device,
+            self.phases,
+            t.repeat,
+            t.max_s,
+            t.lead_in,
+            self.eager if paired else None,
+            t.pairs,
+            self.pair_calls,
+        )
+
+    def _eager_peak(self) -> None:
+        eager_peak = memory.steady(self.eager, self.device)
+        self.row["eager_peak_mem_alloc_bytes"] = eager_peak.allocated
+        if not (self.device == "cuda" and compiling.uses_cudagraphs(self.mode)):
+            self.row["compression_ratio"] = metrics.speedup(
+                eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
+            )
+
+    def _settle_phase(self) -> None:
+        """The row's latency and paired figures from the rounds that ran in the host's fast
+        phase, judged against one level for the whole cell (study.phase): one story."""
+        row, t, ph, r = self.row, self.cfg.timing, self.phases, self.timed
+        fast, slow = phase.split(r.gauges, ph)
+        enough = len(fast) >= (phase.MIN_FAST_PAIRS if r.eager else 1)
+        use = fast if enough else range(len(r.gauges))
+        state = "fast" if enough else ("mixed" if fast else "slow")
+        lat = timing.summarize([x for k in use for x in r.chunks[k]])
+        row.update(
+            latency_median_us=lat["median"],
+            latency_p10_us=lat["p10"],
+            latency_p90_us=lat["p90"],
+            latency_samples=lat["n"],
+            latency_method=r.method,
+        )
+        if r.eager:
+            eu, cu = [r.eager[k] for k in use], [r.compiled[k] for k in use]
+            sp, lo, hi = stats.ratio_of_medians(eu, cu)
+            row.update(
+                eager_latency_paired_us=statistics.median(eu),
+                speedup_paired=sp,
+                speedup_ci_low=lo,
+                speedup_ci_high=hi,
+                pairs=len(eu),
+                pair_calls=self.pair_calls,
+                pair_lead_in=t.lead_in,
+                pairs_fast=len(fast),
+                pairs_slow=len(slow),
+            )
+            if len(slow) >= phase.MIN_SLOW_PAIRS:
+                row["speedup_paired_slow"] = stats.ratio_of_medians(
+                    [r.eager[k] for k in slow], [r.compiled[k] for k in slow]
+                )[0]
+            if len(fast) < t.pairs:
+                self.notes.append(
+                    f"only {len(fast)} of timing.pairs={t.pairs} pairs ran in the host's fast "
+                    f"phase within timing.max_s={t.max_s:g} s"
+                    + ("" if enough else f": the figures use all {len(r.gauges)} rounds")
+                )
+        if state != "fast":
+            self.notes.append(
+                "no timed round ran in the host's fast phase"
+                if state == "slow"
+                else "too few timed rounds ran in the host's fast phase"
+            )
+        if row.get("host_loaded"):
+            state = "contended"
+            self.notes.append(
+                "the host was contended while timing (others' CPU on the cell's cores): "
+                "not a fast-phase figure"
+            )
+        own = ph.own_level()
+        row.update(
+            timing_phase=state,
+            phase_fast_share=len(fast) / len(r.gauges),
+            gauge_fast_us=ph.level(),
+            gauge_slow_us=ph.slow_level(),
+            gauge_level_source="host" if ph.level() < own else "cell",
+        )
+        if state != "contended":
+            phase.record_host_level(self.levels, own)
 
     def _eager_baseline(self, run) -> bool:
         """Run part of the eager baseline of a compiled cell. Eager failing (flex's unfused
@@ -275,28 +365,6 @@ class Cell:
 
                 torch.cuda.empty_cache()
             return False
-
-    def _paired(self, compiled_us) -> None:
-        """Eager and compiled in alternating blocks, in this process, on the same inputs."""
-        t = self.cfg.timing
-        eager_peak = memory.steady(self.eager, self.device)
-        self.row["eager_peak_mem_alloc_bytes"] = eager_peak.allocated
-        if not (self.device == "cuda" and compiling.uses_cudagraphs(self.mode)):
-            self.row["compression_ratio"] = metrics.speedup(
-                eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
-            )
-        calls = timing.block_calls(compiled_us, t.block_ms)
-        e, c = timing.paired(self.eager, self.step, self.device, t.pairs, calls, t.lead_in)
-        sp, lo, hi = stats.ratio_of_medians(e, c)
-        self.row.update(
-            eager_latency_paired_us=statistics.median(e),
-            speedup_paired=sp,
-            speedup_ci_low=lo,
-            speedup_ci_high=hi,
-            pairs=len(e),
-            pair_calls=calls,
-            pair_lead_in=t.lead_in,
-        )
 
     # 6 ------------------------------------------------------------------------------------
     def profile(self) -> None:
@@ -329,8 +397,10 @@ class Cell:
         ind.join(self.kernels, self.generated)
         if row.get("profiled_step_us") and row.get("latency_median_us"):
             row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
-        if self.device == "cuda" and row.get("gpu_us_per_step") and row.get("latency_median_us"):
-            row["host_bound"] = row["latency_median_us"] > HOST_BOUND * row["gpu_us_per_step"]
+        if self.device == "cuda":
+            row["host_bound"] = metrics.host_bound(
+                row.get("latency_median_us"), row.get("gpu_us_per_step")
+            )
         if (
             self.device == "cuda"
             and self.mode in compiling.CUDAGRAPH_MODES

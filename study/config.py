@@ -140,6 +140,8 @@ class TimingConf:
     pairs: int = 30  # compiled cells: eager/compiled block pairs timed in alternation (>= 10)
     block_ms: float = 2.0  # about how long one block of back-to-back calls lasts
     lead_in: int = 1  # untimed calls before each paired block: it is timed from a busy device
+    max_s: float = 4.0  # seconds a timed phase may go on to collect blocks in the host's fast phase
+    fast_ratio: float = 1.3  # a block is fast when its gauge is at most this x the fast level
 
 
 @dataclass
@@ -317,6 +319,17 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
         )
     if not c.timing.block_ms > 0:
         raise ConfigError(f"timing.block_ms={c.timing.block_ms} is not allowed: it must be > 0.")
+    if not c.timing.max_s > 0:
+        raise ConfigError(
+            f"timing.max_s={c.timing.max_s} is not allowed: it must be > 0 seconds (how long a "
+            "timed phase may go on to collect blocks in the host's fast phase; default 4)."
+        )
+    if not 1.0 < c.timing.fast_ratio <= 3.0:
+        raise ConfigError(
+            f"timing.fast_ratio={c.timing.fast_ratio} is not allowed: it must be above 1 and at "
+            "most 3 (a block counts as fast when its host gauge is at most this times the fast "
+            "level; default 1.3, between the H200 host's fast and slow phases, x1.7 apart)."
+        )
     if c.repeats < 1:
         raise ConfigError(
             f"repeats={c.repeats} is not allowed: it must be a positive integer "

@@ -49,6 +49,18 @@ def roofline(
     return out
 
 
+HOST_BOUND = 1.10  # per-call latency above this x the GPU busy time per step: host-bound
+
+
+def host_bound(latency_us: float | None, gpu_busy_us: float | None) -> bool | None:
+    """The one definition of host-bound (SCHEMA.md, ``host_bound``): the per-call latency is
+    more than 10% over the profiler's GPU busy time per step (``gpu_us_per_step``), so the GPU
+    waits on the host. None where either is unknown. analysis/ applies the same rule."""
+    if not latency_us or not gpu_busy_us:
+        return None
+    return latency_us > HOST_BOUND * gpu_busy_us
+
+
 def speedup(eager_us: float | None, compiled_us: float | None) -> float | None:
     if not eager_us or not compiled_us:
         return None

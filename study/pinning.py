@@ -35,6 +35,10 @@ import time
 from pathlib import Path
 
 LOADED_OTHER_CORES = 0.25  # others' CPU on the cell's cores, in cores, above which: loaded
+# ... and at least this many clock ticks of it: a 50 ms timed phase on the 2-core CPU box read
+# 0.38 cores "other" from 2 ticks of rounding (busy and own time are both counted in ticks)
+MIN_TICKS = 4
+MIN_WATCH_S = 0.2  # the least a cell's cores are watched (HostLoad.at_least)
 
 
 def parse_cores(spec: str) -> list[int]:
@@ -197,6 +201,14 @@ class HostLoad:
             self.steal += (s[1] - self._s[1]) / self.HZ
         return False
 
+    def at_least(self, seconds: float) -> None:
+        """Watch the cores, idle, until ``seconds`` were watched in all: /proc/stat counts in
+        ticks (10 ms), too coarse for a timed phase of a few ms to show others' CPU (a tiny
+        cell's 39 ms under a busy loop on both cores read 1.1 cores, yet under 4 ticks)."""
+        if self.wall < seconds:
+            with self:
+                time.sleep(seconds - self.wall)
+
     def row(self) -> dict:
         other = steal = None
         if self.readable and self.wall > 0:
@@ -206,9 +218,10 @@ class HostLoad:
             load = os.getloadavg()[0]
         except OSError:
             load = None
+        ticks = MIN_TICKS / self.HZ  # /proc/stat counts in ticks: fewer are rounding, not load
         loaded = (
-            (other is not None and other > LOADED_OTHER_CORES)
-            or (steal is not None and steal > LOADED_OTHER_CORES)
+            (other is not None and other > LOADED_OTHER_CORES and self.busy - self.own >= ticks)
+            or (steal is not None and steal > LOADED_OTHER_CORES and self.steal >= ticks)
             or (load is not None and load > os.cpu_count())
         )
         return {

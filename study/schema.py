@@ -129,12 +129,20 @@ RUN = (
         Col(
             "latency_median_us",
             "us",
-            "per-call latency, median (events around each call, back to back)",
+            "per-call latency, median, calls back to back, timed in the host's fast phase "
+            "(timing_phase; study.phase). CUDA: events around chunks of timing.repeat/10 calls, "
+            "one sample per chunk (events around each call add host time of their own: "
+            "compiled cuDNN read 80 us against 60 back to back on the H200 host); CPU: a "
+            "monotonic clock around each call",
         ),
         Col("latency_p10_us", "us", "per-call latency, 10th percentile"),
         Col("latency_p90_us", "us", "per-call latency, 90th percentile"),
-        Col("latency_samples", "", "timed calls behind the latency columns"),
-        Col("latency_method", "", "cuda_events_per_call or perf_counter_per_call"),
+        Col(
+            "latency_samples",
+            "",
+            "samples behind the latency columns: calls (CPU) or chunks of calls (CUDA)",
+        ),
+        Col("latency_method", "", "cuda_events_per_<N>_calls or perf_counter_per_call"),
         Col("device_time_us", "us", "device time per call, median (CUDA graph replay or do_bench)"),
         Col("device_time_p10_us", "us", "device time per call, 10th percentile"),
         Col("device_time_p90_us", "us", "device time per call, 90th percentile"),
@@ -149,7 +157,8 @@ RUN = (
             "eager_latency_paired_us",
             "us",
             "compiled cells: eager per-call latency, median over the eager blocks timed in "
-            "alternation with compiled ones, in this cell's process",
+            "alternation with compiled ones, in this cell's process, in the same host phase as "
+            "latency_median_us and speedup_paired",
         ),
         Col(
             "speedup_paired",
@@ -164,8 +173,53 @@ RUN = (
             "2000 resamples, seeded; study.stats). An interval holding 1.0: no measurable difference",
         ),
         Col("speedup_ci_high", "x", "95% interval of speedup_paired, high end"),
-        Col("pairs", "", "eager/compiled block pairs behind speedup_paired (timing.pairs)"),
-        Col("pair_calls", "", "back-to-back calls per block (about timing.block_ms per block)"),
+        Col(
+            "pairs",
+            "",
+            "eager/compiled block pairs behind speedup_paired: the fast-phase pairs "
+            "(timing.pairs of them, unless timing.max_s ran out), or every pair when fewer "
+            "than 10 ran fast (timing_phase mixed or slow)",
+        ),
+        Col(
+            "pair_calls",
+            "",
+            "back-to-back calls per block: about timing.block_ms per block, and at least 3, so a "
+            "training block (fwd_bwd, train_step) times a steady state of consecutive steps "
+            "(forward, backward and for train_step the optimizer) queued behind each other, "
+            "not one step from an idle device",
+        ),
+        Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.phase)"),
+        Col("pairs_slow", "", "paired blocks timed in the host's slow phase (left out)"),
+        Col(
+            "speedup_paired_slow",
+            "x",
+            "the same ratio over the slow-phase pairs alone (at least 5 of them): how much the "
+            "host's slow phase moves this cell's speedup. Data, never THE speedup",
+        ),
+        Col(
+            "timing_phase",
+            "",
+            "which host phase the latency and paired figures come from: fast (blocks whose "
+            "gauges on both sides were within timing.fast_ratio of the fast level), mixed "
+            "(fewer than 10 fast pairs before timing.max_s: every block), slow (no fast block "
+            "at all: every block), or contended (host_loaded: others ran on the cell's cores). "
+            "Only fast rows are fast-phase figures; the analysis never mixes the others in",
+        ),
+        Col(
+            "phase_fast_share",
+            "",
+            "share of the timed blocks (per-call chunks and pairs) that ran in the fast phase",
+        ),
+        Col(
+            "gauge_fast_us",
+            "us",
+            "the host gauge's fast level the blocks were judged by: the 10th percentile of this "
+            "cell's gauge readings, or an earlier cell's of the same sweep within the hour if "
+            "lower (gauge_level_source). The gauge: best of 3 runs of a 300-iteration Python "
+            "loop plus one CPU tensor add, before and after every block",
+        ),
+        Col("gauge_slow_us", "us", "median gauge reading of the blocks that were not fast"),
+        Col("gauge_level_source", "", "cell or sweep: where gauge_fast_us came from"),
         Col(
             "pair_lead_in",
             "",
@@ -223,7 +277,9 @@ RUN = (
             "bool",
             "GPU only: latency_median_us > 1.1 x gpu_us_per_step (the profiler's device busy "
             "time, the same notion in every mode): the host sets the pace, so the absolute "
-            "latency moves with CPU placement and load; trust speedup_paired",
+            "latency moves with CPU placement, load and the host's phase. The one definition "
+            "(study.metrics.host_bound): the Findings, figures and report apply the same rule "
+            "to a cell's figures",
         ),
         Col("dominant_kernel", "", "full name of the kernel with the most device time"),
         Col("dominant_share", "", "its share of the step's kernel time (0-1)"),

@@ -1,7 +1,8 @@
 """Steady-state timing, after the first call and a warm-up, in three separate notions.
 
-1. Per-call latency (``latency_*``, the default): device events around each call, calls
-   back to back, so launch and dispatch overhead count, as in any loop. On the CPU a
+1. Per-call latency (``latency_*``, the default): calls back to back, so launch and dispatch
+   overhead count, as in any loop. CUDA: device events around chunks of ``repeat / CHUNKS``
+   calls (an event pair around each call would add its own host time to every call). CPU: a
    monotonic clock (perf_counter_ns) around each call.
 2. Device time (``device_time_*``, CUDA only): events around a CUDA-graph replay of many
    calls (no launch overhead), or ``triton.testing.do_bench`` (L2 flushed between calls).
@@ -21,6 +22,11 @@ whether L2 was flushed between calls (``L2``): a graph replay does not flush, do
    cell moves between processes. PyTorch's dynamo benchmark harness alternates for the same
    reason ("to handle frequency scaling").
 
+5. Host phase (``study.phase``): with a ``Phases`` given, per-call chunks and paired blocks
+   each run between two gauges of the host's speed, and go on until enough of them ran in the
+   host's fast phase (or ``timing.max_s`` passed); the cell then keeps the fast ones, so that
+   eager and compiled, per-call and paired, are compared in the same phase.
+
 The garbage collector is run before, and held off during, every timed phase (``quiet``).
 """
 
@@ -31,6 +37,7 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import torch
 
@@ -49,29 +56,50 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+CHUNKS = 10  # a round's per-call chunk is repeat / CHUNKS calls
+MIN_ROUNDS = 10  # rounds a cell times whatever timing.max_s says (timing.pairs is at least 10)
+
+
+def _calls(step: Callable[[], object], device: str, calls: int) -> list:
+    """``calls`` back-to-back calls. CPU: a monotonic clock around each call (microseconds).
+    CUDA: one pair of events around all of them (read after a synchronise with ``_us``), not
+    around each: an event pair per call adds host time of its own to every call, which a
+    host-bound cell then pays (compiled cuDNN attention read 80 us per call with per-call
+    events on the H200 host, against 60 us back to back; eager's GPU-bound 59 us did not move)."""
+    if device == "cuda":
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            step()
+        e.record()
+        return [(s, e, calls)]
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter_ns()
+        step()
+        samples.append((time.perf_counter_ns() - t0) / 1e3)
+    return samples
+
+
+def _us(marks: list) -> list[float]:
+    """Microseconds per call of what ``_calls`` returned; CUDA events must have completed."""
+    return [m if isinstance(m, float) else m[0].elapsed_time(m[1]) * 1e3 / m[2] for m in marks]
+
+
 def per_call(step: Callable[[], object], device: str, warmup: int, repeat: int) -> dict:
-    """Per-call latency in microseconds: events (or a monotonic clock) around each call."""
+    """Per-call latency in microseconds: a monotonic clock around each call (CPU), or events
+    around each of ``CHUNKS`` chunks of ``repeat / CHUNKS`` back-to-back calls (CUDA)."""
     for _ in range(warmup):
         step()
     sync(device)
-    if device == "cuda":
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
-        for s, e in zip(starts, ends, strict=True):
-            s.record()
-            step()
-            e.record()
-        torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True)]
-        method = "cuda_events_per_call"
-    else:
-        samples = []
-        for _ in range(repeat):
-            t0 = time.perf_counter_ns()
-            step()
-            samples.append((time.perf_counter_ns() - t0) / 1e3)
-        method = "perf_counter_per_call"
-    return {**summarize(samples), "method": method}
+    size = max(1, repeat // CHUNKS)
+    marks = [m for _ in range(-(-repeat // size)) for m in _calls(step, device, size)]
+    sync(device)
+    return {**summarize(_us(marks)), "method": _method(device, size)}
+
+
+def _method(device: str, size: int) -> str:
+    return f"cuda_events_per_{size}_calls" if device == "cuda" else "perf_counter_per_call"
 
 
 @contextmanager
@@ -109,11 +137,13 @@ def block(step: Callable[[], object], device: str, calls: int, lead_in: int = 0)
     return (time.perf_counter_ns() - t0) / 1e3 / calls
 
 
-def block_calls(latency_us: float | None, block_ms: float, most: int = 1000) -> int:
-    """Calls per block so that a block lasts about ``block_ms`` (at least one call)."""
+def block_calls(latency_us: float | None, block_ms: float, least: int = 3, most: int = 1000) -> int:
+    """Calls per block so that a block lasts about ``block_ms``, and holds at least ``least``
+    calls: a block of one slow call (a training step) would time one call from an idle device,
+    not a steady state."""
     if not latency_us or latency_us <= 0:
-        return 1
-    return max(1, min(most, round(block_ms * 1e3 / latency_us)))
+        return least
+    return max(least, min(most, round(block_ms * 1e3 / latency_us)))
 
 
 def paired(
@@ -123,13 +153,79 @@ def paired(
     neither side always runs first). Returns (eager samples, compiled samples), paired."""
     e, c = [], []
     for i in range(pairs):
-        if i % 2 == 0:
-            e.append(block(eager, device, calls, lead_in))
-            c.append(block(compiled, device, calls, lead_in))
-        else:
-            c.append(block(compiled, device, calls, lead_in))
-            e.append(block(eager, device, calls, lead_in))
+        a, b = _pair(eager, compiled, device, calls, lead_in, i)
+        e.append(a)
+        c.append(b)
     return e, c
+
+
+def _pair(eager, compiled, device: str, calls: int, lead_in: int, i: int) -> tuple[float, float]:
+    """(eager, compiled) per-call block times; the even pairs time eager first (ABBA)."""
+    if i % 2 == 0:
+        a = block(eager, device, calls, lead_in)
+        return a, block(compiled, device, calls, lead_in)
+    b = block(compiled, device, calls, lead_in)
+    return block(eager, device, calls, lead_in), b
+
+
+@dataclass
+class Rounds:
+    """What ``rounds`` timed, one entry per round: the per-call samples of the step's chunk,
+    the eager and compiled block of its pair (when paired), and its gauge (an index into
+    ``phases.readings``)."""
+
+    method: str
+    chunks: list = field(default_factory=list)
+    eager: list = field(default_factory=list)
+    compiled: list = field(default_factory=list)
+    gauges: list = field(default_factory=list)
+
+
+def rounds(
+    step: Callable[[], object],
+    device: str,
+    phases,
+    repeat: int,
+    max_s: float,
+    lead_in: int = 0,
+    eager: Callable[[], object] | None = None,
+    pairs: int = 0,
+    calls: int = 1,
+) -> Rounds:
+    """The steady-state timing of a cell, in rounds between two gauges of the host's speed
+    (``phases``: study.phase.Phases). A round is a pair of eager and compiled blocks (with
+    ``eager``: ABBA order over rounds), then a chunk of ``repeat / CHUNKS`` calls of ``step``
+    timed as ``_calls`` does (after ``lead_in`` untimed calls). Per-call latency and the paired speedup
+    are so taken at the same moments, in the same host phase.
+
+    Rounds go on until ``repeat`` per-call samples and ``pairs`` pairs ran in the fast phase, or
+    ``max_s`` seconds passed once ``MIN_ROUNDS`` rounds ran in all (the fewest a 95% interval
+    is taken over): a ``pairs`` that ``max_s`` cannot hold ends short, never hangs."""
+    size = max(1, repeat // CHUNKS)
+    out = Rounds(_method(device, size))
+    t0 = time.perf_counter()
+
+    def one(i=0):
+        pair = _pair(eager, step, device, calls, lead_in, i) if eager is not None else None
+        for _ in range(lead_in):
+            step()
+        return pair, _calls(step, device, size)
+
+    while True:
+        pair, marks = phases.bracket(lambda i=len(out.gauges): one(i))
+        out.gauges.append(len(phases.readings) - 1)
+        out.chunks.append(marks)
+        if pair is not None:
+            out.eager.append(pair[0])
+            out.compiled.append(pair[1])
+        fast = sum(phases.fast(i) for i in out.gauges)
+        want = max(-(-repeat // size), pairs if eager is not None else 0)  # rounds
+        least = min(want, MIN_ROUNDS)
+        if fast >= want or (time.perf_counter() - t0 >= max_s and len(out.gauges) >= least):
+            break
+    sync(device)
+    out.chunks = [_us(c) for c in out.chunks]
+    return out
 
 
 def graph_replay(step: Callable[[], object], calls: int, replays: int) -> dict:

@@ -59,9 +59,31 @@ def test_host_load_says_loaded_when_others_use_the_cells_cores(monkeypatch):
     assert r["cpu_cores"] == "0-1" and r["load_avg_1m"] == 1.0
     load.busy = 1.0  # only the cell itself
     assert load.row()["host_loaded"] is False
+    load.wall, load.own, load.busy = 0.05, 0.0, 0.02  # 2 ticks in 50 ms: rounding, not load
+    assert load.row()["host_busy_other"] == pytest.approx(0.4)
+    assert load.row()["host_loaded"] is False
+    load.wall, load.own, load.busy = 1.0, 0.9, 1.8
     monkeypatch.setattr(pinning.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(pinning.os, "getloadavg", lambda: (3.5, 1.0, 1.0))
     assert load.row()["host_loaded"] is True  # load average above the host's two cores
+
+
+def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
+    load = pinning.HostLoad([0, 1])
+    load.wall = 0.05
+    slept, clock = [], [100.0]
+
+    def sleep(s):
+        slept.append(s)
+        clock[0] += s
+
+    monkeypatch.setattr(pinning.time, "sleep", sleep)
+    monkeypatch.setattr(pinning.time, "monotonic", lambda: clock[0])
+    load.at_least(0.2)
+    assert load.wall == pytest.approx(0.2)
+    assert slept == [pytest.approx(0.15)]
+    load.at_least(0.1)  # watched long enough already
+    assert len(slept) == 1
 
 
 def test_host_load_reads_proc_stat_around_a_block():

@@ -1,0 +1,182 @@
+"""The host's phase around every timed block: a gauge, a fast level, and which blocks count.
+
+Why: the H200 host (a 16-core KVM VM) alternates between a fast and a slow phase, inside one
+process, on each core independently: a 1,000-iteration Python loop takes about 44 us in one and
+about 75 us in the other (x1.7), a phase lasts from about 70 ms to a few seconds, and
+``/proc/stat`` shows no steal (FIELD-NOTES, "the host has phases"). A host-bound compiled call
+slows with the host while a GPU-bound eager call does not, so a speedup timed partly in a slow
+phase moves between processes (cuDNN/default read 0.96x, 0.52x and 0.99x in three sweeps), and
+pairing alone cannot cancel it. So every timed block is bracketed by a gauge, and only the
+blocks whose gauges on both sides say "fast" count.
+
+The gauge: a fixed, tiny piece of host work, untimed by the study, run right before and right
+after each timed block: 300 iterations of a pure-Python loop plus one dispatcher call (a CPU
+tensor add), the best of 3 (the best, so a preemption inside one run does not read as a slow
+phase). Seen levels (fast / slow, in us):
+
+- H200 VM, torch 2.11: this gauge's fast level 12.3-13.5 in every cell of two sweeps (45
+  cells each), its slow readings 16.6-27.0 (the median slow reading of a cell); the
+  300-iteration loop alone read 9.3-10.1 fast (shared/probes/phase_paired.py). The share of
+  rounds that ran fast went from 2% to 100% between cells of one sweep.
+- 2-core CPU box, torch 2.13, Python 3.11: 14.3-15.0 p1-p10, with stretches at 17-18 and
+  21-25 lasting 0.1-1 s, in one process over 6 s.
+
+Skip or wait? ``benchmarks/phase_policy.py`` timed both on the H200 (nn.Linear and cuDNN SDPA,
+compiled, 4 tries each): 30 fast pairs took 0.05-0.16 s either way, 75-97% of the timed rounds
+were kept, and the speedups agreed within their intervals (linear 0.424-0.449x, cuDNN
+0.985-0.994x). The study skips: it times every round, so the slow ones are data too
+(``speedup_paired_slow``), at no cost in time.
+
+The rule: a round counts as fast when the larger of its two gauges is at most ``fast_ratio``
+(1.3) x the fast level. The fast level is the 10th percentile of the cell's own gauge readings,
+or the lowest level an earlier cell on this host (same hostname, Python and torch) recorded in
+the last 24 hours, whichever is lower (``host_gauge.txt`` beside the device ceilings of
+``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
+the level made 99% of the blocks "slow" in one run (FIELD-NOTES). The host's level lets a cell
+that spent all its timing in a slow phase know it: its own 10th percentile is then a slow level
+(seen on the CPU box: a compiled cell at 22.2 us for all of its 1.2 s of timing, against 15.6
+for the cells around it; alone it read 0.84x, 12% off the 0.95x of the same cell timed fast).
+1.3 sits between the fast level and the slow one on both machines (x1.7 on the H200, x1.15-1.7
+on the CPU box). A contended cell (others' CPU on its cores) records no level.
+
+On bare metal or a quiet workstation there is no slow phase: every block is fast, nothing is
+left out and nothing changes but the new columns.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
+BEST_OF = 3
+LEVEL_QUANTILE = 0.10  # the fast level: this quantile of the cell's gauge readings
+HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.calibrate): a line per cell
+HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
+MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
+MIN_SLOW_PAIRS = 5  # speedup_paired_slow only from at least this many slow pairs
+
+
+@functools.cache
+def _one():
+    """The gauge's 1-element CPU tensor, made once per process (never inside a timed block)."""
+    import torch
+
+    return torch.ones(1)
+
+
+def gauge_us() -> float:
+    """Microseconds of the gauge's fixed host work: the best of ``BEST_OF`` runs."""
+    import torch
+
+    one = _one()
+    best = float("inf")
+    for _ in range(BEST_OF):
+        t = time.perf_counter_ns()
+        s = 0
+        for i in range(LOOP):
+            s += i * i
+        torch.add(one, 1.0)
+        best = min(best, (time.perf_counter_ns() - t) / 1e3)
+    return best
+
+
+def quantile(xs, q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+@dataclass
+class Phases:
+    """Gauge readings around the blocks of one cell, and which of them ran in the fast phase.
+
+    ``bracket(fn)`` runs one timed block between two gauges and keeps the larger reading;
+    ``fast(i)`` says whether block ``i`` ran fast, against the current level.
+    """
+
+    ratio: float = 1.3
+    host_level: float | None = None
+    readings: list[float] = field(default_factory=list)  # one per block: max(before, after)
+    gauge = staticmethod(gauge_us)
+
+    def bracket(self, fn):
+        g0 = self.gauge()
+        out = fn()
+        self.readings.append(max(g0, self.gauge()))
+        return out
+
+    def level(self) -> float | None:
+        """The fast level in us: the cell's 10th percentile, or the host's if lower."""
+        if not self.readings:
+            return self.host_level
+        own = quantile(self.readings, LEVEL_QUANTILE)
+        return own if self.host_level is None else min(own, self.host_level)
+
+    def own_level(self) -> float | None:
+        return quantile(self.readings, LEVEL_QUANTILE) if self.readings else None
+
+    def fast(self, i: int) -> bool:
+        return self.readings[i] <= self.ratio * self.level()
+
+    def fast_mask(self, start: int = 0, stop: int | None = None) -> list[bool]:
+        stop = len(self.readings) if stop is None else stop
+        return [self.fast(i) for i in range(start, stop)]
+
+    def slow_level(self) -> float | None:
+        """The median reading of the blocks that were not fast (None when every one was)."""
+        slow = [g for i, g in enumerate(self.readings) if not self.fast(i)]
+        return statistics.median(slow) if slow else None
+
+
+def _key() -> str:
+    import platform
+    import socket
+
+    import torch
+
+    return f"{socket.gethostname()}|py{platform.python_version()}|torch{torch.__version__}"
+
+
+def read_host_level(path: Path, now: float | None = None, key: str | None = None) -> float | None:
+    """The lowest fast level an earlier cell on this host (same Python and torch) recorded in
+    ``path`` within the last ``HOST_LEVEL_MAX_AGE_S``."""
+    now, key = time.time() if now is None else now, key or _key()
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    levels = []
+    for line in lines:
+        parts = line.split("\t")
+        try:
+            t, k, lvl = float(parts[0]), parts[1], float(parts[2])
+        except (IndexError, ValueError):
+            continue  # a line cut by a killed cell: the others stand
+        if k == key and now - t <= HOST_LEVEL_MAX_AGE_S and lvl > 0:
+            levels.append(lvl)
+    return min(levels) if levels else None
+
+
+def record_host_level(path: Path, level: float, key: str | None = None) -> None:
+    """Append this cell's own fast level for the cells after it: one short O_APPEND write, so
+    cells running at once never interleave a line."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        return  # nowhere to write: each cell keeps its own level
+    try:
+        os.write(fd, f"{time.time():.3f}\t{key or _key()}\t{level:.3f}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:
+    """Positions in ``gauges`` (the rounds of one timed phase) that ran fast, and the others."""
+    fast = [phases.fast(i) for i in gauges]
+    return [k for k, f in enumerate(fast) if f], [k for k, f in enumerate(fast) if not f]

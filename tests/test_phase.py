@@ -1,0 +1,152 @@
+"""The host's phase: a gauge around every timed round, a fast level, and only fast rounds
+counted (study.phase, study.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
+
+import itertools
+
+import pytest
+
+from study import phase, timing
+
+
+def fake(readings, ratio=1.3, host_level=None):
+    ph = phase.Phases(ratio, host_level)
+    ph.readings = list(readings)
+    return ph
+
+
+def test_the_fast_level_is_the_cells_10th_percentile_and_slow_blocks_fall_out():
+    ph = fake([10.0] * 6 + [17.0] * 4)  # the H200's two levels (x1.7)
+    assert ph.level() == 10.0
+    assert ph.fast_mask() == [True] * 6 + [False] * 4
+    assert ph.slow_level() == 17.0
+    fast, slow = phase.split(list(range(10)), ph)
+    assert fast == list(range(6)) and slow == list(range(6, 10))
+
+
+def test_one_unusually_fast_reading_does_not_make_every_block_slow():
+    """The minimum as the level classed 99% of one run's blocks slow (FIELD-NOTES)."""
+    ph = fake([5.0] + [10.0] * 30 + [17.0] * 9)
+    assert ph.level() == 10.0 and sum(ph.fast_mask()) == 31
+
+
+def test_a_cell_that_only_saw_the_slow_phase_knows_it_from_the_hosts_level():
+    ph = fake([17.0] * 10, host_level=10.0)
+    assert ph.level() == 10.0 and not any(ph.fast_mask())
+    alone = fake([17.0] * 10)  # without the host's, its own level is the slow one
+    assert all(alone.fast_mask())
+
+
+def test_the_host_level_is_the_lowest_recent_whole_line_of_this_host(tmp_path):
+    path = tmp_path / phase.HOST_LEVEL_FILE
+    assert phase.read_host_level(path) is None
+    phase.record_host_level(path, 10.5, key="h|py3|t2")
+    phase.record_host_level(path, 9.8, key="h|py3|t2")
+    phase.record_host_level(path, 4.0, key="other|py3|t2")  # another machine, same home
+    with open(path, "a") as f:
+        f.write("1.0\th|py3|t2\t3.0\n")  # a day and more ago
+        f.write("17")  # a line cut by a killed cell
+    assert phase.read_host_level(path, key="h|py3|t2") == 9.8
+    phase.record_host_level(path, 12.0)  # this host's own key
+    assert phase.read_host_level(path) == 12.0
+
+
+class Gauges:
+    """A gauge that reads the given levels in turn (two readings per round)."""
+
+    def __init__(self, levels):
+        self.it = itertools.cycle(levels)
+
+    def __call__(self):
+        return next(self.it)
+
+
+def test_rounds_go_on_until_enough_fast_rounds_and_keep_pairs_and_chunks_together():
+    ph = phase.Phases(1.3, host_level=10.0)
+    ph.gauge = Gauges([10.0, 10.0, 17.0, 17.0])  # fast, slow, fast, slow, ...
+    calls = {"e": 0, "c": 0}
+
+    def eager():
+        calls["e"] += 1
+
+    def compiled():
+        calls["c"] += 1
+
+    r = timing.rounds(compiled, "cpu", ph, repeat=20, max_s=60, eager=eager, pairs=10, calls=2)
+    fast, slow = phase.split(r.gauges, ph)
+    assert len(fast) == 10 and len(slow) == 9  # stopped at the 10th fast round
+    assert len(r.chunks) == len(r.eager) == len(r.compiled) == len(r.gauges) == 19
+    assert all(len(c) == 2 for c in r.chunks)  # repeat / CHUNKS calls timed one by one
+    assert calls["e"] == 19 * 2 and calls["c"] == 19 * (2 + 2)
+
+
+def test_rounds_stop_at_max_s_but_never_below_the_minimum():
+    ph = phase.Phases(1.3, host_level=10.0)
+    ph.gauge = Gauges([30.0])  # never fast
+    r = timing.rounds(lambda: None, "cpu", ph, repeat=30, max_s=1e-9)
+    assert not any(ph.fast(i) for i in r.gauges)
+    assert len(r.gauges) == 10 and sum(map(len, r.chunks)) == 30  # repeat samples in all
+    r = timing.rounds(lambda: None, "cpu", ph, 30, 1e-9, eager=lambda: None, pairs=10**6)
+    assert len(r.gauges) == timing.MIN_ROUNDS  # a pairs max_s cannot hold ends, never hangs
+
+
+def test_block_calls_time_a_steady_state_even_for_slow_steps():
+    assert timing.block_calls(10_000.0, block_ms=2.0) == 3  # a 10 ms training step: 3 calls
+    assert timing.block_calls(100.0, block_ms=2.0) == 20
+    assert timing.block_calls(None, block_ms=2.0) == 3
+
+
+@pytest.mark.parametrize(
+    "readings, host, state",
+    [
+        ([10.0] * 12 + [17.0] * 8, None, "fast"),
+        ([17.0] * 20, 10.0, "slow"),
+        ([10.0] * 3 + [17.0] * 17, 10.0, "mixed"),
+    ],
+)
+def test_a_row_tells_which_phase_its_figures_come_from(monkeypatch, readings, host, state):
+    """Fast rows use fast rounds only; with fewer than 10 fast pairs, every round, and the
+    row says so. Eager over compiled latency then agrees with the paired speedup: one story."""
+    from study.cell import Cell
+
+    n = len(readings)
+    cell = Cell.__new__(Cell)
+    cell.row, cell.notes, cell.pair_calls = {"host_loaded": False}, [], 4
+    cell.cfg = type("C", (), {"timing": type("T", (), {"pairs": 10, "max_s": 4.0, "lead_in": 1})})
+    cell.levels = None
+    cell.phases = fake(readings, host_level=host)
+    slow = [r > 13 for r in readings]
+    cell.timed = timing.Rounds(
+        "perf_counter_per_call",
+        chunks=[[200.0 if s else 100.0] * 3 for s in slow],  # compiled: host-bound
+        eager=[120.0 if s else 110.0 for s in slow],  # eager: barely moves
+        compiled=[200.0 if s else 100.0 for s in slow],
+        gauges=list(range(n)),
+    )
+    monkeypatch.setattr(phase, "record_host_level", lambda *a: None)
+    cell._settle_phase()
+    row = cell.row
+    assert row["timing_phase"] == state
+    per_call_ratio = row["eager_latency_paired_us"] / row["latency_median_us"]
+    assert per_call_ratio == pytest.approx(row["speedup_paired"], rel=0.01)
+    if state == "fast":
+        assert row["speedup_paired"] == pytest.approx(1.1) and row["pairs"] == 12
+        assert row["speedup_paired_slow"] == pytest.approx(0.6) and row["pairs_slow"] == 8
+        assert row["gauge_fast_us"] == 10.0 and row["gauge_slow_us"] == 17.0
+    else:
+        assert row["pairs"] == n and "fast phase" in " ".join(cell.notes)
+    assert row["phase_fast_share"] == pytest.approx(readings.count(10.0) / n)
+
+
+def test_a_contended_host_is_said_and_not_a_fast_phase_figure(monkeypatch):
+    from study.cell import Cell
+
+    cell = Cell.__new__(Cell)
+    cell.row, cell.notes, cell.pair_calls = {"host_loaded": True}, [], 1
+    cell.cfg = type("C", (), {"timing": type("T", (), {"pairs": 10, "max_s": 4.0, "lead_in": 1})})
+    cell.phases = fake([10.0] * 5)
+    cell.timed = timing.Rounds("perf_counter_per_call", chunks=[[5.0]] * 5, gauges=list(range(5)))
+    recorded = []
+    monkeypatch.setattr(phase, "record_host_level", lambda *a: recorded.append(a))
+    cell._settle_phase()
+    assert cell.row["timing_phase"] == "contended" and "contended" in cell.notes[-1]
+    assert not recorded  # a contended cell's level is no reference for the next cells
