@@ -1,7 +1,7 @@
 """Does compile pay less once the backward runs? One panel per variant measured in a training
 pass: the paired speedup (eager / compiled, timed in alternation in one process) per pass (fwd,
 fwd_bwd, train_step) with its 95% interval as a bar (a cell run in several processes: the
-envelope of their intervals), a point per compile mode. Drawn over ALL
+interval that covers processes, study.stats.across_processes), a point per compile mode. Drawn over ALL
 sources at once (a pass is usually a sweep of its own: part3 and part3_bwd). Returns
 ``(figure, sentence)`` or raises ``Skip``."""
 
@@ -12,7 +12,6 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from analysis.load import ci_envelope
 from analysis.measures import MODES, PASSES, sig
 from analysis.style import MODE_COLORS, Skip, figure, finish, legend_right, legend_width
 
@@ -25,7 +24,6 @@ def training(d) -> tuple:
     if "pass" not in r or "speedup_paired" not in r:
         raise Skip("training: no pass or speedup_paired column")
     r = r[(r["status"] == "ok") & r["speedup_paired"].notna() & (r["compile"] != "off")]
-    r = ci_envelope(r)  # the bars: over repeats, the envelope of their intervals
     for col in ("speedup_ci_low", "speedup_ci_high"):  # no interval: the point alone
         r[col] = (
             r[col].where(r[col].notna(), r["speedup_paired"]) if col in r else r["speedup_paired"]

@@ -5,9 +5,10 @@ A speedup is the paired one where the row has it (eager and compiled timed in al
 one process, with a 95% interval), else the cross-process ratio of the two cells' medians in
 the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.0 reads "no
 measurable difference" (``study.stats.verdict``). A cell run in several fresh processes is one
-row (``analysis.load.cells``: medians), its interval the envelope of the repeats' intervals
-(lowest low to highest high; the training tables too), and its spread over repeats quoted
-beside it. The v1 → v2 table alone shows ``analysis.compare``'s interval: the median of each
+row (``analysis.load.cells``: medians, from the repeats timed in the host's fast phase where it
+has any), its interval the one that covers processes (``study.stats.across_processes``: a
+two-stage bootstrap, processes then pairs; the training tables too), and its spread over
+repeats quoted beside it. The v1 → v2 table alone shows ``analysis.compare``'s interval: the median of each
 end over the repeats, the one its regression thresholds use.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.load import TEXT, cells
-from analysis.measures import sig, speedups, truthy, xs
+from analysis.measures import host_bound_of, sig, speedups, xs
 from study.schema import SHAPE_KEYS
 from study.stats import verdict as stats_verdict
 
@@ -74,13 +75,11 @@ def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def host_bound(r: pd.DataFrame) -> pd.Series:
-    """The GPU waits on the host: the ``host_bound`` column where written, else per-call
-    latency more than 10% over device time (the same rule); False where neither is known."""
-    dev = r["device_time_us"] if "device_time_us" in r else pd.Series(float("nan"), r.index)
-    rule = r["latency_median_us"] > 1.1 * dev
-    if "host_bound" not in r:
-        return rule
-    return truthy(r["host_bound"]).where(r["host_bound"].notna(), rule)
+    """The GPU waits on the host, by the one rule (``study.metrics.host_bound``, SCHEMA.md):
+    per-call latency more than 10% over the profiler's GPU busy time per step, applied to the
+    cell's own figures (its medians, for a repeated cell), else the ``host_bound`` column the
+    runtime wrote by that rule; False where neither is known."""
+    return host_bound_of(r).fillna(False).astype(bool)
 
 
 def shape_of(r) -> tuple:
@@ -111,18 +110,7 @@ def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
     for k in keys:
         m[k] = m[k].where(m[k] != "-", None)
     m["speedup"] = m["eager_lat"] / m["latency_median_us"]
-    return envelope(speedups(m))
-
-
-def envelope(r: pd.DataFrame) -> pd.DataFrame:
-    """A repeated cell's paired interval: from the lowest repeat's low to the highest's high."""
-    if "n_repeats" not in r or "speedup_ci_low_min" not in r:
-        return r
-    many = (r["n_repeats"] > 1) & (r["sp_kind"] == "paired")
-    r.loc[many, "sp_lo"] = r.loc[many, "speedup_ci_low_min"]
-    r.loc[many, "sp_hi"] = r.loc[many, "speedup_ci_high_max"]
-    r["sp_same"] = (r["sp_lo"] <= 1.0) & (r["sp_hi"] >= 1.0)
-    return r
+    return speedups(m)
 
 
 def verdict(row) -> str:
@@ -139,13 +127,17 @@ def verdict(row) -> str:
 
 
 def sp_text(row) -> str:
-    """'2.96x [2.88–3.00]' (paired, 95% interval), '1.25x' (cross-process, no interval)."""
+    """'2.96x [2.88–3.00]' (paired, 95% interval), '1.25x' (cross-process, no interval); a
+    figure not timed in the host's fast phase says which phase it is ('0.52x [0.50–0.54],
+    host contended'), so it is never read as a fast-phase one."""
     sp, lo, hi = row.get("sp"), row.get("sp_lo"), row.get("sp_hi")
     if sp is None or sp != sp:
         return ""
+    phase = row.get("timing_phase")
+    note = f", host {phase}" if isinstance(phase, str) and phase != "fast" else ""
     if row.get("sp_kind") == "paired" and lo == lo and hi == hi:
-        return f"{xs(sp)} [{sig(lo)}–{sig(hi)}]"
-    return xs(sp)
+        return f"{xs(sp)} [{sig(lo)}–{sig(hi)}]{note}"
+    return xs(sp) + note
 
 
 def spread_text(row) -> str:

@@ -180,6 +180,6 @@ def reproducibility(rows: list[dict]) -> list[str]:
         "",
         f"Between sweeps (the other sweeps column): of the {len(again)} comparisons measured "
         "more than once, " + "; ".join(parts) + ". Host-bound = per-call latency more than 10% "
-        "over device time: the GPU waits on Python dispatch and launch, which move with the host "
+        "over the profiler's GPU busy time per step: the GPU waits on Python dispatch and launch, which move with the host "
         "and its load; compare those within one sweep only.",
     ]

@@ -17,11 +17,13 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from study import io as study_io
 from study import revealed
 from study.schema import columns
+from study.stats import across_processes
 
 NUMERIC = [
     c
@@ -159,15 +161,23 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
         and not pd.api.types.is_bool_dtype(r[c])
         and c not in {"repeat", "repeats", "seed"}
     ]
-    # Vectorised over cells: the ok repeats when a cell has any, else all of its rows; the
-    # first of them gives the text columns, the median the numbers.
+    # Vectorised over cells: the ok repeats timed in the host's fast phase when a cell has
+    # any, else its ok repeats, else all of its rows (a cell's figures never mix phases
+    # silently: its timing_phase is that of the rows used); the first of them gives the text
+    # columns, the median the numbers.
     r["_ok"] = r["status"] == "ok"
+    phase = r["timing_phase"] if "timing_phase" in r else pd.Series(None, index=r.index)
+    r["_fast"] = r["_ok"] & phase.isin(["fast"])
     by_cell = r.groupby("_cell", sort=False)
-    use = r[r["_ok"] | ~by_cell["_ok"].transform("any")]
+    any_fast, any_ok = by_cell["_fast"].transform("any"), by_cell["_ok"].transform("any")
+    use = r[np.where(any_fast, r["_fast"], np.where(any_ok, r["_ok"], True))]
     g = use.groupby("_cell", sort=False)
     row = g.head(1).set_index("_cell")
     med = g[num].median()
     row[num] = med
+    if {"speedup_paired", "speedup_ci_low", "speedup_ci_high"} <= set(use.columns):
+        iv = g[["speedup_paired", "speedup_ci_low", "speedup_ci_high"]].apply(_across)
+        row.loc[iv.index, ["speedup_paired", "speedup_ci_low", "speedup_ci_high"]] = iv.values
     extra = {}
     for c in SPREAD:
         if c in use and use[c].notna().any():
@@ -176,20 +186,21 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
             extra[f"{c}_spread_pct"] = 100 * (hi - lo) / med[c].where(med[c] != 0)
     extra["n_repeats"] = by_cell.size()
     extra["n_repeats_ok"] = by_cell["_ok"].sum()
+    extra["n_repeats_fast"] = by_cell["_fast"].sum()
     row = pd.concat([row, pd.DataFrame(extra)], axis=1).reindex(r["_cell"].unique())
-    return row.drop(columns="_ok").reset_index(drop=True)
+    return row.drop(columns=["_ok", "_fast"]).reset_index(drop=True)
 
 
-def ci_envelope(c: pd.DataFrame) -> pd.DataFrame:
-    """``cells`` with each paired interval widened to the envelope of its repeats' intervals
-    (the lowest low, the highest high), as the Findings quote it; a cell run in one process
-    keeps its own."""
-    c = c.copy()
-    for col, end in (("speedup_ci_low", "min"), ("speedup_ci_high", "max")):
-        over = f"{col}_{end}"
-        if col in c and over in c:
-            c[col] = c[over].where(c[over].notna(), c[col])
-    return c
+def _across(p: pd.DataFrame) -> pd.Series:
+    """A cell's paired speedup over its processes, with the interval that covers processes
+    (``study.stats.across_processes``); NaN where no process has an interval."""
+    whole = p.dropna()
+    whole = whole[(whole > 0).all(axis=1)]
+    if whole.empty:  # no interval anywhere: the median alone
+        return pd.Series([p.iloc[:, 0].median(), np.nan, np.nan], index=p.columns)
+    p = whole
+    sp, lo, hi = across_processes(p.iloc[:, 0], p.iloc[:, 1], p.iloc[:, 2])
+    return pd.Series([sp, lo, hi], index=p.columns)
 
 
 def newest_sweep(root: Path = Path("outputs")) -> Path:

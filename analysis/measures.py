@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from study.metrics import HOST_BOUND
 from study.schema import SHAPE_KEYS
 
 MODES = ["off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
@@ -154,9 +155,17 @@ def latency_methods(r: pd.DataFrame) -> str:
         meths = g["latency_method"].dropna().unique() if "latency_method" in g else []
         if len(meths) == 0:
             meths = ["cuda_events_per_call" if dev == "cuda" else "perf_counter_per_call"]
-        text = "; ".join(LATENCY_METHOD_TEXT.get(m, m) for m in meths)
+        text = "; ".join(LATENCY_METHOD_TEXT.get(m) or _chunked(m) for m in meths)
         out.append(f"{text} on {dev}")
     return "; ".join(out) or "per-call timing"
+
+
+def _chunked(method: str) -> str:
+    """'cuda_events_per_10_calls' -> 'CUDA events around chunks of 10 back-to-back calls'."""
+    n = method.removeprefix("cuda_events_per_").removesuffix("_calls")
+    if method.startswith("cuda_events_per_") and n.isdigit():
+        return f"CUDA events around chunks of {n} back-to-back calls"
+    return method
 
 
 def truthy(s: pd.Series) -> pd.Series:
@@ -165,19 +174,38 @@ def truthy(s: pd.Series) -> pd.Series:
     return s.map(lambda x: str(x).strip().lower() in ("true", "1", "1.0"))
 
 
+def host_bound_of(r: pd.DataFrame) -> pd.Series:
+    """True/False/NA per row, by the one rule (``study.metrics.host_bound``: per-call latency
+    more than 1.1x the profiler's GPU busy time per step) where both are known, else the
+    ``host_bound`` column the runtime wrote by the same rule, else NA."""
+
+    def num(col):
+        return pd.to_numeric(r[col], errors="coerce") if col in r else pd.Series(np.nan, r.index)
+
+    lat, busy = num("latency_median_us"), num("gpu_us_per_step")
+    out = pd.Series(pd.NA, index=r.index, dtype="object")
+    if "host_bound" in r:
+        col = r["host_bound"].map(
+            lambda x: None if pd.isna(x) else str(x).strip().lower() in ("true", "1", "1.0")
+        )
+        out = out.where(col.isna(), col)
+    known = lat.notna() & busy.notna() & (busy > 0)
+    return out.where(~known, (lat > HOST_BOUND * busy).astype(object))
+
+
 def host_verdict(r: pd.DataFrame) -> pd.Series:
-    """True/False where a host-bound verdict means something (CUDA rows), NA elsewhere: the
-    ``host_bound`` column when the runtime wrote one (per-call latency > 1.1x device busy),
-    else ``cpu_bound`` (profiled CPU time > device busy time per step)."""
+    """True/False where a host-bound verdict means something (CUDA rows), NA elsewhere: the one
+    rule (``host_bound_of``) where it applies, else ``cpu_bound`` (profiled CPU time > device
+    busy time per step) for older rows without it."""
     out = pd.Series(pd.NA, index=r.index, dtype="object")
     cuda = r["device"].eq("cuda") if "device" in r else pd.Series(False, index=r.index)
-    for col in ("cpu_bound", "host_bound"):  # the later one wins where it has a value
-        if col in r:
-            v = r[col].map(
-                lambda x: None if pd.isna(x) else str(x).strip().lower() in ("true", "1", "1.0")
-            )
-            out = out.where(~(cuda & v.notna()), v)
-    return out
+    if "cpu_bound" in r:
+        v = r["cpu_bound"].map(
+            lambda x: None if pd.isna(x) else str(x).strip().lower() in ("true", "1", "1.0")
+        )
+        out = out.where(~(cuda & v.notna()), v)
+    hb = host_bound_of(r)
+    return out.where(~(cuda & hb.notna()), hb)
 
 
 def geomean(x) -> float:

@@ -39,13 +39,12 @@ def _sp(r) -> str:
 
 
 def cells(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per ok cell (``analysis.load.cells``: medians over repeats); the paired
-    interval is the envelope of the repeats' intervals, as in the Findings."""
+    """One row per ok cell (``analysis.load.cells``: medians over repeats, and the paired
+    interval that covers processes, as in the Findings)."""
     runs = runs[runs["status"] == "ok"]
     if "source" not in runs:  # a sweep dir read directly: one source
         runs = runs.assign(source="")
-    c = load.cells(runs)
-    return load.ci_envelope(c)
+    return load.cells(runs)
 
 
 def speedup_by_pass(runs: pd.DataFrame) -> str:

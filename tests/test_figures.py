@@ -240,16 +240,3 @@ def test_training_figure_spans_sources_and_gives_each_pass():
     assert lo < 1.0 and hi > 2.87 * 1.03 * 1.2
     with pytest.raises(figures.Skip):
         training(_runs(rows[1:2]))  # the forward alone
-
-
-def test_training_figure_bars_span_every_repeats_interval():
-    import pandas as pd
-
-    from analysis.load import ci_envelope
-
-    g = pd.DataFrame({"speedup_paired": [0.53, 0.9], "speedup_ci_low": [0.51, 0.88],
-                      "speedup_ci_low_min": [0.41, None]})  # fmt: skip
-    e = ci_envelope(g)
-    assert list(e["speedup_ci_low"]) == [0.41, 0.88]  # one process: its own
-    assert "speedup_ci_high" not in e  # no interval: nothing made up
-    assert list(g["speedup_ci_low"]) == [0.51, 0.88]  # the caller's frame is left alone

@@ -5,6 +5,7 @@ FlexAttention, the sweep's cost, and a section whose source is missing."""
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from analysis import (
     findings_block,
@@ -42,17 +43,49 @@ def _cell(source, variant, mode, lat, **kw):
             "latency_median_us": lat, **kw}  # fmt: skip
 
 
-def test_repeats_give_the_median_and_an_interval_that_spans_every_repeat():
+def test_repeats_give_the_median_and_the_interval_that_covers_processes():
+    from study.stats import across_processes
+
     rows = [_cell("part3", "flash", "off", 100.0, repeat=i) for i in range(3)]
     for i, (sp, lo, hi) in enumerate(((0.90, 0.88, 0.92), (1.02, 0.99, 1.05), (0.95, 0.93, 0.97))):
         rows.append(_cell("part3", "flash", "default", 100 / sp, repeat=i, speedup_paired=sp,
                           speedup_ci_low=lo, speedup_ci_high=hi))  # fmt: skip
     c = findings_common.with_eager(_data(rows)["runs"]).iloc[0].to_dict()
     assert c["n_repeats"] == 3 and c["sp"] == 0.95 and c["sp_kind"] == "paired"
-    assert (c["sp_lo"], c["sp_hi"]) == (0.88, 1.05)  # the envelope, not the median interval
+    want = across_processes([0.90, 1.02, 0.95], [0.88, 0.99, 0.93], [0.92, 1.05, 0.97])
+    assert (c["sp"], c["sp_lo"], c["sp_hi"]) == pytest.approx(want)
+    assert c["sp_lo"] < 0.90 and c["sp_hi"] > 1.02  # it covers every process's ratio ...
+    assert (c["sp_lo"], c["sp_hi"]) != (0.88, 1.05)  # ... and is not the envelope
     assert findings_common.verdict(c) == "no measurable difference"
-    assert findings_common.sp_text(c) == "0.950x [0.880–1.05]"
+    assert findings_common.sp_text(c) == f"0.950x [{c['sp_lo']:.3f}–{c['sp_hi']:.3g}]"
     assert findings_common.spread_text(c) == "3 runs: 0.900–1.02x"
+
+
+def test_processes_that_disagree_beyond_their_own_intervals_widen_the_cells_interval():
+    """cudnn/default in three processes of one H200 sweep (issue 32): disjoint intervals."""
+    from study.stats import across_processes
+
+    sp, lo, hi = across_processes([0.717, 0.524, 0.424], [0.652, 0.506, 0.410],
+                                  [0.782, 0.542, 0.439])  # fmt: skip
+    assert sp == 0.524 and lo < 0.45 and hi > 0.70
+    assert across_processes([0.5], [0.4], [0.6]) == (0.5, 0.4, 0.6)  # one process: its own
+    with pytest.raises(ValueError):
+        across_processes([0.5, -1.0], [0.4, 0.1], [0.6, 0.2])
+
+
+def test_a_cell_uses_its_fast_phase_repeats_and_never_mixes_in_the_others_silently():
+    rows = [_cell("part3", "linear", "default", lat, repeat=i, status="ok", timing_phase=ph,
+                  speedup_paired=sp, speedup_ci_low=sp - 0.01, speedup_ci_high=sp + 0.01)
+            for i, (lat, ph, sp) in enumerate(((50.0, "fast", 0.32), (80.0, "contended", 0.2),
+                                               (52.0, "fast", 0.31)))]  # fmt: skip
+    c = _data(rows)["runs"].iloc[0]
+    assert c["latency_median_us"] == 51.0 and c["timing_phase"] == "fast"
+    assert c["n_repeats"] == 3 and c["n_repeats_fast"] == 2
+    alone = _data(rows[1:2])["runs"].iloc[0]  # no fast repeat: its own figures, and it says so
+    assert alone["timing_phase"] == "contended" and alone["latency_median_us"] == 80.0
+    eager = _cell("part3", "linear", "off", 16.0, status="ok", timing_phase="fast")
+    c = findings_common.with_eager(_data([eager, rows[1]])["runs"]).iloc[0].to_dict()
+    assert findings_common.sp_text(c) == "0.200x [0.190–0.210], host contended"
 
 
 def test_cross_process_speedups_are_within_one_sweep_and_judged_against_2pct():
@@ -293,10 +326,11 @@ def test_v1_to_v2_matches_cells_and_says_why_each_speedup_moved(tmp_path):
     assert "the paired speedup is 0.882–0.882x the cross-process one" in text
 
 
-def test_the_training_tables_give_repeats_the_envelope_of_their_intervals():
+def test_the_training_tables_give_repeats_the_interval_that_covers_processes():
     import pandas as pd
 
     from analysis import training
+    from study.stats import across_processes
 
     rows = pd.DataFrame([{"run_id": f"r{i}", "config_hash": "c", "status": "ok",
                           "repeat": i, "speedup_paired": sp,
@@ -304,7 +338,10 @@ def test_the_training_tables_give_repeats_the_envelope_of_their_intervals():
                          for i, (sp, lo, hi) in enumerate(((0.5, 0.41, 0.54), (0.7, 0.68, 0.78),
                                                            (0.53, 0.51, 0.55)))])  # fmt: skip
     c = training.cells(rows).iloc[0]
-    assert (c["speedup_paired"], c["speedup_ci_low"], c["speedup_ci_high"]) == (0.53, 0.41, 0.78)
+    got = (c["speedup_paired"], c["speedup_ci_low"], c["speedup_ci_high"])
+    assert got == pytest.approx(across_processes([0.5, 0.7, 0.53], [0.41, 0.68, 0.51],
+                                                 [0.54, 0.78, 0.55]))  # fmt: skip
+    assert got[0] == 0.53 and got[1] < 0.5 and got[2] > 0.7
 
 
 def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read():
