@@ -10,7 +10,9 @@ repeat, how far the worst one sits from the median of the N (the target is +-5% 
 the host probe of each repeat (study.pinning.host_probe_us: did the host itself
 slow down?) and its correlation with the cell's latency, the paired speedup of each repeat and
 its spread (+-5%), and the widest 95% interval relative
-to its speedup (narrower than +-10%). Eager cells that are GPU-bound are compared with the
+to its speedup (narrower than +-10%); then which host phase each repeat's figures come from
+(study.phase: ``fast`` and the share of rounds that ran fast), the gauge's fast and slow levels,
+and the speedup over the slow-phase pairs alone (how far the slow phase would have moved it). Eager cells that are GPU-bound are compared with the
 same cells in ``--ref`` (results/h200, source part3/part2; target within 2%). Extra arguments
 after ``--`` go to ``python -m study.run``.
 """
@@ -27,7 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DEFAULT = "linear/default,cudnn/default,flash/default,flash/off,cudnn/off,naive/off"
+DEFAULT = (
+    "linear/default,cudnn/default,flash/default,sdpa/default,"
+    "linear/off,cudnn/off,flash/off,sdpa/off,naive/off"
+)
 
 
 def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str]) -> Path:
@@ -80,11 +85,44 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             ]
             ci = f"{100 * max(half):6.1f}%"
         loaded = sum(r.get("host_loaded") == "True" for r in rs)
+        phases = " ".join(
+            f"{r.get('timing_phase') or '?'}:{float(r['phase_fast_share']):.0%}"
+            if r.get("phase_fast_share")
+            else (r.get("timing_phase") or "?")
+            for r in rs
+        )
+        gauges = " ".join(
+            f"{float(r['gauge_fast_us']):.1f}/{float(r['gauge_slow_us']):.1f}"
+            if r.get("gauge_slow_us")
+            else f"{float(r['gauge_fast_us']):.1f}/-"
+            for r in rs
+            if r.get("gauge_fast_us")
+        )
+        slow = " ".join(
+            f"{float(r['speedup_paired_slow']):.3f}" if r.get("speedup_paired_slow") else "-"
+            for r in rs
+        )
         probe = [float(r["host_probe_us"]) for r in rs if r.get("host_probe_us")]
         print(
             f"{v + '/' + m:22s} {len(rs):2d}  {' '.join(f'{x:.1f}' for x in lat):42s} "
             f"{worst:6.1f}%  {sp_txt:34s} {sp_worst:>7s} {ci:>8s} {loaded}/{len(rs)}"
         )
+        print(f"{'':25s} phase:fast share of each repeat: {phases}")
+        print(f"{'':25s} gauge fast/slow level of each repeat, us: {gauges}")
+        if sp:
+            print(f"{'':25s} speedup over the slow-phase pairs alone: {slow}")
+            story = [
+                float(r["eager_latency_paired_us"])
+                / float(r["latency_median_us"])
+                / float(r["speedup_paired"])
+                - 1
+                for r in rs
+                if r.get("speedup_paired") and r.get("eager_latency_paired_us")
+            ]
+            print(
+                f"{'':25s} one story: eager/compiled per-call latency against speedup_paired, "
+                f"each repeat: {' '.join(f'{100 * x:+.1f}%' for x in story)} (target within 20%)"
+            )
         if len(probe) == len(lat) > 1:
             flat = len(set(probe)) < 2 or len(set(lat)) < 2
             r_ = 0.0 if flat else statistics.correlation(probe, lat)  # Pearson's r
