@@ -22,78 +22,10 @@ import pandas as pd
 
 from study import io as study_io
 from study import revealed
-from study.schema import columns
+from study.schema import NON_NUMERIC, columns
 from study.stats import across_processes
 
-NUMERIC = [
-    c
-    for c in columns("runs")
-    if c
-    not in {
-        "run_id",
-        "variant",
-        "family",
-        "compile",
-        "device",
-        "dtype",
-        "status",
-        "reason",
-        "notes",
-        "fullgraph",
-        "dynamic",
-        "inductor_patches",
-        "cache",
-        "backend_expected",
-        "backend_seen",
-        "backend_proof",
-        "latency_method",
-        "device_time_method",
-        "kernels_by_class",
-        "steps_consistent",
-        "cpu_bound",
-        "dominant_kernel",
-        "graph_launched",
-        "graph_break_reasons",
-        "recompile_reasons",
-        "cudagraph_skip_reasons",
-        "generated_dir",
-        "flops_source",
-        "flops_note",
-        "mask",
-        "score_mod",
-        "bound",
-        "sdpa_choice",
-        "ncu_status",
-        "ncu_note",
-        "torch_version",
-        "triton_version",
-        "cuda_version",
-        "cudnn_version",
-        "driver_version",
-        "device_name",
-        "host",
-        "python_version",
-        "git_rev",
-        "started_at",
-        "trace_file",
-        "causal",
-        "gpu_index",
-        "pass",
-        "config_hash",
-        "eager_hash",
-        "host_bound",
-        "device_time_l2",
-        "cpu_cores",
-        "cpu_governor",
-        "host_loaded",
-        "grad_worst",
-        "mem_source",
-        "kernels_by_phase",
-        "compiled_autograd",
-        "nsys_status",
-        "nsys_note",
-    }
-]
+NUMERIC = [c for c in columns("runs") if c not in NON_NUMERIC]
 # Columns the runtime is adding (issue 20/21); numeric when present, absent in older results.
 NEWER_NUMERIC = [
     "repeat",

@@ -95,3 +95,23 @@ def test_no_host_bound_verdict_on_cpu_rows():
         }
     )
     assert list(host_verdict(r)) == [pd.NA, True, False, False]
+
+
+def test_the_host_phase_columns_are_read_as_text_and_pick_a_cells_repeats(tmp_path):
+    """timing_phase is text: read as a number it became NaN, and a cell's fast repeats were
+    lost among the rest."""
+    d = synth.with_new_columns()
+    r = d["runs"]
+    r["timing_phase"] = ["contended" if x == 0 else "fast" for x in r["repeat"]]
+    r["gauge_level_source"] = "host"
+    r.loc[r["repeat"] == 0, "latency_median_us"] *= 3  # the contended process read slow
+    data = load([synth.write(d, tmp_path / "res")])
+    raw = data["repeats"]
+    assert set(raw["timing_phase"]) == {"fast", "contended"} and set(raw["gauge_level_source"]) == {
+        "host"
+    }
+    c = data["runs"]
+    assert (c["timing_phase"] == "fast").all() and (c["n_repeats_fast"] == 2).all()
+    one = raw[raw["repeat"] != 0].groupby("config_hash")["latency_median_us"].median()
+    got = c.set_index("config_hash")["latency_median_us"]
+    assert (got.loc[one.index] == one).all()  # the contended repeat left out
