@@ -21,6 +21,7 @@ from analysis import (
     findings_compile,
     findings_cost,
     findings_flex,
+    findings_predicted,
     findings_scaling,
     findings_training,
     findings_v1,
@@ -32,6 +33,7 @@ ABOUT = 0.15  # "about 3.7x" holds within 15% (3.1-4.3x)
 CLAIM_VARIANTS = {"naive", "naive_inplace", "math", "efficient", "flash", "cudnn"}
 # The sections after the blog's claims, in reading order; each takes the read results.
 SECTIONS = [
+    findings_predicted.section,
     findings_compile.section,
     findings_v1.section,
     findings_training.section,

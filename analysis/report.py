@@ -157,6 +157,23 @@ def _links(d: dict, runs: pd.DataFrame, rid: str, out: Path) -> str:
     return " · ".join(links)
 
 
+def surprises(rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """('N predictions checked, M broken in K rows.', the rows that broke one, most first), or
+    ('', empty) when no row carried a prediction."""
+    if "expectations" not in rows or not rows["expectations"].notna().any():
+        return "", pd.DataFrame()
+    n = int(pd.to_numeric(rows["expectations"], errors="coerce").fillna(0).sum())
+    k = pd.to_numeric(rows["surprises"], errors="coerce").fillna(0)
+    b = rows[k > 0].assign(_k=k[k > 0]).sort_values("_k", ascending=False, kind="stable")
+    cols = [c for c in ("source", "variant", "compile", "pass", "repeat", "surprises",
+                        "surprise_detail") if c in b]  # fmt: skip
+    said = (
+        f"{n} predictions checked (the variants' expect blocks and the command line's), "
+        f"{int(k.sum())} broken in {len(b)} rows: each with what was expected and measured."
+    )
+    return said, b[cols].reset_index(drop=True)
+
+
 def failures(runs: pd.DataFrame) -> pd.DataFrame:
     bad = order(runs[runs["status"] != "ok"])
     shapes = [c for c in SHAPE_KEYS if c in runs and runs[c].nunique() > 1]
@@ -235,12 +252,21 @@ def build(dirs: list[Path], out: Path) -> Path:
         "",
         how,
         "",
-        "## Environment",
-        "",
-        _md_table(environment(runs)),
     ]
-    toc = [(1, "environment", "Environment")]
-    body = [f"<h2 id='environment'>Environment</h2>{page.table(environment(runs), sortable=False)}"]
+    toc, body = [], []
+    said, broke = surprises(d["repeats"])
+    if said:  # predictions first: a mismatch is the insight (study.expect)
+        md += ["## Surprises", "", said, ""] + ([_md_table(broke)] if len(broke) else [])
+        toc.append((1, "surprises", "Surprises"))
+        body.append(
+            f"<h2 id='surprises'>Surprises</h2><p>{html.escape(said)}</p>"
+            + (page.table(broke) if len(broke) else "")
+        )
+    md += ["## Environment", "", _md_table(environment(runs))]
+    toc.append((1, "environment", "Environment"))
+    body.append(
+        f"<h2 id='environment'>Environment</h2>{page.table(environment(runs), sortable=False)}"
+    )
     skipped_all = []
     for src in sources:
         ds = subset(d, src)

@@ -211,6 +211,9 @@ def harness_failure(row: dict) -> bool:
     )
 
 
+SHOW_SURPRISES = 5  # broken predictions printed at the end of a sweep (the rest: revealed.csv)
+
+
 def summary(sweep_dir: Path) -> int:
     """Print what the sweep gave; 1 when a cell failed for a reason of the harness, else 0."""
     from study import io
@@ -235,6 +238,19 @@ def summary(sweep_dir: Path) -> int:
     print(
         f"[study] rows: {path}\n[study] report: python -m analysis.report {sweep_dir}", flush=True
     )
+    checked = sum(int(float(r.get("expectations") or 0)) for r in rows)
+    broke = [r for r in rows if float(r.get("surprises") or 0) > 0]
+    if checked:
+        n = sum(int(float(r["surprises"])) for r in broke)
+        print(
+            f"[study] predictions: {checked} checked, {n} surprise(s) in {len(broke)} cell(s)"
+            + (":" if broke else ""),
+            flush=True,
+        )
+        for r in broke[:SHOW_SURPRISES]:
+            print(f"[study]   {r['run_id']}: {r['surprise_detail'][:300]}", flush=True)
+        if len(broke) > SHOW_SURPRISES:
+            print(f"[study]   ... and {len(broke) - SHOW_SURPRISES} more: revealed.csv", flush=True)
     failed = [r for r in rows if harness_failure(r)]
     if failed:
         print(

@@ -35,6 +35,7 @@ from study import (
     calibrate,
     check,
     compiling,
+    expect,
     flops,
     memory,
     metrics,
@@ -74,6 +75,7 @@ def base_row(cfg: DictConfig, run_id: str) -> dict:
         "causal": cfg.family.causal if cfg.family.name == "attention" else None,
         "status": "error",
         "reason": "",
+        "expect": expect.block_of(p),
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from study import expect
 from study.schema import SHAPE_KEYS
 
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -215,6 +216,10 @@ class CellConf:
     # first core kept for the sweep itself, or one per slot with 4+ cores per slot) or a list
     # like 0-7 or 2,3,5 (study.pinning).
     cores: str = "auto"
+    # Predictions checked against every row (study.expect): a runs.csv column and a value
+    # ('=', '<', '<=', '>', '>=', 'a..b', '~regex'), or a scope (eager, compiled, a mode, a pass)
+    # holding such pairs. The attention variants ship the blog's (conf/variant/*.yaml).
+    expect: dict[str, Any] = field(default_factory=dict)
     repeats: int = 1  # run every cell this many times, each in a fresh process
     repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)
     out_root: str = "outputs"
@@ -330,6 +335,14 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
             "most 3 (a block counts as fast when its host gauge is at most this times the fast "
             "level; default 1.3, between the H200 host's fast and slow phases, x1.7 apart)."
         )
+    try:
+        block = c.expect
+        block = (
+            OmegaConf.to_container(block, resolve=True) if isinstance(block, DictConfig) else block
+        )
+        expect.parse(block, COMPILE_MODES)
+    except expect.ExpectError as e:
+        raise ConfigError(str(e)) from None
     if c.repeats < 1:
         raise ConfigError(
             f"repeats={c.repeats} is not allowed: it must be a positive integer "
@@ -408,6 +421,7 @@ NOT_IDENTITY = (
     "repeat",
     "repeats",
     "calibration_file",
+    "expect",  # a prediction changes what is checked, never what is measured
 )
 
 

@@ -15,7 +15,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from study import metrics, revealed
+from study import expect, metrics, revealed
 from study.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
@@ -151,13 +151,14 @@ def aggregate(sweep_dir: Path) -> Path | None:
             return None
         known = set(columns("runs"))
         rows = with_speedups([{k: v for k, v in r.items() if k in known} for r in rows])
-        out = write_csv(sweep_dir / "runs.csv", rows, "runs")
         kernels = {}
         for p in run_csvs(sweep_dir):
             kp = p.with_name("kernels.csv")
             if kp.exists():
                 for k in read_csv(kp):
                     kernels.setdefault(k["run_id"], []).append(k)
+        rows = expect.check(rows, kernels)  # predictions need the sweep's other rows
+        out = write_csv(sweep_dir / "runs.csv", rows, "runs")
         write_csv(sweep_dir / "revealed.csv", revealed.table(rows, kernels), "revealed")
         shapes = [
             x

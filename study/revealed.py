@@ -216,9 +216,13 @@ def reveal(run: dict, kernels: list[dict], ctx: list[dict] | None = None) -> lis
 
 
 def table(runs: list[dict], kernels_by_run: dict[str, list[dict]]) -> list[dict]:
+    """One row per run: broken predictions first (study.expect), then what the rules found;
+    the runs with surprises come first."""
     out = []
     for r in runs:
-        found = reveal(r, kernels_by_run.get(r["run_id"], []), runs)
+        said = [x for x in str(r.get("surprise_detail") or "").split("; ") if x]
+        found = [f"surprise: {x}" for x in said]
+        found += reveal(r, kernels_by_run.get(r["run_id"], []), runs)
         if r.get("status") not in ("ok", "invalid"):
             found.append(f"{r.get('status')}: {(r.get('reason') or '')[:120]}")
         out.append(
@@ -232,7 +236,8 @@ def table(runs: list[dict], kernels_by_run: dict[str, list[dict]]) -> list[dict]
                 "kernels_per_step": r.get("kernels_per_step"),
                 "latency_median_us": r.get("latency_median_us"),
                 "speedup": r.get("speedup"),
+                "surprises": r.get("surprises"),
                 "revealed": "; ".join(found),
             }
         )
-    return out
+    return sorted(out, key=lambda x: -(_f(x["surprises"]) or 0))

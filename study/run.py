@@ -43,10 +43,15 @@ def sweep_id(out_root: str, resume) -> str:
     return _SWEEP_IDS[key]
 
 
+# +expect.<column>=<value> items of an override dirname (study.expect): not part of a run's name
+PREDICTION = re.compile(r"(?:^|,)\+{0,2}expect\.[^=,]*=(?:\"[^\"]*\"|'[^']*'|[^,]*)")
+
+
 def job_dirname(overrides: str) -> str:
     """Hydra's override dirname made safe for a file name: characters other than letters,
     digits and ``_.,=+-@:`` become ``%XX`` (so no ``/`` can lead out of the sweep dir), and a
     name that would overflow is shortened with a hash."""
+    overrides = PREDICTION.sub("", overrides).lstrip(",")  # a prediction measures nothing
     name = SAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), overrides)
     name = name or "cell"
     if len(name) <= 160:

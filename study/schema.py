@@ -111,6 +111,25 @@ RUN = (
         Col("status", "", "ok, mismatch, invalid, unsupported, oom, error, timeout, crash"),
         Col("reason", "", "why the status is not ok (library message, kernels seen, ...)"),
         Col("notes", "", "facts a reader should know that do not change the status"),
+        Col(
+            "expect",
+            "",
+            "the cell's predictions (the expect block of its variant and the command line), "
+            "as JSON: a column and a value (=, <, <=, >, >=, a..b, ~regex), or a scope (eager, "
+            "compiled, a mode, a pass) holding such pairs (study.expect)",
+        ),
+        Col(
+            "expectations",
+            "",
+            "predictions checked against this row (a blank value is not checked, never broken)",
+        ),
+        Col("surprises", "", "predictions this row broke: the insight, read these first"),
+        Col(
+            "surprise_detail",
+            "",
+            "each broken prediction: expected, measured, and for kernel counts the classes "
+            "behind the count ('kernels_per_step: expected 6, measured 7 (gemm 2, memset 1, ...)')",
+        ),
         Col("backend_expected", "", "SDPA backend the variant pins (empty for non-SDPA and sdpa)"),
         Col("backend_seen", "", "SDPA backend(s) the trace or compiled graph proves ran"),
         Col("backend_proof", "", "the kernel, aten op or compiled-graph origin that proves it"),
@@ -283,6 +302,18 @@ RUN = (
         ),
         Col("dominant_kernel", "", "full name of the kernel with the most device time"),
         Col("dominant_share", "", "its share of the step's kernel time (0-1)"),
+        Col(
+            "dominant_occupancy_pct",
+            "%",
+            "the dominant kernel's estimated achieved occupancy from the trace (kernels.csv "
+            "occupancy_pct; a static estimate, blank where kineto reports none)",
+        ),
+        Col(
+            "fp32_gemms_per_step",
+            "",
+            "GEMM kernels per step whose name says FP32 (sgemm, f32f32, tf32, ...): in a bf16 "
+            "or fp16 run, a matmul that left the low-precision path",
+        ),
         Col("graph_launched", "bool", "kernels were replayed from a CUDA graph"),
         Col(
             "unattributed_events", "", "device events whose launch fell outside every profiled step"
@@ -606,7 +637,13 @@ REVEALED = KEYS + [
     Col("kernels_per_step", "", "see runs"),
     Col("latency_median_us", "us", "see runs"),
     Col("speedup", "x", "see runs"),
-    Col("revealed", "", "what the trace revealed: the named rules that fired, '; '-joined"),
+    Col("surprises", "", "see runs: broken predictions; rows with any come first"),
+    Col(
+        "revealed",
+        "",
+        "what the trace revealed, '; '-joined: first each broken prediction ('surprise: ...'), "
+        "then the named rules that fired",
+    ),
 ]
 
 NCU = [
@@ -663,6 +700,11 @@ FILES = {
 
 def columns(table: str) -> list[str]:
     return [c.name for c in TABLES[table]]
+
+
+def unit(table: str, name: str) -> str | None:
+    """A column's unit ('bool' for booleans), None when the table has no such column."""
+    return next((c.unit for c in TABLES[table] if c.name == name), None)
 
 
 def markdown() -> str:
@@ -752,5 +794,7 @@ NON_NUMERIC = frozenset(
         "nsys_note",
         "timing_phase",
         "gauge_level_source",
+        "expect",
+        "surprise_detail",
     }
 )

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from study.classify import classify, is_generated, short_name
+from study.revealed import FP32_GEMM
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
@@ -441,4 +442,10 @@ def _summary(per_step, rows, steps, kernel_sum) -> dict:
         "kernel_us_per_step": _med(kernel_sum),
         "dominant_kernel": dom["kernel"] if dom else None,
         "dominant_share": dom["share"] if dom else None,
+        "dominant_occupancy_pct": dom.get("occupancy_pct") if dom else None,
+        "fp32_gemms_per_step": sum(
+            r["calls_per_step"]
+            for r in rows
+            if r["kernel_class"].startswith("gemm") and FP32_GEMM.search(r["kernel"])
+        ),
     }

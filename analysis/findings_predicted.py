@@ -1,0 +1,62 @@
+"""Predicted vs seen: every prediction the rows carry (study.expect), held or broken, broken
+first. The variants' YAMLs carry the blog's A100 predictions, so on another GPU this says at
+once which of the blog's claims hold there. Pure pandas over the CSVs; no torch."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.findings_common import table
+from study import expect
+
+
+def seen(runs: pd.DataFrame) -> list[dict]:
+    """One entry per (cell, prediction) that applied and had a value."""
+    if "expect" not in runs or not runs["expect"].notna().any():
+        return []
+    rows = runs.astype(object).where(runs.notna(), None).to_dict("records")
+    out = []
+    for r in rows:
+        for e, measured, ok in expect.evaluate(r, rows):
+            out.append(
+                {
+                    "source": r.get("source"),
+                    "variant": r.get("variant"),
+                    "compile": r.get("compile"),
+                    "pass": r.get("pass") or "fwd",
+                    "prediction": f"{e.label()} {e.text}",
+                    "measured": measured,
+                    "held": ok,
+                }
+            )
+    return out
+
+
+def _measured(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def section(data: dict) -> list[str]:
+    items = seen(data["runs"])
+    if not items:
+        return ["", "_Predicted vs seen: no row carries a prediction (`expect`, from v3 on)._"]
+    items.sort(key=lambda x: (x["held"], str(x["source"]), str(x["variant"])))
+    held = sum(x["held"] for x in items)
+    rows = [
+        [
+            x["variant"],
+            x["compile"],
+            x["pass"],
+            f"`{x['prediction']}`",
+            _measured(x["measured"]),
+            "holds" if x["held"] else "**broke**",
+        ]
+        for x in items
+    ]
+    return [
+        "",
+        f"Predicted vs seen ({len(items)} predictions checked, {len(items) - held} broke; the "
+        "variants' predictions are the blog's, on an A100; `study.expect`):",
+        "",
+        *table(["variant", "mode", "pass", "prediction", "measured", "verdict"], rows),
+    ]
