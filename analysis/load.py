@@ -107,6 +107,10 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     row = g.head(1).set_index("_cell")
     med = g[num].median()
     row[num] = med
+    if "timing_phase" in use:  # a cell of several phases says all of them
+        row["timing_phase"] = g["timing_phase"].agg(
+            lambda x: "/".join(sorted({str(v) for v in x.dropna()})) or None
+        )
     if {"speedup_paired", "speedup_ci_low", "speedup_ci_high"} <= set(use.columns):
         iv = g[["speedup_paired", "speedup_ci_low", "speedup_ci_high"]].apply(_across)
         row.loc[iv.index, ["speedup_paired", "speedup_ci_low", "speedup_ci_high"]] = iv.values
@@ -126,11 +130,12 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
 def _across(p: pd.DataFrame) -> pd.Series:
     """A cell's paired speedup over its processes, with the interval that covers processes
     (``study.stats.across_processes``); NaN where no process has an interval."""
-    whole = p.dropna()
+    measured = p[p.iloc[:, 0].notna()]
+    whole = measured.dropna()
     whole = whole[(whole > 0).all(axis=1)]
-    if whole.empty:  # no interval anywhere: the median alone
-        return pd.Series([p.iloc[:, 0].median(), np.nan, np.nan], index=p.columns)
-    p = whole
+    if whole.empty or len(whole) < len(measured):  # a process without an interval: no
+        return pd.Series([measured.iloc[:, 0].median(), np.nan, np.nan], index=p.columns)
+    p = whole  # interval over a subset of the processes the median covers
     sp, lo, hi = across_processes(p.iloc[:, 0], p.iloc[:, 1], p.iloc[:, 2])
     return pd.Series([sp, lo, hi], index=p.columns)
 

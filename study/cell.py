@@ -227,7 +227,11 @@ class Cell:
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
             self.timed = None
             if eager_ok:
-                self._eager_baseline(lambda: self._rounds(warm, paired=True))
+                try:
+                    self._rounds(warm, paired=True)
+                except EagerFailed as e:  # the compiled step's own failures fail the cell
+                    self._no_eager(e.__cause__)
+                    self.phases.readings.clear()  # the retry judges its own rounds
             if self.timed is None:
                 self._rounds(warm, paired=False)
             peak = memory.steady(self.step, self.device)
@@ -267,6 +271,13 @@ class Cell:
         t = self.cfg.timing
         est = timing.per_call(self.step, self.device, warm, max(3, t.repeat // timing.CHUNKS))
         self.pair_calls = timing.block_calls(est["median"], t.block_ms)
+
+        def eager():  # its failures are the baseline's, not the cell's
+            try:
+                return self.eager()
+            except Exception as e:  # noqa: BLE001 - re-raised, tagged
+                raise EagerFailed(str(e)) from e
+
         self.timed = timing.rounds(
             self.step,
             self.device,
@@ -274,7 +285,7 @@ class Cell:
             t.repeat,
             t.max_s,
             t.lead_in,
-            self.eager if paired else None,
+            eager if paired else None,
             t.pairs,
             self.pair_calls,
         )
@@ -292,7 +303,8 @@ class Cell:
         phase, judged against one level for the whole cell (study.phase): one story."""
         row, t, ph, r = self.row, self.cfg.timing, self.phases, self.timed
         fast, slow = phase.split(r.gauges, ph)
-        enough = len(fast) >= (phase.MIN_FAST_PAIRS if r.eager else 1)
+        size = len(r.chunks[0])  # samples a round adds (CUDA: one, the chunk's mean)
+        enough = len(fast) >= min(phase.MIN_FAST_PAIRS, timing.latency_rounds(t.repeat))
         use = fast if enough else range(len(r.gauges))
         state = "fast" if enough else ("mixed" if fast else "slow")
         lat = timing.summarize([x for k in use for x in r.chunks[k]])
@@ -324,9 +336,15 @@ class Cell:
             if len(fast) < t.pairs:
                 self.notes.append(
                     f"only {len(fast)} of timing.pairs={t.pairs} pairs ran in the host's fast "
-                    f"phase within timing.max_s={t.max_s:g} s"
+                    f"phase (against the cell's final fast level; timing.max_s={t.max_s:g} s)"
                     + ("" if enough else f": the figures use all {len(r.gauges)} rounds")
                 )
+        elif len(fast) * size < t.repeat:
+            self.notes.append(
+                f"only {len(fast)} of {len(r.gauges)} rounds ran in the host's fast phase "
+                f"(timing.max_s={t.max_s:g} s)"
+                + ("" if enough else f": the latency uses all {len(r.gauges)} rounds")
+            )
         if state != "fast":
             self.notes.append(
                 "no timed round ran in the host's fast phase"
@@ -347,8 +365,10 @@ class Cell:
             gauge_slow_us=ph.slow_level(),
             gauge_level_source="host" if ph.level() < own else "cell",
         )
-        if state != "contended":
-            phase.record_host_level(self.levels, own)
+        if state != "contended" and len(ph.readings) >= phase.MIN_LEVEL_READINGS:
+            why = phase.record_host_level(self.levels, own)
+            if why:
+                self.notes.append(why)
 
     def _eager_baseline(self, run) -> bool:
         """Run part of the eager baseline of a compiled cell. Eager failing (flex's unfused
@@ -358,15 +378,16 @@ class Cell:
             run()
             return True
         except Exception as e:  # noqa: BLE001 - the compiled measurements stand on their own
-            status, reason = classify_error(e, [])
-            self.notes.append(
-                f"no eager baseline in this process (eager: {status}: {reason[:200]})"
-            )
-            if self.device == "cuda":
-                import torch
-
-                torch.cuda.empty_cache()
+            self._no_eager(e)
             return False
+
+    def _no_eager(self, e: BaseException) -> None:
+        status, reason = classify_error(e, [])
+        self.notes.append(f"no eager baseline in this process (eager: {status}: {reason[:200]})")
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.empty_cache()
 
     # 6 ------------------------------------------------------------------------------------
     def profile(self) -> None:
@@ -466,6 +487,10 @@ class Cell:
         kernels = [{**meta, **k} for k in self.kernels]
         autotune = [{"run_id": row["run_id"], **a} for a in self.tuner.rows]
         return row, kernels, autotune
+
+
+class EagerFailed(Exception):
+    """The eager baseline failed inside the timed rounds (the compiled step did not)."""
 
 
 def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dict]]:

@@ -29,15 +29,16 @@ were kept, and the speedups agreed within their intervals (linear 0.424-0.449x, 
 
 The rule: a round counts as fast when the larger of its two gauges is at most ``fast_ratio``
 (1.3) x the fast level. The fast level is the 10th percentile of the cell's own gauge readings,
-or the lowest level an earlier cell on this host (same hostname, Python and torch) recorded in
-the last 24 hours, whichever is lower (``host_gauge.txt`` beside the device ceilings of
-``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
+or the host's, whichever is lower: the 10th percentile of the levels that earlier cells on this
+host (same hostname, Python and torch) recorded in the last 24 hours, each from 30 readings or
+more (``host_gauge.txt`` beside the device ceilings of ``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
 the level made 99% of the blocks "slow" in one run (FIELD-NOTES). The host's level lets a cell
 that spent all its timing in a slow phase know it: its own 10th percentile is then a slow level
 (seen on the CPU box: a compiled cell at 22.2 us for all of its 1.2 s of timing, against 15.6
 for the cells around it; alone it read 0.84x, 12% off the 0.95x of the same cell timed fast).
-1.3 sits between the fast level and the slow one on both machines (x1.7 on the H200, x1.15-1.7
-on the CPU box). A contended cell (others' CPU on its cores) records no level.
+1.3 sits between the fast level and the slow one on the H200 (x1.7). On the CPU box its slow
+stretches at 21-25 us (x1.5-1.7) are left out, those at 17-18 us (x1.2) count as fast. A
+contended cell (others' CPU on its cores) records no level.
 
 On bare metal or a quiet workstation there is no slow phase: every block is fast, nothing is
 left out and nothing changes but the new columns.
@@ -59,6 +60,7 @@ HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.calibrate): a l
 HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
 MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
 MIN_SLOW_PAIRS = 5  # speedup_paired_slow only from at least this many slow pairs
+MIN_LEVEL_READINGS = 30  # a cell records its level for the host only from this many readings
 
 
 @functools.cache
@@ -119,17 +121,23 @@ class Phases:
     def own_level(self) -> float | None:
         return quantile(self.readings, LEVEL_QUANTILE) if self.readings else None
 
-    def fast(self, i: int) -> bool:
-        return self.readings[i] <= self.ratio * self.level()
+    def fast(self, i: int, level: float | None = None) -> bool:
+        """Reading ``i`` is fast against ``level`` (the current one when not given; pass it
+        when judging many readings: ``level()`` sorts them all)."""
+        return self.readings[i] <= self.ratio * (self.level() if level is None else level)
 
-    def fast_mask(self, start: int = 0, stop: int | None = None) -> list[bool]:
-        stop = len(self.readings) if stop is None else stop
-        return [self.fast(i) for i in range(start, stop)]
+    def fast_mask(self) -> list[bool]:
+        level = self.level()
+        return [self.fast(i, level) for i in range(len(self.readings))]
 
     def slow_level(self) -> float | None:
         """The median reading of the blocks that were not fast (None when every one was)."""
-        slow = [g for i, g in enumerate(self.readings) if not self.fast(i)]
+        slow = [g for g, f in zip(self.readings, self.fast_mask(), strict=True) if not f]
         return statistics.median(slow) if slow else None
+
+    def count_fast(self, gauges: list[int]) -> int:
+        level = self.level()
+        return sum(self.fast(i, level) for i in gauges)
 
 
 def _key() -> str:
@@ -142,11 +150,12 @@ def _key() -> str:
 
 
 def read_host_level(path: Path, now: float | None = None, key: str | None = None) -> float | None:
-    """The lowest fast level an earlier cell on this host (same Python and torch) recorded in
-    ``path`` within the last ``HOST_LEVEL_MAX_AGE_S``."""
+    """The fast level of this host (same hostname, Python and torch): the 10th percentile of
+    the levels earlier cells recorded in ``path`` within the last ``HOST_LEVEL_MAX_AGE_S``
+    (each a cell's own 10th percentile over at least ``MIN_LEVEL_READINGS`` readings)."""
     now, key = time.time() if now is None else now, key or _key()
     try:
-        lines = Path(path).read_text().splitlines()
+        lines = Path(path).read_text(errors="replace").splitlines()
     except OSError:
         return None
     levels = []
@@ -158,25 +167,27 @@ def read_host_level(path: Path, now: float | None = None, key: str | None = None
             continue  # a line cut by a killed cell: the others stand
         if k == key and now - t <= HOST_LEVEL_MAX_AGE_S and lvl > 0:
             levels.append(lvl)
-    return min(levels) if levels else None
+    return quantile(levels, LEVEL_QUANTILE) if levels else None
 
 
-def record_host_level(path: Path, level: float, key: str | None = None) -> None:
+def record_host_level(path: Path, level: float, key: str | None = None) -> str | None:
     """Append this cell's own fast level for the cells after it: one short O_APPEND write, so
-    cells running at once never interleave a line."""
+    cells running at once never interleave a line. Returns why it could not, or None."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    except OSError:
-        return  # nowhere to write: each cell keeps its own level
-    try:
-        os.write(fd, f"{time.time():.3f}\t{key or _key()}\t{level:.3f}\n".encode())
-    finally:
-        os.close(fd)
+        try:
+            os.write(fd, f"{time.time():.3f}\t{key or _key()}\t{level:.3f}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError as e:  # the next cells judge by their own readings; this row stands
+        return f"host gauge level not recorded in {path}: {e.strerror or e}"
+    return None
 
 
 def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:
     """Positions in ``gauges`` (the rounds of one timed phase) that ran fast, and the others."""
-    fast = [phases.fast(i) for i in gauges]
+    level = phases.level()
+    fast = [phases.fast(i, level) for i in gauges]
     return [k for k, f in enumerate(fast) if f], [k for k, f in enumerate(fast) if not f]

@@ -168,6 +168,13 @@ def _pair(eager, compiled, device: str, calls: int, lead_in: int, i: int) -> tup
     return block(eager, device, calls, lead_in), b
 
 
+def latency_rounds(repeat: int) -> int:
+    """Rounds that give ``repeat`` per-call samples on the CPU (a chunk of repeat / CHUNKS
+    calls a round; CUDA: one sample a round, over the same rounds)."""
+    size = max(1, repeat // CHUNKS)
+    return -(-repeat // size)
+
+
 @dataclass
 class Rounds:
     """What ``rounds`` timed, one entry per round: the per-call samples of the step's chunk,
@@ -203,6 +210,7 @@ def rounds(
     is taken over): a ``pairs`` that ``max_s`` cannot hold ends short, never hangs."""
     size = max(1, repeat // CHUNKS)
     out = Rounds(_method(device, size))
+    want = max(latency_rounds(repeat), pairs if eager is not None else 0)
     t0 = time.perf_counter()
 
     def one(i=0):
@@ -218,8 +226,7 @@ def rounds(
         if pair is not None:
             out.eager.append(pair[0])
             out.compiled.append(pair[1])
-        fast = sum(phases.fast(i) for i in out.gauges)
-        want = max(-(-repeat // size), pairs if eager is not None else 0)  # rounds
+        fast = phases.count_fast(out.gauges)
         least = min(want, MIN_ROUNDS)
         if fast >= want or (time.perf_counter() - t0 >= max_s and len(out.gauges) >= least):
             break

@@ -107,3 +107,45 @@ def test_an_eager_baseline_that_fails_costs_the_paired_columns_not_the_row(run_i
     assert row["status"] == "ok", row["reason"]
     assert row.get("speedup_paired") is None and row["latency_median_us"] > 0
     assert "no eager baseline in this process (eager: oom" in row["notes"]
+
+
+def _failing_after(monkeypatch, which: str, calls: int):
+    """make_step whose eager (or compiled) step raises a CUDA OOM after ``calls`` calls."""
+    from study import passes
+
+    real = passes.make_step
+
+    def make(kind, fn, *a, **kw):
+        step = real(kind, fn, *a, **kw)
+        compiled = hasattr(fn, "_torchdynamo_orig_callable")
+        if not a or kw.get("backward_in") is not None or compiled != (which == "compiled"):
+            return step
+        n = [0]
+
+        def flaky():
+            n[0] += 1
+            if n[0] > calls:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 128.00 GiB")
+            return step()
+
+        return flaky
+
+    monkeypatch.setattr(passes, "make_step", make)
+
+
+def test_eager_failing_inside_the_rounds_costs_the_paired_columns_only(run_inline, monkeypatch):
+    _failing_after(monkeypatch, "eager", 12)  # past its warm-up, inside the timed rounds
+    row, _, _ = run_inline("variant=naive", "compile=default", name="eager_late_oom")
+    assert row["status"] == "ok", row["reason"]
+    assert row.get("speedup_paired") is None and row["latency_median_us"] > 0
+    assert "no eager baseline in this process (eager: oom" in row["notes"]
+    assert row["timing_phase"] in ("fast", "mixed", "slow", "contended")
+
+
+def test_the_compiled_step_failing_inside_the_rounds_is_the_cells_failure(run_inline, monkeypatch):
+    """Not blamed on eager: before, any failure in the paired rounds read 'no eager baseline'
+    and the cell was timed again without pairs, an ok row."""
+    _failing_after(monkeypatch, "compiled", 30)
+    row, _, _ = run_inline("variant=naive", "compile=default", name="compiled_late_oom")
+    assert row["status"] == "oom", (row["status"], row["reason"], row["notes"])
+    assert "no eager baseline" not in (row.get("notes") or "")

@@ -95,6 +95,50 @@ def test_block_calls_time_a_steady_state_even_for_slow_steps():
     assert timing.block_calls(None, block_ms=2.0) == 3
 
 
+TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "repeat": 30}  # 10 rounds of 3 calls
+
+
+def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
+    """A cell's _settle_phase over fake rounds: compiled host-bound (100 us fast, 200 slow),
+    eager barely moving (110, 120)."""
+    from study.cell import Cell
+
+    cell = Cell.__new__(Cell)
+    cell.row, cell.notes, cell.pair_calls = {"host_loaded": loaded}, [], 4
+    cell.cfg = type("C", (), {"timing": type("T", (), TIMING)})
+    cell.levels, cell.device = None, "cpu"
+    cell.phases = fake(readings, host_level=host)
+    slow = [r > 13 for r in readings]
+    cell.timed = timing.Rounds(
+        "perf_counter_per_call",
+        chunks=[[200.0 if s else 100.0] * 3 for s in slow],
+        eager=[120.0 if s else 110.0 for s in slow] if paired else [],
+        compiled=[200.0 if s else 100.0 for s in slow] if paired else [],
+        gauges=list(range(len(readings))),
+    )
+    recorded = []
+    monkeypatch.setattr(phase, "record_host_level", lambda *a: recorded.append(a))
+    cell._settle_phase()
+    return cell, recorded
+
+
+def test_an_unpaired_cell_needs_as_many_fast_rounds_as_its_latency_asks(monkeypatch):
+    """An eager cell is the denominator of every cross-process speedup: one fast round of
+    thirty is no fast-phase latency (review of issue 32)."""
+    cell, _ = settled([10.0] + [17.0] * 29, host=10.0, paired=False, monkeypatch=monkeypatch)
+    assert cell.row["timing_phase"] == "mixed" and cell.row["latency_samples"] == 90
+    assert "only 1 of 30 rounds ran in the host's fast phase" in " ".join(cell.notes)
+    cell, _ = settled([10.0] * 10 + [17.0] * 20, host=10.0, paired=False, monkeypatch=monkeypatch)
+    assert cell.row["timing_phase"] == "fast" and cell.row["latency_median_us"] == 100.0
+
+
+def test_a_cell_records_its_level_for_the_host_only_from_enough_readings(monkeypatch):
+    _, recorded = settled([10.0] * 12 + [17.0] * 8, monkeypatch=monkeypatch)
+    assert recorded == []  # 20 readings: its 10th percentile is nearly its minimum
+    _, recorded = settled([10.0] * 24 + [17.0] * 8, monkeypatch=monkeypatch)
+    assert len(recorded) == 1 and recorded[0][1] == 10.0
+
+
 @pytest.mark.parametrize(
     "readings, host, state",
     [
@@ -106,25 +150,8 @@ def test_block_calls_time_a_steady_state_even_for_slow_steps():
 def test_a_row_tells_which_phase_its_figures_come_from(monkeypatch, readings, host, state):
     """Fast rows use fast rounds only; with fewer than 10 fast pairs, every round, and the
     row says so. Eager over compiled latency then agrees with the paired speedup: one story."""
-    from study.cell import Cell
-
-    n = len(readings)
-    cell = Cell.__new__(Cell)
-    cell.row, cell.notes, cell.pair_calls = {"host_loaded": False}, [], 4
-    cell.cfg = type("C", (), {"timing": type("T", (), {"pairs": 10, "max_s": 4.0, "lead_in": 1})})
-    cell.levels = None
-    cell.phases = fake(readings, host_level=host)
-    slow = [r > 13 for r in readings]
-    cell.timed = timing.Rounds(
-        "perf_counter_per_call",
-        chunks=[[200.0 if s else 100.0] * 3 for s in slow],  # compiled: host-bound
-        eager=[120.0 if s else 110.0 for s in slow],  # eager: barely moves
-        compiled=[200.0 if s else 100.0 for s in slow],
-        gauges=list(range(n)),
-    )
-    monkeypatch.setattr(phase, "record_host_level", lambda *a: None)
-    cell._settle_phase()
-    row = cell.row
+    cell, _ = settled(readings, host=host, monkeypatch=monkeypatch)
+    row, n = cell.row, len(readings)
     assert row["timing_phase"] == state
     per_call_ratio = row["eager_latency_paired_us"] / row["latency_median_us"]
     assert per_call_ratio == pytest.approx(row["speedup_paired"], rel=0.01)
@@ -138,15 +165,6 @@ def test_a_row_tells_which_phase_its_figures_come_from(monkeypatch, readings, ho
 
 
 def test_a_contended_host_is_said_and_not_a_fast_phase_figure(monkeypatch):
-    from study.cell import Cell
-
-    cell = Cell.__new__(Cell)
-    cell.row, cell.notes, cell.pair_calls = {"host_loaded": True}, [], 1
-    cell.cfg = type("C", (), {"timing": type("T", (), {"pairs": 10, "max_s": 4.0, "lead_in": 1})})
-    cell.phases = fake([10.0] * 5)
-    cell.timed = timing.Rounds("perf_counter_per_call", chunks=[[5.0]] * 5, gauges=list(range(5)))
-    recorded = []
-    monkeypatch.setattr(phase, "record_host_level", lambda *a: recorded.append(a))
-    cell._settle_phase()
+    cell, recorded = settled([10.0] * 40, loaded=True, monkeypatch=monkeypatch)
     assert cell.row["timing_phase"] == "contended" and "contended" in cell.notes[-1]
     assert not recorded  # a contended cell's level is no reference for the next cells

@@ -28,10 +28,11 @@ def test_the_quickstarts_latency_and_paired_speedup_tell_one_story(tmp_path):
         paired = float(x["speedup_paired"])
         assert abs(ratio / paired - 1) <= 0.20, (x["variant"], ratio, paired, x["timing_phase"])
         assert x["timing_phase"] in ("fast", "mixed", "slow", "contended")
-        share = float(x["phase_fast_share"])
-        assert 0 < share <= 1 if x["timing_phase"] != "slow" else share == 0
-        assert float(x["gauge_fast_us"]) > 0
-        assert int(float(x["pairs_fast"])) + int(float(x["pairs_slow"])) >= int(float(x["pairs"]))
+        share, fast = float(x["phase_fast_share"]), int(float(x["pairs_fast"]))
+        assert 0 <= share <= 1 and float(x["gauge_fast_us"]) > 0
+        assert (share == 0) == (fast == 0)
+        every = fast + int(float(x["pairs_slow"]))
+        assert int(float(x["pairs"])) == (fast if fast >= 10 else every)  # fast rounds, or all
     assert {x["gauge_level_source"] for x in rows} <= {"cell", "host"}
 
 
