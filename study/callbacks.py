@@ -47,8 +47,10 @@ RUNTIME = {
 
 
 def _runtime(key: str) -> bool:
+    """Keys that do not change what a cell measures: the harness's, and predictions (a
+    resume may check new ones against the rows it keeps)."""
     k = key.lstrip("+~")
-    return k in RUNTIME or k.startswith("hydra.")
+    return k in RUNTIME or k.startswith(("hydra.", "expect.")) or k == "expect"
 
 
 def fail(message: str, code: int = 2) -> None:

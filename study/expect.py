@@ -11,7 +11,7 @@ command line) writes the prediction down; the sweep checks it against every row 
       dominant_kernel: "~flash_fwd"      # a regular expression (searched)
       host_bound: false
       compiled:                    # a scope: eager (compile=off), compiled, a mode, a pass,
-        kernels_per_step: "<7"     # a device (cuda, cpu); scopes nest
+        kernels_per_step: "<7"     # a device (cuda, cpu), a shape ("seq_len=1024"); they nest
 
 On the command line, quote what Hydra's grammar would read itself:
 ``'+expect.generated_per_step=">=1"'``, ``'+expect.dominant_kernel="~flash_fwd"'``.
@@ -60,10 +60,19 @@ class Expectation:
         return ".".join((*self.scope, self.column))
 
 
+def shape_scope(key: str) -> tuple[str, str] | None:
+    """'seq_len=1024' -> ('seq_len', '1024'): a scope on one shape (YAML keys; not on the
+    command line, where Hydra reads the '=')."""
+    k, eq, v = key.partition("=")
+    return (k, v) if eq and k in SHAPE_KEYS and NUMBER.match(v) else None
+
+
 def is_scope(key: str, modes) -> bool:
-    """eager, compiled, a pass, a device, or a compile mode (any name when ``modes`` is None:
-    a row's block was checked against the real modes at start)."""
-    return key in (EAGER, COMPILED, *PASSES, *DEVICES) or modes is None or key in modes
+    """eager, compiled, a pass, a device, a shape (``seq_len=1024``) or a compile mode (any
+    name when ``modes`` is None: a row's block was checked against the real modes at start)."""
+    if key in (EAGER, COMPILED, *PASSES, *DEVICES) or shape_scope(key):
+        return True
+    return "=" not in key and (modes is None or key in modes)
 
 
 def kind(column: str) -> str:
@@ -136,7 +145,7 @@ def parse(block: dict | None, modes=None) -> list[Expectation]:
                 walk({f"{DERIVED_PREFIX}{v}": x for v, x in value.items()}, scope)
             elif isinstance(value, dict):
                 if not is_scope(key, modes):
-                    every = ", ".join([EAGER, COMPILED, *modes, *PASSES, *DEVICES])
+                    every = ", ".join([EAGER, COMPILED, *modes, *PASSES, *DEVICES, "seq_len=N"])
                     raise ExpectError(
                         f"expect.{'.'.join((*scope, key))}: {key!r} is no column and no scope; a "
                         f"scope is one of {every}"
@@ -160,7 +169,10 @@ def applies(e: Expectation, row: dict) -> bool:
             return False
         if s in DEVICES and row.get("device") != s:
             return False
-        if s not in (EAGER, COMPILED, *PASSES, *DEVICES) and mode != s:
+        if (shape := shape_scope(s)) is not None:
+            if not _same(row.get(shape[0]), shape[1]):
+                return False
+        elif s not in (EAGER, COMPILED, *PASSES, *DEVICES) and mode != s:
             return False
     return True
 
@@ -199,11 +211,25 @@ def holds(e: Expectation, measured) -> bool | None:
     return m == e.value
 
 
+SAME = ("source", "repeat", "compile", "pass", "dtype", "device", *SHAPE_KEYS)
+
+
 def _peers(row: dict, rows: list[dict]) -> list[dict]:
-    """ok rows of the same mode, pass, dtype, device and shape (any variant)."""
-    keys = ("compile", "pass", "dtype", "device", "family", *SHAPE_KEYS)
+    """ok rows of the same sweep, repeat, mode, pass, dtype, device, family and shape."""
+    keys = (*SAME, "family")
     same = [r for r in rows if r.get("status") == "ok"]
-    return [r for r in same if all(str(r.get(k) or "") == str(row.get(k) or "") for k in keys)]
+    return [r for r in same if all(_same(r.get(k), row.get(k)) for k in keys)]
+
+
+def _same(a, b) -> bool:
+    """Equal as CSV text or as numbers ('1024' and 1024.0), blank and None alike."""
+    a, b = (None if x is None or x == "" or x != x else x for x in (a, b))
+    if a is None or b is None:
+        return a is b
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
 
 
 def derived(e: Expectation, row: dict, rows: list[dict]):
@@ -214,13 +240,12 @@ def derived(e: Expectation, row: dict, rows: list[dict]):
         peers = [_value(r.get("latency_median_us"), "number") for r in _peers(row, rows)]
         return 1 + sum(1 for x in peers if x is not None and x < lat)
     other = e.column[len(DERIVED_PREFIX) :]
-    keys = ("compile", "pass", "dtype", "device", *SHAPE_KEYS)
     twins = [
         r
         for r in rows
         if r.get("variant") == other
         and r.get("status") == "ok"
-        and all(str(r.get(k) or "") == str(row.get(k) or "") for k in keys)
+        and all(_same(r.get(k), row.get(k)) for k in SAME)
     ]
     base = _value(twins[0].get("latency_median_us"), "number") if twins else None
     return lat / base if base else None

@@ -44,7 +44,9 @@ def sweep_id(out_root: str, resume) -> str:
 
 
 # +expect.<column>=<value> items of an override dirname (study.expect): not part of a run's name
-PREDICTION = re.compile(r"(?:^|,)\+{0,2}expect\.[^=,]*=(?:\"[^\"]*\"|'[^']*'|[^,]*)")
+PREDICTION = re.compile(
+    r"(?:^|,)[+~]{0,2}expect(?:\.[^=,]*)?(?:=(?:\"[^\"]*\"|'[^']*'|[^,]*))?(?=,|$)"
+)
 
 
 def job_dirname(overrides: str) -> str:

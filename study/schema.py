@@ -208,7 +208,12 @@ RUN = (
             "not one step from an idle device",
         ),
         Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.phase)"),
-        Col("pairs_slow", "", "paired blocks timed in the host's slow phase (left out)"),
+        Col(
+            "pairs_slow",
+            "",
+            "paired blocks timed in the host's slow phase (left out of a fast row's figures; "
+            "counted in a mixed or slow one's)",
+        ),
         Col(
             "speedup_paired_slow",
             "x",
@@ -232,13 +237,14 @@ RUN = (
         Col(
             "gauge_fast_us",
             "us",
-            "the host gauge's fast level the blocks were judged by: the 10th percentile of this "
-            "cell's gauge readings, or an earlier cell's of the same sweep within the hour if "
-            "lower (gauge_level_source). The gauge: best of 3 runs of a 300-iteration Python "
-            "loop plus one CPU tensor add, before and after every block",
+            "the host gauge's fast level the rounds were judged by: the 10th percentile of this "
+            "cell's gauge readings, or the host's if lower (the 10th percentile of the levels "
+            "earlier cells on this host, Python and torch recorded in the last 24 h; "
+            "gauge_level_source). The gauge: best of 3 runs of a 300-iteration Python loop plus "
+            "one CPU tensor add, before and after every round",
         ),
         Col("gauge_slow_us", "us", "median gauge reading of the blocks that were not fast"),
-        Col("gauge_level_source", "", "cell or sweep: where gauge_fast_us came from"),
+        Col("gauge_level_source", "", "cell or host: where gauge_fast_us came from"),
         Col(
             "pair_lead_in",
             "",

@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 from study import compiling, io, pinning
 from study.client import ServerError
 from study.config import config_hash, eager_hash, plain, to_plain
+from study.expect import block_of
 from study.worker import gpu_id
 
 STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
@@ -336,7 +337,11 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
     if cfg.resume:
         why = _why_rerun(run_dir, want)
         if why is None:
-            os.utime(run_dir / "run.csv")  # counted as done in this sweep's progress
+            # counted as done in this sweep's progress; predictions are no part of a cell's
+            # identity, so the ones this resume asks for replace those of the run that made it
+            row = io.read_csv(run_dir / "run.csv")[0]
+            row["expect"] = block_of(resolved)
+            io.write_csv(run_dir / "run.csv", [row], "runs")
             io.aggregate(sweep_dir)
             _progress(sweep_dir, name, "ok already, skipped (resume=true)")
             return "ok"

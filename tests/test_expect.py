@@ -90,6 +90,29 @@ def test_predictions_about_other_rows_compare_within_the_sweep():
     assert "latency_rank: expected 1, measured 3" in m["surprise_detail"]
 
 
+def test_other_rows_are_those_of_the_same_sweep_and_repeat():
+    """Three processes of flash at 50, 49 and 51 us, each the fastest of its own repeat, and a
+    slower sweep beside them: rank 1 every time (not 2, 1 and 3)."""
+    rows = []
+    for rep, lat in enumerate((50, 49, 51)):
+        rows.append(
+            with_expect(
+                {"latency_rank": 1},
+                run_id=f"f{rep}",
+                variant="flash",
+                repeat=str(rep),
+                source="a",
+                latency_median_us=str(lat),
+            )
+        )
+        rows.append(row(run_id=f"c{rep}", variant="cudnn", repeat=str(rep), source="a",
+                        latency_median_us="60"))  # fmt: skip
+    rows.append(row(run_id="other", variant="cudnn", repeat="0", source="b",
+                    latency_median_us="10"))  # fmt: skip
+    checked = [r for r in expect.check(rows, {}) if r.get("expectations")]
+    assert [(r["expectations"], r["surprises"]) for r in checked] == [(1, 0)] * 3
+
+
 def test_revealed_puts_broken_predictions_first():
     rows = expect.check(
         [with_expect({"kernels_per_step": 1}, run_id="a", kernels_per_step="1"),
@@ -129,10 +152,18 @@ def test_the_blog_predictions_ship_with_the_attention_variants():
             "efficient": {"kernels_per_step": 1}, "cudnn": {"kernels_per_step": 1}}  # fmt: skip
     for v, block in want.items():
         got = OmegaConf.to_container(compose(f"variant={v}").expect)
-        assert got == {"cuda": {"eager": {"fwd": block}}}, v
-    flash = OmegaConf.to_container(compose("variant=flash").expect)["cuda"]["eager"]["fwd"]
+        assert got == {"cuda": {"eager": {"fwd": {"seq_len=1024": block}}}}, v
+        es = expect.parse(got, COMPILE_MODES)  # the blog's shape only: other lengths differ
+        assert all(expect.applies(e, row()) for e in es)
+        assert not any(expect.applies(e, row(seq_len="4096")) for e in es)
+    blog = ("cuda", "eager", "fwd", "seq_len=1024")
+    flash = OmegaConf.to_container(compose("variant=flash").expect)
+    for k in blog:
+        flash = flash[k]
     assert flash["latency_rank"] == 1 and flash["dominant_occupancy_pct"] == "10..16"
-    math = OmegaConf.to_container(compose("variant=math").expect)["cuda"]["eager"]["fwd"]
+    math = OmegaConf.to_container(compose("variant=math").expect)
+    for k in blog:
+        math = math[k]
     assert math["latency_vs"] == {"naive_inplace": "3.2..4.2"}
     assert math["fp32_gemms_per_step"] == ">=1"
 
@@ -184,3 +215,19 @@ def test_a_typo_in_a_predictions_column_stops_at_start_naming_the_nearest(tmp_pa
     r = cli("-m", "variant=naive", f"out_root={tmp_path}", *TINY, "+expect.kernel_per_step=1")
     assert r.returncode == 2 and "nearest: kernels_per_step" in r.stderr, r.stderr[-800:]
     assert "Traceback" not in r.stderr and not (tmp_path / "sweeps").exists()
+
+
+@pytest.mark.slow
+def test_a_resume_checks_new_predictions_against_the_rows_it_keeps(tmp_path):
+    """Predict, then look again, without measuring again."""
+    from study import io
+
+    r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY, "resume=true",
+            "+expect.kernels_per_step=999")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "ok already, skipped" in r.stdout
+    (sweep,) = (tmp_path / "sweeps").iterdir()
+    (x,) = io.read_csv(sweep / "runs.csv")
+    assert x["surprises"] == "1" and "expected 999" in x["surprise_detail"]

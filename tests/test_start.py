@@ -77,6 +77,17 @@ def test_dir_names_stay_inside_the_sweep_dir():
     assert len(job_dirname("x=" + "y" * 400)) <= 160
 
 
+def test_predictions_are_no_part_of_a_run_dirs_name():
+    assert job_dirname('+expect.compiled.generated_per_step=">=1",compile=off,variant=naive') == (
+        "compile=off,variant=naive"
+    )
+    assert job_dirname("compile=off,+expect.x=1,shape_sweep.sizes=[1,2],variant=naive") == (
+        "compile=off,shape_sweep.sizes=%5B1,2%5D,variant=naive"
+    )
+    assert job_dirname("~expect.kernels_per_step,variant=naive") == "variant=naive"
+    assert job_dirname("expected=3,variant=naive") == "expected=3,variant=naive"  # not a prediction
+
+
 def test_run_job_refuses_a_run_dir_outside_its_sweep(tmp_path):
     from study.sweep import Unsafe, run_job
     from tests.test_launchers import _cell_cfg
