@@ -14,10 +14,11 @@ after each timed block: 300 iterations of a pure-Python loop plus one dispatcher
 tensor add), the best of 3 (the best, so a preemption inside one run does not read as a slow
 phase). Seen levels (fast / slow, in us):
 
-- H200 VM, torch 2.11: this gauge's fast level 12.3-13.5 in every cell of two sweeps (45
-  cells each), its slow readings 16.6-27.0 (the median slow reading of a cell); the
-  300-iteration loop alone read 9.3-10.1 fast (shared/probes/phase_paired.py). The share of
-  rounds that ran fast went from 2% to 100% between cells of one sweep.
+- H200 VM, torch 2.11: this gauge's fast level 12.3-13.5 in every cell of four sweeps on three
+  machines (45 cells each), its slow readings 16.5-33.4 (the median slow reading of a cell);
+  the 300-iteration loop alone read 9.3-10.1 fast (shared/probes/phase_paired.py). The share
+  of rounds that ran fast went from 0% to 100% between cells of one sweep; a 10 s survey
+  (``python -m study.phase``) read 37% and 46% of its readings fast on two of the machines.
 - 2-core CPU box, torch 2.13, Python 3.11: 14.3-15.0 p1-p10, with stretches at 17-18 and
   21-25 lasting 0.1-1 s, in one process over 6 s.
 
@@ -27,8 +28,9 @@ were kept, and the speedups agreed within their intervals (linear 0.424-0.449x, 
 0.985-0.994x). The study skips: it times every round, so the slow ones are data too
 (``speedup_paired_slow``), at no cost in time.
 
-The rule: a round counts as fast when the larger of its two gauges is at most ``fast_ratio``
-(1.3) x the fast level. The fast level is the 10th percentile of the cell's own gauge readings,
+The rule: a round counts as fast when the larger of its two gauges, and of the round's before
+it, is at most ``fast_ratio`` (1.3) x the fast level (a fast reading right after a slow round
+is often a moment's dip inside a slow phase). The fast level is the 10th percentile of the cell's own gauge readings,
 or the host's, whichever is lower: the 10th percentile of the levels that earlier cells on this
 host (same hostname, Python and torch) recorded in the last 24 hours, each from 30 readings or
 more (``host_gauge.txt`` beside the device ceilings of ``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
@@ -122,9 +124,14 @@ class Phases:
         return quantile(self.readings, LEVEL_QUANTILE) if self.readings else None
 
     def fast(self, i: int, level: float | None = None) -> bool:
-        """Reading ``i`` is fast against ``level`` (the current one when not given; pass it
-        when judging many readings: ``level()`` sorts them all)."""
-        return self.readings[i] <= self.ratio * (self.level() if level is None else level)
+        """Round ``i`` ran fast: its gauges on both sides, and the round's before it, read
+        within ``ratio`` of ``level`` (the current one when not given; pass it when judging
+        many rounds: ``level()`` sorts every reading). A round after a slow one does not count:
+        deep in a slow phase the gauge reads fast now and then for a moment (on one H200 host
+        in a mostly slow phase, sdpa/default's 'fast' rounds read 0.86x where fast ones read
+        0.98x), while a fast phase lasts 70 ms and more, many rounds."""
+        bar = self.ratio * (self.level() if level is None else level)
+        return self.readings[i] <= bar and (i == 0 or self.readings[i - 1] <= bar)
 
     def fast_mask(self) -> list[bool]:
         level = self.level()
@@ -191,3 +198,49 @@ def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:
     level = phases.level()
     fast = [phases.fast(i, level) for i in gauges]
     return [k for k, f in enumerate(fast) if f], [k for k, f in enumerate(fast) if not f]
+
+
+def survey(seconds: float, every_s: float = 0.005) -> list[float]:
+    """Gauge readings every ``every_s`` for ``seconds``: the host's phases over time."""
+    gauge_us()  # the first one imports torch: not a reading
+    readings, t0 = [], time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        readings.append(gauge_us())
+        time.sleep(every_s)
+    return readings
+
+
+def main(argv: list[str]) -> None:
+    """python -m study.phase [SECONDS]: survey the host's gauge (10 s by default) and record its
+    fast level for the cells to come, so that the first cells of a sweep on a new machine know
+    it too (alone, a cell that spends all its timing in a slow phase takes that for fast)."""
+    import sys
+
+    from study.calibrate import cache_path
+
+    try:
+        seconds = float(argv[0]) if argv else 10.0
+    except ValueError:
+        seconds = -1.0
+    if len(argv) > 1 or not seconds > 0:
+        sys.exit("usage: python -m study.phase [SECONDS]   (a positive number; default 10)")
+    xs = survey(seconds)
+    ph = Phases(readings=xs)
+    level, slow = ph.level(), ph.slow_level()
+    path = cache_path().with_name(HOST_LEVEL_FILE)
+    if len(xs) >= MIN_LEVEL_READINGS:
+        why = record_host_level(path, level)
+    else:
+        why = f"too few readings to record ({len(xs)} < {MIN_LEVEL_READINGS}): survey for longer"
+    print(
+        f"host gauge over {seconds:g} s: fast level {level:.1f} us (10th percentile of "
+        f"{len(xs)} readings), {sum(ph.fast_mask()) / len(xs):.0%} of them within "
+        f"{ph.ratio}x of it" + (f", the others' median {slow:.1f} us" if slow else "")
+    )
+    print(why or f"recorded in {path}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
