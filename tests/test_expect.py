@@ -197,6 +197,15 @@ def test_a_sweep_shows_the_broken_prediction_first_everywhere(tmp_path):
     rep = cli_report(sweep)
     assert rep.index("## Surprises") < rep.index("## Environment")
     assert "kernels_per_step: expected 999" in rep
+    # predict, then look again without measuring again: a resume checks new predictions
+    r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY, "resume=true",
+            "+expect.status=ok", "+expect.kernels_per_step=998", "+expect.copies_per_step=0")  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "ok already, skipped" in r.stdout
+    (x,) = io.read_csv(sweep / "runs.csv")
+    assert (x["expectations"], x["surprises"]) == ("3", "2") and "expected 998" in x[
+        "surprise_detail"
+    ]
 
 
 def cli_report(sweep):
@@ -215,19 +224,3 @@ def test_a_typo_in_a_predictions_column_stops_at_start_naming_the_nearest(tmp_pa
     r = cli("-m", "variant=naive", f"out_root={tmp_path}", *TINY, "+expect.kernel_per_step=1")
     assert r.returncode == 2 and "nearest: kernels_per_step" in r.stderr, r.stderr[-800:]
     assert "Traceback" not in r.stderr and not (tmp_path / "sweeps").exists()
-
-
-@pytest.mark.slow
-def test_a_resume_checks_new_predictions_against_the_rows_it_keeps(tmp_path):
-    """Predict, then look again, without measuring again."""
-    from study import io
-
-    r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY)
-    assert r.returncode == 0, r.stderr[-2000:]
-    r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY, "resume=true",
-            "+expect.kernels_per_step=999")  # fmt: skip
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "ok already, skipped" in r.stdout
-    (sweep,) = (tmp_path / "sweeps").iterdir()
-    (x,) = io.read_csv(sweep / "runs.csv")
-    assert x["surprises"] == "1" and "expected 999" in x["surprise_detail"]

@@ -18,7 +18,10 @@ def test_the_quickstarts_latency_and_paired_speedup_tell_one_story(tmp_path):
     agrees with the paired speedup within 20% in every compiled row (they come from the same
     rounds, in the same host phase; before, they were timed at different moments and read
     0.84x against 1.14x)."""
-    r = cli("-m", "variant=naive,flash", "compile=off,default", f"out_root={tmp_path}")
+    # the quickstart as the README runs it; timing.max_s=3 keeps CI short when the box sits in a
+    # slow phase (the rows then say mixed or slow, and the story must hold all the same)
+    r = cli("-m", "variant=naive,flash", "compile=off,default", f"out_root={tmp_path}",
+            "timing.max_s=3")  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     rows = io.read_csv(sweep_dir(tmp_path) / "runs.csv")
     compiled = [x for x in rows if x["compile"] != "off"]
