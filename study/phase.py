@@ -30,10 +30,11 @@ were kept, and the speedups agreed within their intervals (linear 0.424-0.449x, 
 
 The rule: a round counts as fast when the larger of its two gauges, and of the round's before
 it, is at most ``fast_ratio`` (1.3) x the fast level (a fast reading right after a slow round
-is often a moment's dip inside a slow phase). The fast level is the 10th percentile of the cell's own gauge readings,
-or the host's, whichever is lower: the 10th percentile of the levels that earlier cells on this
-host (same hostname, Python and torch) recorded in the last 24 hours, each from 30 readings or
-more (``host_gauge.txt`` beside the device ceilings of ``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
+is often a moment's dip inside a slow phase). The fast level is the 10th percentile of the
+cell's own gauge readings, or the host's, whichever is lower: the 10th percentile of the levels
+that earlier cells on this host (same hostname, Python and torch) recorded in the last 24
+hours, each from 30 readings or more (``host_gauge.txt`` beside the device ceilings of
+``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
 the level made 99% of the blocks "slow" in one run (FIELD-NOTES). The host's level lets a cell
 that spent all its timing in a slow phase know it: its own 10th percentile is then a slow level
 (seen on the CPU box: a compiled cell at 22.2 us for all of its 1.2 s of timing, against 15.6

@@ -202,8 +202,8 @@ def rounds(
     """The steady-state timing of a cell, in rounds between two gauges of the host's speed
     (``phases``: study.phase.Phases). A round is a pair of eager and compiled blocks (with
     ``eager``: ABBA order over rounds), then a chunk of ``repeat / CHUNKS`` calls of ``step``
-    timed as ``_calls`` does (after ``lead_in`` untimed calls). Per-call latency and the paired speedup
-    are so taken at the same moments, in the same host phase.
+    timed as ``_calls`` does (after ``lead_in`` untimed calls). Per-call latency and the paired
+    speedup are so taken at the same moments, in the same host phase.
 
     Rounds go on until ``repeat`` per-call samples and ``pairs`` pairs ran in the fast phase, or
     ``max_s`` seconds passed once ``MIN_ROUNDS`` rounds ran in all (the fewest a 95% interval

@@ -198,8 +198,9 @@ def test_a_sweep_shows_the_broken_prediction_first_everywhere(tmp_path):
     assert rep.index("## Surprises") < rep.index("## Environment")
     assert "kernels_per_step: expected 999" in rep
     # predict, then look again without measuring again: a resume checks new predictions
+    again = ("+expect.status=ok", "+expect.kernels_per_step=998", "+expect.copies_per_step=0")
     r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY, "resume=true",
-            "+expect.status=ok", "+expect.kernels_per_step=998", "+expect.copies_per_step=0")  # fmt: skip
+            *again)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     assert "ok already, skipped" in r.stdout
     (x,) = io.read_csv(sweep / "runs.csv")
