@@ -38,7 +38,7 @@ LOADED_OTHER_CORES = 0.25  # others' CPU on the cell's cores, in cores, above wh
 # ... and at least this many clock ticks of it: a 50 ms timed phase on the 2-core CPU box read
 # 0.38 cores "other" from 2 ticks of rounding (busy and own time are both counted in ticks)
 MIN_TICKS = 4
-MIN_WATCH_S = 0.2  # the least a cell's cores are watched (HostLoad.at_least)
+MIN_WATCH_S = 0.1  # the least a cell's cores are watched (HostLoad.at_least)
 
 
 def parse_cores(spec: str) -> list[int]:
