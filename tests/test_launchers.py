@@ -215,8 +215,11 @@ def test_a_sweep_that_stops_at_its_check_ends_its_job_processes_at_once(tmp_path
             os.kill(pid, 0)
         except ProcessLookupError:
             return False
-        with open(f"/proc/{pid}/stat") as f:  # a zombie is gone but for its parent's wait
-            return f.read().split(")")[-1].split()[0] != "Z"
+        try:
+            with open(f"/proc/{pid}/stat") as f:  # a zombie is gone but for its parent's wait
+                return f.read().split(")")[-1].split()[0] != "Z"
+        except FileNotFoundError:  # it exited between the two looks
+            return False
 
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
