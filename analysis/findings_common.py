@@ -7,9 +7,8 @@ the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.
 measurable difference" (``study.stats.verdict``). A cell run in several fresh processes is one
 row (``analysis.load.cells``: medians, from the repeats timed in the host's fast phase where it
 has any), its interval the one that covers processes (``study.stats.across_processes``: a
-two-stage bootstrap, processes then pairs; the training tables too), and its spread over
-repeats quoted beside it. The v1 → v2 table alone shows ``analysis.compare``'s interval: the median of each
-end over the repeats, the one its regression thresholds use.
+two-stage bootstrap, processes then pairs; the training tables and ``analysis.compare``
+too), and its spread over repeats quoted beside it.
 """
 
 from __future__ import annotations

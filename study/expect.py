@@ -75,9 +75,14 @@ def is_scope(key: str, modes) -> bool:
     return "=" not in key and (modes is None or key in modes)
 
 
+def is_derived(column: str) -> bool:
+    """A figure computed over the sweep's rows (latency_rank, latency_vs.<variant>)."""
+    return column in DERIVED or column.startswith(DERIVED_PREFIX)
+
+
 def kind(column: str) -> str:
     """'bool', 'text' or 'number': how a column's values compare."""
-    if column in DERIVED or column.startswith(DERIVED_PREFIX):
+    if is_derived(column):
         return "number"
     if unit("runs", column) == "bool":
         return "bool"
@@ -94,7 +99,7 @@ def one(column: str, value, scope: tuple[str, ...] = ()) -> Expectation:
     """Parse one expectation; raises ExpectError naming the column and, for an unknown one,
     the nearest column names."""
     known = columns("runs")
-    if column not in known and column not in DERIVED and not column.startswith(DERIVED_PREFIX):
+    if column not in known and not is_derived(column):
         near = difflib.get_close_matches(column, [*known, *DERIVED], n=4, cutoff=0.6)
         hint = f"; nearest: {', '.join(near)}" if near else ""
         raise ExpectError(f"expect.{column}: no such runs.csv column (SCHEMA.md){hint}")
@@ -284,8 +289,7 @@ def evaluate(row: dict, rows: list[dict]) -> list[tuple[Expectation, object, boo
     for e in parse(json.loads(spec)):
         if not applies(e, row):
             continue
-        derive = e.column in DERIVED or e.column.startswith(DERIVED_PREFIX)
-        measured = derived(e, row, rows) if derive else row.get(e.column)
+        measured = derived(e, row, rows) if is_derived(e.column) else row.get(e.column)
         ok = holds(e, measured)
         if ok is not None:
             shown = measured if e.op == "regex" else _value(measured, kind(e.column))

@@ -116,10 +116,10 @@ class Phases:
 
     def level(self) -> float | None:
         """The fast level in us: the cell's 10th percentile, or the host's if lower."""
-        if not self.readings:
-            return self.host_level
-        own = quantile(self.readings, LEVEL_QUANTILE)
-        return own if self.host_level is None else min(own, self.host_level)
+        own = self.own_level()
+        if own is None or self.host_level is None:
+            return self.host_level if own is None else own
+        return min(own, self.host_level)
 
     def own_level(self) -> float | None:
         return quantile(self.readings, LEVEL_QUANTILE) if self.readings else None

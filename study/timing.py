@@ -12,7 +12,7 @@ They answer different questions and differ by tens of percent on small cells: ne
 compare across them. Every number reports its method next to it, and device time says
 whether L2 was flushed between calls (``L2``): a graph replay does not flush, do_bench does.
 
-4. Paired (``paired``): a compiled cell also times the same work eagerly, in alternating
+4. Paired (``rounds`` with ``eager``): a compiled cell also times the same work eagerly, in alternating
    blocks of ``calls`` back-to-back calls (eager, compiled, compiled, eager, ...). Each block
    starts after a synchronise and ``lead_in`` untimed calls: the first timed call then queues
    behind work already on the device, as in any back-to-back loop, instead of paying its own
@@ -144,19 +144,6 @@ def block_calls(latency_us: float | None, block_ms: float, least: int = 3, most:
     if not latency_us or latency_us <= 0:
         return least
     return max(least, min(most, round(block_ms * 1e3 / latency_us)))
-
-
-def paired(
-    eager, compiled, device: str, pairs: int, calls: int, lead_in: int = 0
-) -> tuple[list, list]:
-    """Per-call times of eager and compiled blocks, timed in alternation (ABBA order, so
-    neither side always runs first). Returns (eager samples, compiled samples), paired."""
-    e, c = [], []
-    for i in range(pairs):
-        a, b = _pair(eager, compiled, device, calls, lead_in, i)
-        e.append(a)
-        c.append(b)
-    return e, c
 
 
 def _pair(eager, compiled, device: str, calls: int, lead_in: int, i: int) -> tuple[float, float]:

@@ -32,7 +32,7 @@ def test_noise_widens_the_interval_until_it_holds_one():
 def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     """A block's first call pays a start-up (from an idle device: its launch; here a fake clock
     advanced by the step). The lead-in takes that call out of the timed ones."""
-    from study import timing
+    from study import phase, timing
 
     clock = {"ns": 0, "calls": 0}
 
@@ -46,8 +46,12 @@ def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     assert timing.block(step, "cpu", calls=4, lead_in=1) == pytest.approx(1.0)
     assert clock["calls"] == 5  # the lead-in is a real call, untimed
     clock.update(ns=0, calls=0)
-    e, c = timing.paired(step, step, "cpu", pairs=2, calls=4, lead_in=1)
-    assert e == [1.0, 1.0] and c == [1.0, 1.0] and clock["calls"] == 4 * 5
+    ph = phase.Phases(host_level=10.0)
+    ph.gauge = lambda: 10.0  # always fast: exactly the rounds the latency asks for
+    r = timing.rounds(step, "cpu", ph, repeat=10, max_s=60, lead_in=1, eager=step, pairs=2, calls=4)
+    assert len(r.gauges) == 10 and r.eager == [1.0] * 10 and r.compiled == [1.0] * 10
+    assert r.chunks == [[1.0]] * 10  # the chunk's first call queues behind its own lead-in
+    assert clock["calls"] == 10 * (2 * (1 + 4) + (1 + 1))
 
 
 def test_a_compiled_cell_times_eager_beside_itself(run_inline):
