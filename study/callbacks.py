@@ -18,6 +18,7 @@ process of a multirun:
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shlex
@@ -72,11 +73,29 @@ def shape_of(config: DictConfig) -> dict[str, list[str]]:
 
 
 def check_resume(config: DictConfig, sweep_dir: Path) -> None:
-    """Refuse to add to a sweep made with other fixed overrides."""
+    """Refuse to add to a sweep made with other fixed overrides, or one whose ``sweep.yaml``
+    is gone or unreadable (its overrides cannot be checked then)."""
     saved = sweep_dir / "sweep.yaml"
-    if not config.resume or not saved.exists():
+    if not config.resume:
         return
-    old = OmegaConf.to_container(OmegaConf.load(saved).get("overrides") or {})
+    if not sweep_dir.exists():
+        print(f"[study] resume=true: no sweep to resume; a new one in {sweep_dir}", flush=True)
+        return
+    if not saved.exists():
+        fail(
+            f"resume=true picked {sweep_dir}, but its sweep.yaml is missing, so its overrides "
+            "cannot be checked against these: restore that file, or drop resume=true for a new "
+            "sweep."
+        )
+    try:
+        old = OmegaConf.to_container(OmegaConf.load(saved).get("overrides") or {})
+        if not isinstance(old, dict):
+            raise ValueError(f"'overrides' is a {type(old).__name__}, not a mapping")
+    except Exception as e:  # noqa: BLE001 - YAML, OS or type: the file is what is wrong
+        fail(
+            f"{saved} is unreadable ({type(e).__name__}: {' '.join(str(e).split())[:200]}): "
+            "restore it, or drop resume=true for a new sweep."
+        )
     new = shape_of(config)
     diffs = []
     for k in sorted(set(old) | set(new)):
@@ -177,7 +196,7 @@ class Sweep(Callback):
         total = validate_sweep(config, name, meanwhile=functools.partial(_early, config))
         sweep_dir = Path(config.hydra.sweep.dir)
         check_resume(config, sweep_dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = take(sweep_dir, bool(config.resume))
         warm = jobs.join()  # the job processes started above (none: nothing to wait for)
         if warm.get("error"):
             print(f"[study] note: job processes not started early ({warm['error']})", flush=True)
@@ -199,12 +218,52 @@ class Sweep(Callback):
         from study.sweep import stop_prestarted
 
         stop_prestarted()
-        sys.exit(summary(Path(config.hydra.sweep.dir)))
+        code = summary(Path(config.hydra.sweep.dir))
+        release(getattr(self, "_lock", None))
+        sys.exit(code)
+
+
+LOCK = ".sweep.lock"  # one writer per sweep dir: held by the sweep's main process to the end
+
+
+def take(sweep_dir: Path, resume: bool):
+    """The sweep dir's lock (an open file under ``flock``), for this process to hold until
+    its summary. Another sweep that holds it, or a dir that already holds a sweep when this
+    one is no resume, stops the run here, before anything is written in the dir."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    f = open(sweep_dir / LOCK, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "a process that did not say which"
+        f.close()
+        fail(
+            f"{sweep_dir} is in use by another sweep ({holder}): wait for it to end, or start "
+            "a new sweep in another dir (drop resume=true, or give another hydra.sweep.dir)."
+        )
+    if not resume and any(p.name != LOCK for p in sweep_dir.iterdir()):
+        release(f)
+        fail(
+            f"{sweep_dir} already holds a sweep: add resume=true to add to it, or give a fresh "
+            "dir (another hydra.sweep.dir, or none for a new timestamped one)."
+        )
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}: {command()}\n")
+    f.flush()
+    return f
+
+
+def release(f) -> None:
+    if f is not None and not f.closed:
+        fcntl.flock(f, fcntl.LOCK_UN)
+        f.close()
 
 
 def command(extra: str = "") -> str:
     args = [a for a in sys.argv[1:] if a != "resume=true"]
-    return " ".join(["python -m study.run", *map(shlex.quote, args)] + ([extra] if extra else []))
+    return shlex.join(["python", "-m", "study.run", *args] + ([extra] if extra else []))
 
 
 def harness_failure(row: dict) -> bool:
@@ -238,7 +297,9 @@ def summary(sweep_dir: Path) -> int:
                 f"[study]   {r['run_id']}: {r['status']} ({r.get('reason', '')[:200]})", flush=True
             )
     print(
-        f"[study] rows: {path}\n[study] report: python -m analysis.report {sweep_dir}", flush=True
+        f"[study] rows: {path}\n[study] report: "
+        + shlex.join(["python", "-m", "analysis.report", str(sweep_dir)]),
+        flush=True,
     )
     checked = sum(int(float(r.get("expectations") or 0)) for r in rows)
     broke = [r for r in rows if float(r.get("surprises") or 0) > 0]

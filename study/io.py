@@ -13,6 +13,7 @@ import fcntl
 import os
 import sys
 from contextlib import contextmanager
+from io import StringIO
 from pathlib import Path
 
 from study import expect, metrics, revealed
@@ -77,6 +78,46 @@ def same_values(a: dict, b: dict, keys) -> bool:
 def read_csv(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+# What a run.csv row must hold to be trusted: every row, and by status.
+REQUIRED = ("run_id", "status", "variant", "compile", "config_hash")
+REQUIRED_BY_STATUS = {"ok": ("latency_median_us",)}  # any other status: ``reason``
+
+
+class Incomplete(ValueError):
+    """A run.csv that does not parse whole: cut short, or missing what its status needs."""
+
+
+def read_row(path: Path) -> dict:
+    """The one row of a cell's ``run.csv``, trusted only if it parses whole: the file ends
+    with its line break, the header is the schema's (a subset, for rows of older versions),
+    one row with as many fields as the header, and every column its status needs is filled
+    (``REQUIRED``; ok: a latency, any other status: a reason). Raises Incomplete, saying why."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise Incomplete(f"unreadable ({e})") from None
+    if not text.endswith("\n"):
+        raise Incomplete("it is cut short (no line break at its end)")
+    try:
+        reader = csv.DictReader(StringIO(text), restkey="\0extra", restval=None)
+        rows = list(reader)
+    except csv.Error as e:
+        raise Incomplete(f"it does not parse ({e})") from None
+    unknown = [c for c in reader.fieldnames or () if c not in set(columns("runs"))]
+    if unknown:
+        raise Incomplete(f"its header has columns the schema does not know: {unknown[:3]}")
+    if len(rows) != 1:
+        raise Incomplete(f"it holds {len(rows)} rows, not one")
+    (row,) = rows
+    if "\0extra" in row or None in row.values():
+        raise Incomplete("its row has another number of fields than its header")
+    need = REQUIRED + REQUIRED_BY_STATUS.get(row.get("status") or "", ("reason",))
+    empty = [c for c in need if not row.get(c)]
+    if empty:
+        raise Incomplete(f"its {row.get('status') or 'row'} row has no {', '.join(empty)}")
+    return row
 
 
 def _num(v):
@@ -144,9 +185,13 @@ def aggregate(sweep_dir: Path) -> Path | None:
         rows = []
         for p in run_csvs(sweep_dir):
             try:
-                rows.extend(read_csv(p))
-            except (OSError, csv.Error) as e:
-                print(f"[study] skipping unreadable {p}: {e}", file=sys.stderr)
+                rows.append(read_row(p))
+            except Incomplete as e:
+                print(
+                    f"[study] skipping {p.parent}: its run.csv is incomplete ({e}); "
+                    "resume=true runs it again",
+                    file=sys.stderr,
+                )
         if not rows:
             return None
         known = set(columns("runs"))

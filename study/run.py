@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import secrets
 import sys
 from pathlib import Path
 
@@ -31,15 +32,19 @@ SAFE = re.compile(r"[^A-Za-z0-9_.,=+\-@:]")
 
 
 def sweep_id(out_root: str, resume) -> str:
-    """A new timestamped sweep dir name, or with resume=true the newest existing sweep."""
+    """A new sweep dir name, the time and a random suffix (two sweeps started in the same
+    second get two dirs), or with resume=true the newest existing sweep dir (the sweep's
+    callback refuses one without its sweep.yaml, or one another sweep holds)."""
     key = (out_root, bool(resume))
     if key not in _SWEEP_IDS:
         root = Path(out_root) / "sweeps"
-        existing = sorted(p.parent.name for p in root.glob("*/sweep.yaml")) if root.exists() else []
-        if resume and existing:
-            _SWEEP_IDS[key] = existing[-1]
+        existing = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+        if resume and existing:  # by name (the time it started), then by age within a second
+            newest = max(existing, key=lambda p: (p.name[:19], p.stat().st_mtime))
+            _SWEEP_IDS[key] = newest.name
         else:
-            _SWEEP_IDS[key] = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+            stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+            _SWEEP_IDS[key] = f"{stamp}_{secrets.token_hex(2)}"
     return _SWEEP_IDS[key]
 
 
@@ -129,6 +134,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from study.usage import hydra_errors_are_config_errors
+
+    hydra_errors_are_config_errors()
     try:
         main()
     except KeyboardInterrupt:

@@ -308,13 +308,30 @@ def _why_rerun(run_dir: Path, want: str) -> str | None:
     if not p.exists():
         return "not finished"
     try:
-        rows = io.read_csv(p)
-    except (OSError, ValueError):
-        return "its run.csv is unreadable"
-    if not rows or rows[0].get("config_hash") != want:
-        return f"its configuration changed (config_hash {rows[0].get('config_hash') if rows else '?'} -> {want})"
-    bad = [r["status"] for r in rows if r.get("status") != "ok"]
-    return f"status {bad[0]}" if bad else None
+        row = io.read_row(p)
+    except io.Incomplete as e:
+        return f"its row was incomplete: {e}"
+    if row["config_hash"] != want:
+        return f"its configuration changed (config_hash {row['config_hash']} -> {want})"
+    return None if row["status"] == "ok" else f"status {row['status']}"
+
+
+def clear(run_dir: Path, sweep_dir: Path) -> None:
+    """Everything an earlier run of this cell left: its rows, trace, logs, generated code and
+    private compile cache (a resume after Ctrl-C or kill -9 found a half-built cache, and its
+    cold cell read 2 cache hits). A run dir that is the sweep dir (a single run) keeps the
+    sweep's own files."""
+    if run_dir.resolve() == sweep_dir.resolve():
+        for stale in STALE:
+            (run_dir / stale).unlink(missing_ok=True)
+        for d in ("generated", ".compile_cache"):
+            shutil.rmtree(run_dir / d, ignore_errors=True)
+        return
+    for p in run_dir.iterdir():
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
 
 
 def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = False) -> str:
@@ -339,7 +356,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
         if why is None:
             # counted as done in this sweep's progress; predictions are no part of a cell's
             # identity, so the ones this resume asks for replace those of the run that made it
-            row = io.read_csv(run_dir / "run.csv")[0]
+            row = io.read_row(run_dir / "run.csv")
             row["expect"] = block_of(resolved)
             io.write_csv(run_dir / "run.csv", [row], "runs")
             io.aggregate(sweep_dir)
@@ -347,9 +364,7 @@ def run_job(cfg, run_dir: Path, sweep_dir: Path, slots: int = 0, gpus: bool = Fa
             return "ok"
         if why != "not finished":
             print(f"[study] {name}: running again (resume=true): {why}", flush=True)
-    for stale in STALE:
-        (run_dir / stale).unlink(missing_ok=True)
-    shutil.rmtree(run_dir / "generated", ignore_errors=True)
+    clear(run_dir, sweep_dir)
     tmp = run_dir / ".cell.yaml.tmp"
     OmegaConf.save(OmegaConf.create(resolved), tmp)
     os.replace(tmp, run_dir / "cell.yaml")
