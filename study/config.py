@@ -260,11 +260,89 @@ def register_configs() -> None:
         OmegaConf.register_new_resolver("study_by_device", by_device)
 
 
+# The largest size of one shape key: index arithmetic in int32 (many kernels), and a bound
+# that turns shape.n=10**20 into a config error instead of a crash in the cell.
+MAX_SIZE = 2**31 - 1
+
+
 def positive(key: str, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"{key}={value!r} is not allowed: it must be a positive integer.")
+    if value > MAX_SIZE:
+        raise ConfigError(f"{key}={value} is too large: at most {MAX_SIZE} (2**31 - 1).")
+
+
+def _memory_bytes() -> int | None:
+    """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
+    cell's inputs are built there first), or None where /proc/meminfo is not."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def fits(shape: dict) -> None:
+    """Refuse a shape whose smallest possible tensor cannot fit: every workload holds at least
+    a matrix of two of its sizes (or one size squared), and its float64 reference needs 8
+    bytes an element. A lower bound, so it never refuses a shape that could run; a shape that
+    passes and still does not fit is a row with status oom, a result."""
+    sizes = sorted(((k, v) for k, v in shape.items() if v), key=lambda kv: kv[1])
+    if not sizes:
+        return
+    (k1, v1), (k2, v2) = sizes[-1], sizes[-2] if len(sizes) > 1 else sizes[-1]
+    need, have = 8 * v1 * v2, _memory_bytes()
+    if have and need > have:
+        raise ConfigError(
+            f"shape.{k1}={v1} with shape.{k2}={v2}: one {v1} x {v2} matrix in float64 (the "
+            f"reference) needs {need / 2**30:.0f} GiB, more than this host's "
+            f"{have / 2**30:.0f} GiB. Pick smaller shapes."
+        )
+
+
+def known_keys(parent: str = "") -> list[str]:
+    """The settings under ``parent`` (``""``: the top level), from the schema."""
+    node = OmegaConf.structured(CellConf)
+    node = OmegaConf.select(node, parent) if parent else node
+    return [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
+
+
+def unknown_nested_keys(cfg: DictConfig) -> list[str]:
+    """Keys below a typed group (``+shape.seqlen=32``) that the schema does not have. Open
+    mappings (``variant.kwargs``, ``compile.inductor``, ``family.shapes``) take any key."""
+    found: list[str] = []
+
+    def walk(schema: DictConfig, node: DictConfig, prefix: str) -> None:
+        known = set(schema.keys())  # ``in`` says False for a MISSING value (variant.name)
+        for k in node.keys():
+            key = f"{prefix}{k}"
+            if k not in known:
+                found.append(key)
+                continue
+            sub = schema._get_node(k)
+            if (
+                isinstance(sub, DictConfig)
+                and OmegaConf.get_type(sub) not in (dict, None)
+                and isinstance(node._get_node(k), DictConfig)
+            ):
+                walk(sub, node._get_node(k), key + ".")
+
+    schema = OmegaConf.structured(CellConf)
+    for k in schema.keys():
+        sub = schema._get_node(k)
+        if (
+            k in cfg
+            and isinstance(sub, DictConfig)
+            and OmegaConf.get_type(sub) not in (dict, None)
+            and isinstance(cfg._get_node(k), DictConfig)
+        ):
+            walk(sub, cfg._get_node(k), f"{k}.")
+    return found
 
 
 def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
@@ -280,6 +358,7 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
         positive(
             f"shape.{key}", c.shape[key] if isinstance(c, DictConfig) else getattr(c.shape, key)
         )
+    fits({k: c.shape[k] if isinstance(c, DictConfig) else getattr(c.shape, k) for k in SHAPE_KEYS})
     for key in ("window", "prefix", "documents", "block_size"):
         positive(
             f"family.{key}", c.family[key] if isinstance(c, DictConfig) else getattr(c.family, key)
@@ -388,7 +467,13 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
         from study.workloads import custom
 
         custom.check(c)
-    elif registry:
+        return
+    if c.variant.get("kwargs") if isinstance(c, DictConfig) else c.variant.kwargs:
+        raise ConfigError(
+            f"variant.kwargs apply to a variant of your own (variant.target), not to "
+            f"variant={c.variant.name}: drop them, or use variant=custom variant.target=..."
+        )
+    if registry:
         why = registered_variant_error(c.variant.name, sw.key)
         if why:
             raise ConfigError(why)

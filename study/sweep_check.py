@@ -42,11 +42,29 @@ def _overrides(config: DictConfig):
     return OverridesParser.create(config_loader=loader).parse_overrides(args)
 
 
+def unique(pts: list[list[str]]) -> list[list[str]]:
+    """Each point once, in order (a value given twice in a sweep makes the same point)."""
+    seen: set[tuple[str, ...]] = set()
+    return [p for p in pts if not (tuple(p) in seen or seen.add(tuple(p)))]
+
+
+def repeated_values(config: DictConfig) -> list[str]:
+    """``key=value`` for each value a sweep override gives more than once."""
+    out = []
+    for o in _overrides(config):
+        if o.is_sweep_override() and o.is_discrete_sweep():
+            vals = list(o.sweep_string_iterator())
+            out += [f"{o.get_key_element()}={v}" for v in dict.fromkeys(vals) if vals.count(v) > 1]
+    return out
+
+
 def points(config: DictConfig) -> list[list[str]]:
-    """Every job's overrides, in the order Hydra's basic sweeper runs them."""
+    """Every job's overrides, in the order the study's sweeper runs them (Hydra's basic
+    sweeper's, each point once)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-    return [p for batch in BasicSweeper.split_arguments(_overrides(config), None) for p in batch]
+    pts = [p for batch in BasicSweeper.split_arguments(_overrides(config), None) for p in batch]
+    return unique(pts)
 
 
 def _compose(overrides: list[str], config_name: str, master: DictConfig | None) -> DictConfig:
@@ -81,7 +99,9 @@ def _check_point(
     try:
         cfg = _compose(overrides, config_name, master)
     except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
-        return " ".join(str(e).split("Config search path")[0].split()), None, None
+        from study.usage import explain
+
+        return explain(e) or " ".join(str(e).split("Config search path")[0].split()), None, None
     why = _config_error(cfg, registry)
     if why or registry or cfg.variant.get("target") or cfg.variant.name == "custom":
         return why or _inductor_error(cfg), None, None
@@ -115,6 +135,12 @@ def _config_error(cfg: DictConfig, registry: bool) -> str | None:
         )
     except ValidationError as e:
         return " ".join(str(e).split()[:40])
+    from study.config import unknown_nested_keys
+    from study.usage import unknown_key
+
+    stray = unknown_nested_keys(cfg)
+    if stray:
+        return unknown_key(stray[0])
     try:
         validate(cfg, registry=registry)
     except ConfigError as e:
@@ -281,6 +307,9 @@ def validate_sweep(config: DictConfig, config_name: str, meanwhile: Callable | N
     from study.callbacks import fail
 
     pts = points(config)
+    twice = repeated_values(config)
+    if twice:
+        print(f"[study] note: {', '.join(twice)} given more than once: each cell runs once.")
     bad: dict[str, list[str]] = {}
     for p, why in zip(
         pts, _check_all(pts, config, config_name, meanwhile, check_workers(len(pts))), strict=True

@@ -18,6 +18,18 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
 
 class CheckedSweeper(BasicSweeper):
+    @staticmethod
+    def split_arguments(overrides, max_batch_size):
+        """Hydra's batches, each point once: ``variant=linear,linear`` runs one cell (Hydra
+        ran it twice, into one run dir). The sweep's callback says so in one line."""
+        from study.sweep_check import unique
+
+        batches = BasicSweeper.split_arguments(overrides, None)
+        points = unique([p for batch in batches for p in batch])
+        if max_batch_size is None:
+            return [points]
+        return [points[i : i + max_batch_size] for i in range(0, len(points), max_batch_size)]
+
     def validate_batch_is_legal(self, batch) -> None:
         """Done for every point by the study's callback at the start of the sweep, if it ran."""
         from study import callbacks

@@ -58,6 +58,12 @@ def locate(path: str, key: str):
             raise ConfigError(
                 f"{key}={path!r}: importing module {mod_name!r} failed: {type(e).__name__}: {e}"
             ) from None
+        except SystemExit as e:  # a script's sys.exit() at import would end the sweep
+            raise ConfigError(
+                f"{key}={path!r}: importing module {mod_name!r} called sys.exit({e.code!r}): a "
+                "workload's module must not exit at import; move that code under "
+                "`if __name__ == '__main__':`."
+            ) from None
         for j, attr in enumerate(parts[i:]):
             if not hasattr(obj, attr):
                 sub = ".".join(parts[: i + 1])
@@ -115,6 +121,58 @@ def _shape_params(fn, key: str, given=()) -> tuple[str, ...]:
     return tuple(keys)
 
 
+SIMPLE = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _simple_types(annotation) -> tuple[type, ...] | None:
+    """The plain types an annotation allows (``int``, ``float | None``, ``"int"``), or None
+    when it allows more than plain values (or says nothing): then any value passes."""
+    import typing
+
+    if isinstance(annotation, str):  # from __future__ import annotations
+        parts = [a.strip() for a in annotation.replace("Optional[", "").rstrip("]").split("|")]
+        if all(a in SIMPLE or a == "None" for a in parts):
+            return tuple(SIMPLE[a] if a != "None" else type(None) for a in parts)
+        return None
+    if annotation in SIMPLE.values():
+        return (annotation,)
+    args = typing.get_args(annotation)
+    if args and all(a in SIMPLE.values() or a is type(None) for a in args):
+        return args
+    return None
+
+
+def _accepts(value, types: tuple[type, ...]) -> bool:
+    if float in types and isinstance(value, int) and not isinstance(value, bool):
+        return True  # 2 for a float
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def check_kwargs(factory, kwargs: dict) -> None:
+    """``variant.kwargs`` against the factory's signature: names it takes, and values of the
+    plain type its annotations say (``dim: int`` refuses ``dim=abc``), before any cell runs."""
+    params = _params(factory, "variant.target")
+    by_name = {p.name: p for p in _named(params)}
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in params)
+    unknown = [k for k in kwargs if k not in by_name and not k.startswith("_")]
+    if unknown and not takes_any:
+        raise ConfigError(
+            f"variant.kwargs: {', '.join(unknown)} is no parameter of the factory "
+            f"{getattr(factory, '__qualname__', factory)}; it takes: {', '.join(by_name)}."
+        )
+    for k, v in kwargs.items():
+        p = by_name.get(k)
+        types = _simple_types(p.annotation) if p is not None else None
+        if types and not _accepts(v, types):
+            want = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            raise ConfigError(
+                f"variant.kwargs.{k}={v!r} is a {type(v).__name__}, but the factory's {k} takes "
+                f"{want}."
+            )
+
+
 def _parts(variant) -> dict:
     """The located pieces of a custom variant config, and the shape keys they ask for."""
     target = variant.target
@@ -138,6 +196,7 @@ def _parts(variant) -> dict:
             )
     ref = locate(variant.reference, "variant.reference") if variant.get("reference") else None
     flops_fn = locate(variant.flops, "variant.flops") if variant.get("flops") else None
+    check_kwargs(factory, kwargs)
     keys = list(_shape_params(factory, "variant.target", given=kwargs))
     keys += _shape_params(inputs_fn, "variant.inputs", given=INPUT_EXTRAS)
     if flops_fn is not None:
