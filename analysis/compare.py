@@ -4,17 +4,31 @@ A and B are sweep dirs or committed results dirs (several ``source``s), e.g. the
 under two torch versions; ``DIR:SOURCE`` picks one source of a results dir. Cells are matched
 by their configuration (variant, compile, pass, dtype, device, shape, causal, and the Inductor
 patches/fullgraph/dynamic and the attention mask/score_mod where both sides record them), never
-by run id, and within the same source name when both sides have it. Per cell and per variant it reports the change in
-latency, speedup (paired when measured), compile time, kernels per forward and peak memory,
-and flags regressions with the thresholds of PyTorch's compiler dashboard (torchci
-``components/benchmark/compilers/common.ts``): 5% relative change in latency and compile time,
-a speedup below 0.95x of the base, peak memory up 20%. A cell's own interval widens its
-threshold: the spread over repeats (fresh processes), and the 95% interval of a paired
-speedup. Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the
-summary. Where both sides have ``autotune.csv``, a max-autotune cell that picked another
-choice for an op is named with the times behind both picks (``analysis.autotune_diff``): with
-the same torch, a change of kernels that is the benchmark's, not the code's. Reads only CSVs;
-never imports torch.
+by run id, and within the same source name when both sides have it; every cell, whatever its
+status. A cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
+unsupported, ...) is a regression, said first; one not ok in A and ok in B is said "now ok"
+(not counted as an improvement); cells only in A or B are listed with their status.
+
+Per cell and per variant it reports the change in latency, speedup (paired when measured),
+compile time, kernels per forward and peak memory, and flags regressions with the thresholds
+of PyTorch's compiler dashboard (torchci ``components/benchmark/compilers/common.ts``): 5%
+relative change in latency and compile time, a speedup below 0.95x of the base, peak memory up
+20%. A cell's own interval widens its threshold: the spread over repeats (fresh processes),
+and the 95% interval of a paired speedup.
+
+Noise is not change. A latency change past its threshold counts (regressed or improved) only
+when the two sides' latency intervals do not overlap: B's entirely above A's, or entirely
+below. A side's interval is the range of its repeats' medians (one per fresh process) when the
+cell has 2 or more usable repeats there, else the row's per-call spread ``latency_p10_us`` to
+``latency_p90_us`` (conservative: a one-process cell must move by more than its calls spread),
+else its median alone (old rows). A change past the threshold whose intervals overlap is
+"within noise": neither regressed nor improved, counted apart in the summary.
+
+Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the summary, then
+the regressions (cells no longer ok first), the cells now ok and those only in B. Where both
+sides have ``autotune.csv``, a max-autotune cell that picked another choice for an op is named
+with the times behind both picks (``analysis.autotune_diff``): with the same torch, a change
+of kernels that is the benchmark's, not the code's. Reads only CSVs; never imports torch.
 """
 
 from __future__ import annotations
@@ -37,6 +51,16 @@ SPEEDUP = 0.95  # SPEEDUP_THRESHOLD: B's speedup below 0.95x of A's
 COMPILE = 0.05  # compilation latency uses RELATIVE_THRESHOLD too
 MEMORY = 0.20  # PEAK_MEMORY_USAGE_RELATIVE_THRESHOLD
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
+RULE = (
+    "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
+    f"latency or compile time up more than {LATENCY:.0%}, speedup below {SPEEDUP}x of A's, "
+    f"peak memory up more than {MEMORY:.0%} (PyTorch's compiler dashboard), each widened by "
+    "the cell's own spread over repeats and a paired speedup's 95% interval. A latency change "
+    "past that counts only when the two sides' intervals do not overlap (B's entirely above "
+    "A's: regressed; entirely below: improved); else it is within noise, counted apart. A "
+    "side's interval: the range of its repeats' medians with 2 or more repeats, else the "
+    "calls' p10–p90 spread."
+)
 
 
 def side(arg: str) -> tuple[dict, str]:
@@ -84,22 +108,56 @@ def _spread(r: pd.DataFrame, col: str) -> pd.Series:
     return (r[c].fillna(0) / 200) if c in r else pd.Series(0.0, index=r.index)
 
 
-def match(da: dict, db: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(matched cells, only in A, only in B); ok cells only."""
-    ra = da["runs"][da["runs"]["status"] == "ok"]
-    rb = db["runs"][db["runs"]["status"] == "ok"]
+def latency_interval(r: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """(low, high, what it is) of each cell's latency median (module doc): the range over its
+    usable repeats when it has 2 or more, else its calls' p10–p90, else the median alone."""
+    med = _num(r, "latency_median_us")
+    fast = _num(r, "n_repeats_fast")
+    used = fast.where(fast > 0, _num(r, "n_repeats_ok"))
+    lo_r, hi_r = _num(r, "latency_median_us_min"), _num(r, "latency_median_us_max")
+    many = (used >= 2) & lo_r.notna() & hi_r.notna()
+    p10, p90 = _num(r, "latency_p10_us"), _num(r, "latency_p90_us")
+    calls = ~many & p10.notna() & p90.notna()
+    lo = lo_r.where(many, p10.where(calls, med))
+    hi = hi_r.where(many, p90.where(calls, med))
+    what = pd.Series(np.where(many, "repeats", np.where(calls, "p10–p90", "")), index=r.index)
+    return lo, hi, what
+
+
+def _status(r: pd.DataFrame) -> pd.Series:
+    return r["status"].fillna("").astype(str) if "status" in r else pd.Series("ok", index=r.index)
+
+
+def _one_per_key(x: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, an ok one where there is one."""
+    bad = (x["status"] != "ok").to_numpy()
+    return x.iloc[np.argsort(bad, kind="stable")].drop_duplicates("_key").sort_index()
+
+
+def match(
+    da: dict, db: dict, every_status: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(matched cells, only in A, only in B): every cell whatever its status with
+    ``every_status`` (what this module reports), else ok cells only (``findings_v1``'s
+    speedups)."""
+    ra, rb = da["runs"], db["runs"]
+    if not every_status:
+        ra, rb = ra[ra["status"] == "ok"], rb[rb["status"] == "ok"]
     extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
     ka, kb = keyed(ra, extra), keyed(rb, extra)
     for k in (ka, kb):
+        k["status"] = _status(k)
         k["lat_w"], k["cmp_w"] = _spread(k, "latency_median_us"), _spread(k, "compile_s")
         k["mem_w"] = _spread(k, "peak_mem_alloc_bytes")
-    keep = ["source", "run_id", "variant", "compile", "family", "_key", "latency_median_us", "sp",
-            "sp_lo", "sp_hi", "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
-            "lat_w", "cmp_w", "mem_w", *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
+        k["lat_lo"], k["lat_hi"], k["lat_iv"] = latency_interval(k)
+    keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
+            "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
+            "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes", "lat_w",
+            "cmp_w", "mem_w", *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):
-        xa = ka[ka["source"] == sa].drop_duplicates("_key")
-        xb = kb[kb["source"] == sb].drop_duplicates("_key")
+        xa = _one_per_key(ka[ka["source"] == sa])
+        xb = _one_per_key(kb[kb["source"] == sb])
         m = xa[[c for c in keep if c in xa]].merge(
             xb[[c for c in keep if c in xb]], on="_key", suffixes=("_a", "_b")
         )
@@ -116,10 +174,21 @@ def _num(m: pd.DataFrame, col: str) -> pd.Series:
     return m[col].astype(float) if col in m else pd.Series(np.nan, index=m.index)
 
 
+def _statuses(m: pd.DataFrame) -> None:
+    """``lost``: ok in A, not in B (a regression); ``now_ok``: the other way round."""
+    a = m["status_a"].fillna("").astype(str) if "status_a" in m else pd.Series("ok", m.index)
+    b = m["status_b"].fillna("").astype(str) if "status_b" in m else pd.Series("ok", m.index)
+    m["lost"] = (a == "ok") & (b != "ok")
+    m["now_ok"] = (a != "ok") & (b == "ok")
+    m["status_change"] = np.where(a != b, a + " → " + b, "")
+
+
 def judge(m: pd.DataFrame) -> pd.DataFrame:
-    """Ratios B/A and the flags: regression (worse beyond threshold + own interval), improved."""
+    """Ratios B/A and the flags: regression (no longer ok; or worse beyond threshold + own
+    interval, and for latency beyond the noise of both sides), improved, within noise."""
     if m.empty:
         return m
+    _statuses(m)
     for c in ("variant", "compile", "family"):
         m[c] = m[f"{c}_a"]
     for c in CONFIG_KEY:
@@ -138,15 +207,21 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     sp_b_hi = _num(m, "sp_hi_b").fillna(_num(m, "sp_b"))
     sp_a_hi = _num(m, "sp_hi_a").fillna(_num(m, "sp_a"))
     sp_b_lo = _num(m, "sp_lo_b").fillna(_num(m, "sp_b"))
+    # Latency past its threshold counts only where the sides' intervals do not overlap.
+    up, down = m["latency"] > 1 + lat_t, m["latency"] < 1 - lat_t
+    above = _num(m, "lat_lo_b") > _num(m, "lat_hi_a")
+    below = _num(m, "lat_hi_b") < _num(m, "lat_lo_a")
+    m["within_noise"] = np.where((up & ~above) | (down & ~below), "latency", "")
     flags = {
-        "latency": (m["latency"] > 1 + lat_t, m["latency"] < 1 - lat_t),
+        "latency": (up & above, down & below),
         "speedup": (sp_b_hi < SPEEDUP * sp_a_lo, sp_b_lo > sp_a_hi / SPEEDUP),
         "compile time": (m["compile_time"] > 1 + cmp_t, m["compile_time"] < 1 - cmp_t),
         "peak memory": (m["memory"] > 1 + mem_t, m["memory"] < 1 - mem_t),
     }
     worse, better = [], []
     for i in range(len(m)):
-        worse.append(", ".join(k for k, (w, _) in flags.items() if bool(w.iloc[i])))
+        lost = [f"status ok → {m['status_b'].iloc[i] or '?'}"] if m["lost"].iloc[i] else []
+        worse.append(", ".join(lost + [k for k, (w, _) in flags.items() if bool(w.iloc[i])]))
         better.append(", ".join(k for k, (_, b) in flags.items() if bool(b.iloc[i])))
     m["regressed"], m["improved"] = worse, better
     return order(m).reset_index(drop=True)
@@ -168,6 +243,7 @@ def per_variant(m: pd.DataFrame) -> pd.DataFrame:
                 "peak memory B/A": geomean(g["memory"]),
                 "regressions": int((g["regressed"] != "").sum()),
                 "improvements": int((g["improved"] != "").sum()),
+                "within noise": int((g["within_noise"] != "").sum()),
             }
         )
     return pd.DataFrame(rows)
@@ -175,6 +251,16 @@ def per_variant(m: pd.DataFrame) -> pd.DataFrame:
 
 def _pct(x) -> str:
     return "" if x != x else f"{'+' if x >= 1 else '−'}{sig(abs(x - 1) * 100, 2)}%"
+
+
+def _arrows(a: pd.Series, b: pd.Series, unit: str = "") -> list[str]:
+    """'A → B' per cell, '—' for a side without the number (a cell not ok there)."""
+
+    def one(x) -> str:
+        return "—" if x != x else f"{sig(x)}{unit}"
+
+    return ["" if x != x and y != y else f"{one(x)} → {one(y)}"
+            for x, y in zip(a.astype(float), b.astype(float), strict=True)]  # fmt: skip
 
 
 def cell_table(m: pd.DataFrame) -> pd.DataFrame:
@@ -185,23 +271,47 @@ def cell_table(m: pd.DataFrame) -> pd.DataFrame:
     for c in SHAPE_KEYS:
         if c in m and m[c].nunique() > 1:
             out[c] = m[c].astype("Int64")
-    out["latency µs A → B"] = [f"{sig(a)} → {sig(b)}" for a, b in zip(
-        m["latency_median_us_a"], m["latency_median_us_b"], strict=True)]  # fmt: skip
+    out["latency µs A → B"] = _arrows(m["latency_median_us_a"], m["latency_median_us_b"])
     out["latency"] = m["latency"].map(_pct)
-    out["speedup A → B"] = [
-        "" if a != a else f"{sig(a)}x → {sig(b)}x"
-        for a, b in zip(m["sp_a"], m["sp_b"], strict=True)
-    ]
+    out["speedup A → B"] = _arrows(m["sp_a"], m["sp_b"], "x")
     out["compile time"] = m["compile_time"].map(_pct)
     out["kernels"] = m["kernels"].map(lambda x: "" if x != x or x == 0 else f"{x:+g}")
     out["peak memory"] = m["memory"].map(_pct)
+    if "status_change" in m and (m["status_change"] != "").any():
+        out["status A → B"] = m["status_change"]
     out["regressed"], out["improved"] = m["regressed"], m["improved"]
+    if "within_noise" in m and (m["within_noise"] != "").any():
+        out["within noise"] = [_noise(r) for _, r in m.iterrows()]
     return out
 
 
+def _noise(r) -> str:
+    """'latency: A 85.0–120 µs (p10–p90), B 76.5–108 µs (p10–p90)' for a cell within noise."""
+    if not r["within_noise"]:
+        return ""
+    side = [f"{x} {sig(r[f'lat_lo_{k}'])}–{sig(r[f'lat_hi_{k}'])} µs"
+            + (f" ({r[f'lat_iv_{k}']})" if r[f"lat_iv_{k}"] else "")
+            for x, k in (("A", "a"), ("B", "b"))]  # fmt: skip
+    return f"latency: {', '.join(side)}"
+
+
+def regressions(m: pd.DataFrame) -> pd.DataFrame:
+    """The regressed cells, those no longer ok first."""
+    if m.empty:
+        return m
+    reg = m[m["regressed"] != ""]
+    return pd.concat([reg[reg["lost"]], reg[~reg["lost"]]])
+
+
+def _count(m: pd.DataFrame, col: str) -> int:
+    if not len(m) or col not in m:
+        return 0
+    return int(m[col].sum()) if m[col].dtype == bool else int((m[col] != "").sum())
+
+
 def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
-    n_reg = int((m["regressed"] != "").sum()) if len(m) else 0
-    n_imp = int((m["improved"] != "").sum()) if len(m) else 0
+    n_reg, n_imp = _count(m, "regressed"), _count(m, "improved")
+    n_lost, n_noise, n_now = _count(m, "lost"), _count(m, "within_noise"), _count(m, "now_ok")
     parts = [f"{len(m)} cells matched ({len(only_a)} only in A, {len(only_b)} only in B)"]
     if len(m):
         names = (("latency", "latency"), ("speedup", "speedup"),
@@ -209,7 +319,12 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
         gm = [(name, geomean(m[col])) for col, name in names]
         parts.append("geomean B/A: " + ", ".join(
             f"{name} {sig(v)}x" if v == v else f"{name} n/a" for name, v in gm))  # fmt: skip
-    parts.append(f"{n_reg} regression{'s' if n_reg != 1 else ''}, {n_imp} improved")
+    parts.append(
+        f"{n_reg} regression{'s' if n_reg != 1 else ''}"
+        + (f" ({n_lost} no longer ok)" if n_lost else "")
+        + f", {n_imp} improved, {n_noise} within noise"
+        + (f", {n_now} now ok" if n_now else "")
+    )
     if "autotune" in m:
         n_at = int(((m["autotune"] != "") & ~m["autotune_tie"]).sum())
         n_tie = int(((m["autotune"] != "") & m["autotune_tie"]).sum())
@@ -226,9 +341,18 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
+    """(the summary line, the matched cells); writes the files into ``out`` unless None."""
+    line, m, _, _ = compare(a, b, out)
+    return line, m
+
+
+def compare(
+    a: str, b: str, out: Path | None
+) -> tuple[str, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``build``, with the cells only in A and only in B."""
     da, la = side(a)
     db, lb = side(b)
-    m, only_a, only_b = match(da, db)
+    m, only_a, only_b = match(da, db, every_status=True)
     if len(m):
         at = autotune_diff.changes(da, db, m)
         m["autotune"] = [x for x, _ in at]
@@ -240,15 +364,10 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
         tv = ", ".join(sorted({str(x) for x in r.get("torch_version", pd.Series()).dropna()}))
         dev = ", ".join(sorted({str(x) for x in r.get("device_name", pd.Series()).dropna()}))
         env.append(f"{lab}: {len(r)} cells, torch {tv or '?'}, {dev or '?'}")
-    thresholds = (
-        f"Regression: latency or compile time up more than {LATENCY:.0%}, speedup below "
-        f"{SPEEDUP}x of A's, peak memory up more than {MEMORY:.0%} (PyTorch's compiler "
-        "dashboard), each widened by the cell's own spread over repeats and a paired "
-        "speedup's 95% interval."
-    )
+    thresholds = RULE
     md = ["# What changed: A → B", "", f"A = {env[0]}  ", f"B = {env[1]}", "", f"**{line}**", "",
           thresholds, "", "## Per variant (geometric means)", "", _md(per_variant(m)),
-          "## Regressions", "", _md(cell_table(m[m["regressed"] != ""]) if len(m) else m),
+          "## Regressions", "", _md(cell_table(regressions(m)) if len(m) else m),
           "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
     picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
     if len(picks):
@@ -261,14 +380,14 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
                f"{autotune_diff.TIE:.0%} in B's benchmark.", "", _md(t)]  # fmt: skip
     for name, x in (("Only in A", only_a), ("Only in B", only_b)):
         if len(x):
-            md += [f"## {name}", "", _md(x[["source", "variant", "compile", "run_id"]])]
+            md += [f"## {name}", "", _md(x[["source", "variant", "compile", "status", "run_id"]])]
     text = "\n".join(md) + "\n"
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text)
         drop = [c for c in m.columns if c.startswith("_")]
         m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
-        if len(m):
+        if len(m) and m["latency"].notna().any():  # a cell ok on both sides
             from analysis import fig_compare
 
             fig, _ = fig_compare.changes(m, la, lb)
@@ -279,29 +398,53 @@ def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
             import matplotlib.pyplot as plt
 
             plt.close(fig)
-    return line, m
+    return line, m, only_a, only_b
+
+
+def _cell(r) -> str:
+    return f"{r['source_a']}: {r['variant']} · {r['compile']}"
+
+
+def _first_line(reason, n: int = 100) -> str:
+    """A reason's first line, cut to ``n`` characters, or 'no reason given'."""
+    if not isinstance(reason, str) or not reason.strip():
+        return "no reason given"
+    first = reason.strip().splitlines()[0]
+    return first if len(first) <= n else first[: n - 1] + "…"
+
+
+def _print_only(x: pd.DataFrame, where: str, n: int = 10) -> None:
+    for _, r in x.head(n).iterrows():
+        print(f"  {where}: {r['source']}: {r['variant']} · {r['compile']} ({r['status'] or '?'})")
+    if len(x) > n:
+        print(f"  {where}: {len(x) - n} more in compare.md")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m analysis.compare", description=__doc__.split("\n\n")[0]
+        prog="python -m analysis.compare", description=__doc__.split("\n\n")[0], epilog=RULE
     )
     ap.add_argument("a", help="base: a sweep dir or results dir (DIR:SOURCE for one source)")
     ap.add_argument("b", help="new: the same")
     ap.add_argument("--out", help="where compare.md/.csv/.png go (default outputs/compare/<time>)")
-    ap.add_argument("--fail-on-regression", action="store_true", help="exit 1 if any regression")
+    ap.add_argument("--fail-on-regression", action="store_true",
+                    help="exit 1 if any regression, a cell no longer ok included")  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out) if args.out else (
         Path("outputs") / "compare" / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))  # fmt: skip
     try:
-        line, m = build(args.a, args.b, out)
+        line, m, _, only_b = compare(args.a, args.b, out)
     except FileNotFoundError as e:
         sys.exit(f"analysis.compare: {e}")
     print(line)
-    reg = m[m["regressed"] != ""] if len(m) else m
+    reg = regressions(m)
     for _, r in reg.iterrows():
-        print(f"  regressed: {r['source_a']}: {r['variant']} · {r['compile']} ({r['regressed']};"
-              f" latency {_pct(r['latency'])})")  # fmt: skip
+        print(f"  regressed: {_cell(r)} ({r['regressed']}" + (
+            f": {_first_line(r.get('reason_b'))})" if r["lost"] else
+            f"; latency {_pct(r['latency'])})"))  # fmt: skip
+    for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
+        print(f"  now ok: {_cell(r)} ({r['status_a'] or '?'} in A)")
+    _print_only(only_b, "only in B")
     picks = m[(m["autotune"] != "") & ~m["autotune_tie"]] if "autotune" in m else m.iloc[0:0]
     for _, r in picks.iterrows():
         print(f"  autotune: {r['source_a']}: {r['variant']} · {r['compile']}: {r['autotune']}")

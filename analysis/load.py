@@ -10,11 +10,22 @@ Figures get ONE row per cell (``cells``): numbers are the median over its ok rep
 ``<col>_min``/``<col>_max`` and ``<col>_spread_pct`` for the headline columns and
 ``n_repeats``; the raw rows stay in ``load()["repeats"]``. A cell is its ``config_hash`` when
 the rows have one, else (source, run_id, pass).
+
+A sweep dir's ``runs.csv`` is checked against its run dirs before it is read (``check_sweep``):
+a finished cell is a run dir with a ``run.csv``. Where they disagree (a finished cell missing,
+a row whose run dir is gone, a file cut short or unparseable, or no runs.csv at all) it is
+rebuilt from the run dirs (``study.io.aggregate``) with one line on stderr saying why; where
+it cannot be rebuilt, the analysis stops and says which cells are missing. A results dir of
+committed CSVs (no run dirs) is read as it is.
 """
 
 from __future__ import annotations
 
+import csv
 import glob
+import io
+import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -158,12 +169,109 @@ def expand(args: list[str]) -> list[Path]:
             p = Path(h)
             if p.is_file() and p.name == "runs.csv":
                 p = p.parent
-            if not (p / "runs.csv").exists():
+            if not (p / "runs.csv").exists() and not study_io.run_csvs(p):
                 raise FileNotFoundError(
                     f"{p} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)"
                 )
             out.append(p)
     return out
+
+
+def _names(ids, n: int = 5) -> str:
+    ids = sorted(ids)
+    more = f" and {len(ids) - n} more" if len(ids) > n else ""
+    return ", ".join(ids[:n]) + more
+
+
+def finished_cells(d: Path) -> list[str]:
+    """The run_id of every finished cell below sweep dir ``d``: each run dir's ``run.csv``
+    that reads whole by the rule a resume trusts (``study.io.read_row``; one that does not is
+    not finished, and ``study.io`` says why)."""
+    ids = []
+    for p in study_io.run_csvs(d):
+        try:
+            ids.append(study_io.read_row(p)["run_id"])
+        except study_io.Incomplete:
+            continue
+    return ids
+
+
+def _rows(path: Path) -> tuple[list[dict] | None, str]:
+    """(rows, "") of a CSV that reads whole, else (None, what is wrong with it)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"unreadable ({e})"
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        return None, f"unparseable ({e})"
+    if not lines or "run_id" not in lines[0]:
+        return None, "empty" if not text.strip() else "without a run_id column"
+    if not text.endswith("\n"):
+        return None, "cut short (no line break at its end)"
+    head = lines[0]
+    for i, row in enumerate(lines[1:], start=2):
+        if len(row) != len(head):
+            return None, f"cut short (row {i} has {len(row)} of {len(head)} fields)"
+    return [dict(zip(head, row, strict=True)) for row in lines[1:]], ""
+
+
+def _disagreement(d: Path, finished: list[str]) -> str:
+    """What is wrong with ``d``'s runs.csv against its finished cells, "" when nothing."""
+    rows, wrong = _rows(d / "runs.csv")
+    if rows is None:
+        return f"{d} has no runs.csv" if wrong == "missing" else f"{d}/runs.csv is {wrong}"
+    listed = Counter(r["run_id"] for r in rows)
+    have = set(finished)
+    missing, extra = have - set(listed), set(listed) - have
+    unread = {x for x in extra if (d / x / "run.csv").exists()}  # a run.csv cut short
+    said = []
+    if missing:
+        said.append(f"listed {len(have) - len(missing)} of {len(have)} finished cells")
+    for what, ids in (("whose run dir is gone", extra - unread),
+                      ("whose run.csv does not read whole", unread),
+                      ("twice", {k for k, n in listed.items() if n > 1})):  # fmt: skip
+        if ids:
+            said.append(f"listed {_cells(ids)} {what}"
+                        + (f" ({_names(ids)})" if what != "twice" else ""))  # fmt: skip
+    return f"{d}/runs.csv " + ", and ".join(said) if said else ""
+
+
+def _cells(ids) -> str:
+    return f"{len(ids)} cell{'s' if len(ids) > 1 else ''}"
+
+
+def check_sweep(d: Path) -> None:
+    """Rebuild ``d``'s runs.csv from its run dirs where they disagree (module doc); a dir
+    without run dirs (committed results) is left as it is."""
+    finished = finished_cells(d)
+    if not finished:
+        return
+    why = _disagreement(d, finished)
+    if not why:
+        return
+    verb = "built" if not (d / "runs.csv").exists() else "rebuilt"
+    try:
+        built = study_io.aggregate(d)
+    except (OSError, csv.Error, KeyError, ValueError) as e:
+        built, err = None, f"{type(e).__name__}: {e}"
+    else:
+        err = "no run dir's run.csv could be read"
+    if built is None:
+        rows, _ = _rows(d / "runs.csv")
+        missing = set(finished) - {r["run_id"] for r in rows or ()}
+        raise SystemExit(
+            f"analysis: {why}, and it cannot be {verb} here ({err}); "
+            + (f"missing: {_names(missing)}. " if missing else "")
+            + f"Rebuild it where the sweep dir is writable: python -m study.io {d}"
+        )
+    left = set(finished) - {r["run_id"] for r in _rows(d / "runs.csv")[0] or ()}
+    print(f"[analysis] {why}: {verb} it from the run dirs"
+          + (f", without {_names(left)} (study.io could not read their run.csv)" if left else ""),
+          file=sys.stderr)  # fmt: skip
 
 
 def _labels(dirs: list[Path]) -> list[str]:
@@ -196,6 +304,7 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
     runs, kernels, ncu, autotune, shapes = [], [], [], [], []
     where: dict[tuple[str, str], Path] = {}
     for d, label in zip(dirs, _labels(dirs), strict=True):
+        check_sweep(d)
         r = _read(d / "runs.csv")
         _tag(r, label)
         runs.append(r)

@@ -10,7 +10,9 @@ Reads only CSVs (never torch): a laptop can read a GPU machine's results. Writes
 of contents, one section per source, sortable tables, figures with their sentence, links to
 each cell's generated kernels and trace), and the combined tidy ``runs.csv``, ``kernels.csv``
 and ``revealed.csv``. A figure that cannot be drawn is skipped with one line saying why;
-failed rows never crash the report.
+failed rows never crash the report. A sweep's ``runs.csv`` is checked against its run dirs
+first: where it misses a finished cell, lists a cell whose run dir is gone, or is cut short or
+missing, it is rebuilt from them, with one line on stderr saying so (``analysis.load``).
 """
 
 from __future__ import annotations
