@@ -22,7 +22,10 @@ below. A side's interval is the range of its repeats' medians (one per fresh pro
 cell has 2 or more usable repeats there, else the row's per-call spread ``latency_p10_us`` to
 ``latency_p90_us`` (conservative: a one-process cell must move by more than its calls spread),
 else its median alone (old rows). A change past the threshold whose intervals overlap is
-"within noise": neither regressed nor improved, counted apart in the summary.
+"within noise": neither regressed nor improved, counted apart in the summary. So is a latency
+or speedup change of a cell timed outside the host's fast phase on either side (its
+``timing_phase`` is mixed, slow or contended: study.phase), and a compile time change under
+``COMPILE_FLOOR_S``.
 
 Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the summary, then
 the regressions (cells no longer ok first), the cells now ok and those only in B. Where both
@@ -50,6 +53,9 @@ LATENCY = 0.05  # RELATIVE_THRESHOLD
 SPEEDUP = 0.95  # SPEEDUP_THRESHOLD: B's speedup below 0.95x of A's
 COMPILE = 0.05  # compilation latency uses RELATIVE_THRESHOLD too
 MEMORY = 0.20  # PEAK_MEMORY_USAGE_RELATIVE_THRESHOLD
+# Compile time changes under this many seconds are not judged: a 0.67 s compile read 0.76 s
+# in a second identical CPU quickstart (+13%), past the 5% threshold.
+COMPILE_FLOOR_S = 1.0
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
@@ -59,7 +65,9 @@ RULE = (
     "past that counts only when the two sides' intervals do not overlap (B's entirely above "
     "A's: regressed; entirely below: improved); else it is within noise, counted apart. A "
     "side's interval: the range of its repeats' medians with 2 or more repeats, else the "
-    "calls' p10–p90 spread."
+    "calls' p10–p90 spread. Latency and speedup timed outside the host's fast phase on either "
+    "side (timing_phase mixed, slow or contended) are not compared: within noise, host phase. "
+    f"Compile time changes under {COMPILE_FLOOR_S:g} s are not judged."
 )
 
 
@@ -153,7 +161,7 @@ def match(
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes", "lat_w",
-            "cmp_w", "mem_w", *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
+            "cmp_w", "mem_w", "timing_phase", *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):
         xa = _one_per_key(ka[ka["source"] == sa])
@@ -181,6 +189,16 @@ def _statuses(m: pd.DataFrame) -> None:
     m["lost"] = (a == "ok") & (b != "ok")
     m["now_ok"] = (a != "ok") & (b == "ok")
     m["status_change"] = np.where(a != b, a + " → " + b, "")
+
+
+def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
+    """Cells whose timing on ``side`` comes from no fast host phase (mixed, slow, contended);
+    rows without the column (older studies) are taken as they are."""
+    col = f"timing_phase_{side}"
+    if col not in m:
+        return pd.Series(False, index=m.index)
+    ph = m[col].fillna("").astype(str)
+    return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
 
 
 def judge(m: pd.DataFrame) -> pd.DataFrame:
@@ -211,11 +229,23 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     up, down = m["latency"] > 1 + lat_t, m["latency"] < 1 - lat_t
     above = _num(m, "lat_lo_b") > _num(m, "lat_hi_a")
     below = _num(m, "lat_hi_b") < _num(m, "lat_lo_a")
-    m["within_noise"] = np.where((up & ~above) | (down & ~below), "latency", "")
+    # Timing from a slow or mixed host phase on either side is not compared (issue 32): two
+    # identical CPU quickstarts read +18% latency, 0.72x -> 0.61x, with B 99% slow-phase.
+    host = _off_phase(m, "a") | _off_phase(m, "b")
+    sp_worse, sp_better = sp_b_hi < SPEEDUP * sp_a_lo, sp_b_lo > sp_a_hi / SPEEDUP
+    moved = up | down | sp_worse | sp_better
+    m["within_noise"] = np.where(
+        host & moved, "host phase", np.where((up & ~above) | (down & ~below), "latency", "")
+    )
+    # Compile time moves between processes too: under COMPILE_FLOOR_S it is not judged.
+    big = (_num(m, "compile_s_b") - _num(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
     flags = {
-        "latency": (up & above, down & below),
-        "speedup": (sp_b_hi < SPEEDUP * sp_a_lo, sp_b_lo > sp_a_hi / SPEEDUP),
-        "compile time": (m["compile_time"] > 1 + cmp_t, m["compile_time"] < 1 - cmp_t),
+        "latency": (up & above & ~host, down & below & ~host),
+        "speedup": (sp_worse & ~host, sp_better & ~host),
+        "compile time": (
+            big & (m["compile_time"] > 1 + cmp_t),
+            big & (m["compile_time"] < 1 - cmp_t),
+        ),
         "peak memory": (m["memory"] > 1 + mem_t, m["memory"] < 1 - mem_t),
     }
     worse, better = [], []
@@ -289,6 +319,9 @@ def _noise(r) -> str:
     """'latency: A 85.0–120 µs (p10–p90), B 76.5–108 µs (p10–p90)' for a cell within noise."""
     if not r["within_noise"]:
         return ""
+    if r["within_noise"] == "host phase":
+        ph = [f"{x} {r.get(f'timing_phase_{k}') or 'fast'}" for x, k in (("A", "a"), ("B", "b"))]
+        return f"host phase: {', '.join(ph)} (timing outside the fast phase is not compared)"
     side = [f"{x} {sig(r[f'lat_lo_{k}'])}–{sig(r[f'lat_hi_{k}'])} µs"
             + (f" ({r[f'lat_iv_{k}']})" if r[f"lat_iv_{k}"] else "")
             for x, k in (("A", "a"), ("B", "b"))]  # fmt: skip

@@ -54,9 +54,9 @@ def _runtime(key: str) -> bool:
     return k in RUNTIME or k.startswith(("hydra.", "expect.")) or k == "expect"
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2, what: str = "config error") -> None:
     """A user's mistake: the message, no traceback, exit ``code``."""
-    print(f"[study] config error: {message}", file=sys.stderr, flush=True)
+    print(f"[study] {what}: {message}", file=sys.stderr, flush=True)
     sys.exit(code)
 
 
@@ -193,14 +193,13 @@ class Sweep(Callback):
         from study import jobs
 
         _with_repeats(config)
-        total = validate_sweep(config, name, meanwhile=functools.partial(_early, config))
         sweep_dir = Path(config.hydra.sweep.dir)
+        refuse_if_held(sweep_dir)  # before the check starts servers and job processes
+        total = validate_sweep(config, name, meanwhile=functools.partial(_early, config))
         check_resume(config, sweep_dir)
         self._lock = take(sweep_dir, bool(config.resume))
-        warm = jobs.join()  # the job processes started above (none: nothing to wait for)
-        if warm.get("error"):
-            print(f"[study] note: job processes not started early ({warm['error']})", flush=True)
-        # the sweep's size and start, for every job process's progress line (study.sweep.clock)
+        # the sweep's size and start, for every job process's progress line (study.sweep.clock);
+        # written at once: a dir with a lock and no sweep.yaml cannot be resumed
         OmegaConf.save(
             OmegaConf.create(
                 {
@@ -212,6 +211,9 @@ class Sweep(Callback):
             ),
             sweep_dir / "sweep.yaml",
         )
+        warm = jobs.join()  # the job processes started above (none: nothing to wait for)
+        if warm.get("error"):
+            print(f"[study] note: job processes not started early ({warm['error']})", flush=True)
         os.environ["STUDY_SWEEP_DIR"] = str(sweep_dir)  # for Ctrl-C's line (``interrupted``)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
@@ -226,6 +228,32 @@ class Sweep(Callback):
 LOCK = ".sweep.lock"  # one writer per sweep dir: held by the sweep's main process to the end
 
 
+def _holder(f) -> str:
+    f.seek(0)
+    return f.read().strip() or "a process that did not say which"
+
+
+def _in_use(sweep_dir: Path, holder: str) -> None:
+    fail(
+        f"{sweep_dir} is in use by another sweep ({holder}): wait for it to end, or start a "
+        "new sweep in another dir (drop resume=true, or give another hydra.sweep.dir).",
+        what="sweep dir in use",
+    )
+
+
+def refuse_if_held(sweep_dir: Path) -> None:
+    """Stop now if another sweep holds ``sweep_dir`` (before this one starts anything)."""
+    try:
+        f = open(sweep_dir / LOCK)
+    except OSError:  # no dir, or no lock in it: nobody holds it
+        return
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _in_use(sweep_dir, _holder(f))
+
+
 def take(sweep_dir: Path, resume: bool):
     """The sweep dir's lock (an open file under ``flock``), for this process to hold until
     its summary. Another sweep that holds it, or a dir that already holds a sweep when this
@@ -235,18 +263,15 @@ def take(sweep_dir: Path, resume: bool):
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "a process that did not say which"
+        holder = _holder(f)
         f.close()
-        fail(
-            f"{sweep_dir} is in use by another sweep ({holder}): wait for it to end, or start "
-            "a new sweep in another dir (drop resume=true, or give another hydra.sweep.dir)."
-        )
+        _in_use(sweep_dir, holder)
     if not resume and any(p.name != LOCK for p in sweep_dir.iterdir()):
         release(f)
         fail(
             f"{sweep_dir} already holds a sweep: add resume=true to add to it, or give a fresh "
-            "dir (another hydra.sweep.dir, or none for a new timestamped one)."
+            "dir (another hydra.sweep.dir, or none for a new timestamped one).",
+            what="sweep dir taken",
         )
     f.seek(0)
     f.truncate()
@@ -261,9 +286,9 @@ def release(f) -> None:
         f.close()
 
 
-def command(extra: str = "") -> str:
+def command(*extra: str) -> str:
     args = [a for a in sys.argv[1:] if a != "resume=true"]
-    return shlex.join(["python", "-m", "study.run", *args] + ([extra] if extra else []))
+    return shlex.join(["python", "-m", "study.run", *args, *extra])
 
 
 def harness_failure(row: dict) -> bool:
@@ -339,7 +364,14 @@ def interrupted() -> None:
     total = clock(Path(d))[0] or "?"
     print(
         f"[study] interrupted: {done} of {total} cells finished, rows in {d}/runs.csv; "
-        f"resume with: {command('resume=true')}",
+        f"resume with: {resume_command(d)}",
         file=sys.stderr,
         flush=True,
     )
+
+
+def resume_command(sweep_dir: str) -> str:
+    """The command that resumes this sweep, naming its dir: with several sweeps at once the
+    newest dir (what resume=true picks) may be another's."""
+    named = any(a.startswith("hydra.sweep.dir=") for a in sys.argv[1:])
+    return command(*([] if named else [f"hydra.sweep.dir={sweep_dir}"]), "resume=true")

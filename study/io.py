@@ -80,8 +80,9 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-# What a run.csv row must hold to be trusted: every row, and by status.
-REQUIRED = ("run_id", "status", "variant", "compile", "config_hash")
+# What a run.csv row must hold to be trusted: every row, and by status. (A cell writes its
+# row before the sweep adds config_hash: a resume asks for that too, study.sweep._why_rerun.)
+REQUIRED = ("run_id", "status", "variant", "compile")
 REQUIRED_BY_STATUS = {"ok": ("latency_median_us",)}  # any other status: ``reason``
 
 
@@ -91,9 +92,10 @@ class Incomplete(ValueError):
 
 def read_row(path: Path) -> dict:
     """The one row of a cell's ``run.csv``, trusted only if it parses whole: the file ends
-    with its line break, the header is the schema's (a subset, for rows of older versions),
-    one row with as many fields as the header, and every column its status needs is filled
-    (``REQUIRED``; ok: a latency, any other status: a reason). Raises Incomplete, saying why."""
+    with its line break, one row with as many fields as the header, and every column its
+    status needs is filled (``REQUIRED``; ok: a latency, any other status: a reason). Columns
+    the schema no longer has (rows of older versions) are dropped. Raises Incomplete, saying
+    why."""
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -105,9 +107,6 @@ def read_row(path: Path) -> dict:
         rows = list(reader)
     except csv.Error as e:
         raise Incomplete(f"it does not parse ({e})") from None
-    unknown = [c for c in reader.fieldnames or () if c not in set(columns("runs"))]
-    if unknown:
-        raise Incomplete(f"its header has columns the schema does not know: {unknown[:3]}")
     if len(rows) != 1:
         raise Incomplete(f"it holds {len(rows)} rows, not one")
     (row,) = rows
@@ -117,7 +116,8 @@ def read_row(path: Path) -> dict:
     empty = [c for c in need if not row.get(c)]
     if empty:
         raise Incomplete(f"its {row.get('status') or 'row'} row has no {', '.join(empty)}")
-    return row
+    known = set(columns("runs"))
+    return {k: v for k, v in row.items() if k in known}
 
 
 def _num(v):

@@ -39,13 +39,20 @@ def sweep_id(out_root: str, resume) -> str:
     if key not in _SWEEP_IDS:
         root = Path(out_root) / "sweeps"
         existing = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-        if resume and existing:  # by name (the time it started), then by age within a second
-            newest = max(existing, key=lambda p: (p.name[:19], p.stat().st_mtime))
+        # a dir with nothing but its lock is a start that stopped before its sweep.yaml
+        existing = [p for p in existing if any(x.name != ".sweep.lock" for x in p.iterdir())]
+        if resume and existing:  # the sweep last started or resumed (its sweep.yaml's age)
+            newest = max(existing, key=_age)
             _SWEEP_IDS[key] = newest.name
         else:
             stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
             _SWEEP_IDS[key] = f"{stamp}_{secrets.token_hex(2)}"
     return _SWEEP_IDS[key]
+
+
+def _age(d: Path) -> float:
+    f = d / "sweep.yaml"
+    return (f if f.exists() else d).stat().st_mtime
 
 
 # +expect.<column>=<value> items of an override dirname (study.expect): not part of a run's name

@@ -311,6 +311,8 @@ def _why_rerun(run_dir: Path, want: str) -> str | None:
         row = io.read_row(p)
     except io.Incomplete as e:
         return f"its row was incomplete: {e}"
+    if not row.get("config_hash"):
+        return "its row was incomplete: it has no config_hash (the sweep stopped as it wrote it)"
     if row["config_hash"] != want:
         return f"its configuration changed (config_hash {row['config_hash']} -> {want})"
     return None if row["status"] == "ok" else f"status {row['status']}"

@@ -127,6 +127,22 @@ def test_study_io_names_a_run_dir_it_skips(tmp_path, capsys):
     assert [r["run_id"] for r in io.read_csv(tmp_path / "runs.csv")] == ["a"]
 
 
+def test_a_row_of_an_older_version_is_read_without_its_dropped_columns(tmp_path):
+    """Review: a column the schema dropped (``revealed``) made every older row incomplete, and
+    a resume ran every cell again. A row the sweep has not yet given its config_hash (a cell
+    writes its row first) is read, and a resume runs it again, saying so."""
+    from study.sweep import _why_rerun
+
+    p = tmp_path / "run.csv"
+    p.write_text(
+        "run_id,status,variant,compile,latency_median_us,revealed\r\n"
+        "a,ok,linear,off,12.5,old text\r\n"
+    )
+    row = io.read_row(p)
+    assert row["latency_median_us"] == "12.5" and "revealed" not in row
+    assert "it has no config_hash" in _why_rerun(tmp_path, "h")
+
+
 @pytest.mark.parametrize(
     "overrides, said",
     [

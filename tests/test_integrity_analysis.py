@@ -160,6 +160,35 @@ def test_a_cells_repeats_give_its_interval(tmp_path):
     assert set(m["lat_iv_a"]) == {"repeats"}
 
 
+def test_timing_outside_the_fast_phase_is_not_compared(tmp_path):
+    """Two identical CPU quickstarts read 1 regression: flash default +18% latency and 0.72x
+    -> 0.61x paired, its B row timed 99% in the host's slow phase (timing_phase mixed)."""
+    a, b = cpu_rows(0.15), cpu_rows(0.15)
+    a["timing_phase"], b["timing_phase"] = "fast", "fast"
+    flash = at(b, "flash")
+    for c in LATENCY:
+        b.loc[flash, c] *= 1.5  # past both sides' intervals: a regression in the fast phase
+    line, m = build(results(a, tmp_path / "a"), results(b, tmp_path / "b"), tmp_path / "o1")
+    assert "1 regression, 0 improved, 0 within noise." in line
+    b.loc[flash, "timing_phase"] = "mixed"
+    line, m = build(results(a, tmp_path / "a2"), results(b, tmp_path / "b2"), tmp_path / "o2")
+    assert "0 regressions, 0 improved, 1 within noise." in line
+    assert (m["within_noise"] == "host phase").sum() == 1
+    md = (tmp_path / "o2" / "compare.md").read_text()
+    assert "host phase: A fast, B mixed (timing outside the fast phase is not compared)" in md
+
+
+def test_a_compile_time_change_under_a_second_is_not_judged(tmp_path):
+    """A 0.67 s compile read 0.76 s in an identical second quickstart: +13%, past 5%."""
+    a, b = cpu_rows(), cpu_rows()
+    a["compile_s"], b["compile_s"] = 0.67, 0.76
+    line, _ = build(results(a, tmp_path / "a"), results(b, tmp_path / "b"), None)
+    assert "0 regressions, 0 improved" in line
+    a["compile_s"], b["compile_s"] = 10.0, 13.0  # +30% and 3 s: a change
+    line, m = build(results(a, tmp_path / "a2"), results(b, tmp_path / "b2"), None)
+    assert "regressions" in line and (m["regressed"].str.contains("compile time")).any()
+
+
 # Case 5: a sweep's runs.csv is checked against its run dirs.
 
 

@@ -201,6 +201,8 @@ def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):
     assert len(line) == 1 and "1 of 2 cells finished" in line[0]
     assert "resume with: python -m study.run -m variant=naive fault=none,hang" in line[0]
     assert line[0].endswith("resume=true")
+    (sd,) = tmp_path.glob("sweeps/*")  # named: with several sweeps the newest may be another's
+    assert f"hydra.sweep.dir={sd} resume=true" in line[0]
     pid = int(next(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")).read_text())
     time.sleep(1)
     assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]
