@@ -38,11 +38,11 @@ def one_cell(tmp_path_factory):
 def test_a_resumed_cold_cell_reads_no_cache_an_interrupt_left(tmp_path):
     """Case 1: a run dir's private cache outlived a Ctrl-C (the cell never finished), and the
     resumed cell read it and still said cache=cold (2 hits, compile_s 2.9 s against 26)."""
-    cell = ("-m", "variant=mlp", "compile=default", *TINY)
+    cell = ("-m", "variant=linear", "compile=default", *TINY)
     cold, warm = tmp_path / "cold", tmp_path / "warm"
     assert cli(*cell, f"out_root={cold}").returncode == 0
     assert cli(*cell, f"out_root={warm}", "cache=warm").returncode == 0  # a full cache
-    run_dir = only_sweep(cold) / "compile=default,variant=mlp"
+    run_dir = only_sweep(cold) / "compile=default,variant=linear"
     shutil.copytree(warm / ".compile_cache", run_dir / ".compile_cache")  # what Ctrl-C left
     (run_dir / "run.csv").unlink()  # ... before the cell wrote its row
     r = cli(*cell, f"out_root={cold}", "resume=true")
