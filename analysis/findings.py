@@ -1,17 +1,18 @@
-"""The README's Findings, re-checked against committed results: ``python -m analysis.findings DIR``.
+"""The H200 Findings, re-checked against committed results: ``python -m analysis.findings DIR``.
 
-Prints the README's "Findings" block from the CSVs in ``DIR`` (e.g. results/h200): the blog's
-claims, each with a verdict computed from the rows, then one section per question, each in its
-own module: what compile changes (``findings_compile``), v1 against v2 (``findings_v1``),
-training (``findings_training``), the transformer block (``findings_block``), FlexAttention
+Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): the blog's claims, each
+with a verdict computed from the rows, then one section per question, each in its own module:
+what compile changes (``findings_compile``), v1 against v2 (``findings_v1``), training
+(``findings_training``), the transformer block (``findings_block``), FlexAttention
 (``findings_flex``), attention over length (``findings_scaling``) and the sweep's own cost
 (``findings_cost``). A section whose source is missing prints one line naming it.
-``tests/test_findings.py`` fails when the README and this output differ. No torch.
+``--write`` puts the block between the markers of ``DIR/FINDINGS.md`` (results/h200/FINDINGS.md);
+``tests/test_findings.py`` fails when that file and this output differ. No torch.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +30,7 @@ from analysis import (
 from analysis.findings_common import blog_shapes, lat_text, read
 
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
+FILE = "FINDINGS.md"  # in the results dir: results/h200/FINDINGS.md
 ABOUT = 0.15  # "about 3.7x" holds within 15% (3.1-4.3x)
 CLAIM_VARIANTS = {"naive", "naive_inplace", "math", "efficient", "flash", "cudnn"}
 # The sections after the blog's claims, in reading order; each takes the read results.
@@ -239,7 +241,7 @@ def _safe(section, data: dict) -> list[str]:
     """A section that cannot be built from these rows says so in one line; the rest go on."""
     try:
         return section(data)
-    except Exception as e:  # noqa: BLE001 - one odd row must not take the README down
+    except Exception as e:  # noqa: BLE001 - one odd row must not take the Findings down
         name = section.__module__.rsplit(".", 1)[-1]
         return ["", f"_`{name}` could not be built from these rows: {type(e).__name__}: {e}_"]
 
@@ -252,10 +254,54 @@ def findings(d: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def readme_block(readme: Path) -> str:
-    text = readme.read_text()
+def block(path: Path) -> str:
+    """The generated block between the markers of ``path`` (results/h200/FINDINGS.md)."""
+    text = Path(path).read_text()
+    if START not in text or END not in text:
+        raise ValueError(f"{path}: no {START} ... {END} markers")
     return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
 
 
+HEADER = f"""# Findings on the H200
+
+Generated: the block between the markers is written by
+`python -m analysis.findings results/h200 --write` from the CSVs in this directory, and
+`tests/test_findings.py` fails when it and the CSVs disagree. Change the generator
+(`analysis/findings*.py`), not the block.
+
+{START}
+{END}
+"""
+
+
+def write(path: Path, text: str) -> None:
+    """Put ``text`` between the markers of ``path``, keeping the rest of the file; a missing
+    file starts from a short header."""
+    path = Path(path)
+    old = path.read_text() if path.exists() else HEADER
+    if START not in old or END not in old:
+        raise ValueError(f"{path}: no {START} ... {END} markers")
+    head, rest = old.split(START, 1)
+    path.write_text(f"{head}{START}\n{text}{END}{rest.split(END, 1)[1]}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.findings",
+        description="Print the Findings block from a results dir's CSVs, or --write it into "
+        f"DIR/{FILE}.",
+    )
+    ap.add_argument("dir", nargs="?", default="results/h200", help="results dir (results/h200)")
+    ap.add_argument("--write", action="store_true", help=f"rewrite the block in DIR/{FILE}")
+    args = ap.parse_args(argv)
+    text = findings(Path(args.dir))
+    if args.write:
+        out = Path(args.dir) / FILE
+        write(out, text)
+        print(f"wrote the Findings block in {out}")
+    else:
+        print(text, end="")
+
+
 if __name__ == "__main__":
-    print(findings(Path(sys.argv[1] if len(sys.argv) > 1 else "results/h200")), end="")
+    main()

@@ -23,7 +23,7 @@ from study.schema import SHAPE_KEYS
 from study.stats import verdict as stats_verdict
 
 # A cross-process speedup within this of 1 is no change: compiled GPU-bound cells repeat within
-# ~1% across processes on the H200 (README, "How fast, how faithful").
+# ~1% across processes on the H200 (benchmarks/README.md).
 NOISE = 0.02
 BLOG_SEQ_LEN = 1024  # the blog's attention shape; other lengths belong to their own sections
 SHAPE_COLS = list(SHAPE_KEYS)

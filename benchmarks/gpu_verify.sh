@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU verification runs behind the README's figures and the issues' closing notes.
+# The GPU verification runs behind benchmarks/README.md's figures and the issues' closing notes.
 #   bash benchmarks/gpu_verify.sh STAGE OUTDIR      (STAGE: lifecycle | training | rungs | features | parallel | serial)
 # lifecycle: calibrate; the quickstart's wall time; linear, cuDNN and flash under default, and
 #            flash, cuDNN and naive eager, 5 fresh processes each (benchmarks/stability.py);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference study behind results/h200 and the README's Findings (issue 8), on 1 or 2 GPUs.
+# The reference study behind results/h200 and its FINDINGS.md (issue 8), on 1 or 2 GPUs.
 #   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part3, part1, part2
 #   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 32768..512
 #   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
@@ -15,7 +15,7 @@
 #        modes; part3 pass=fwd_bwd; part2 pass=train_step; the dynamic-shape sweep
 #   bash benchmarks/reference_study.sh v2-flex OUTDIR   # +experiment=flex, then scaling
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
-#              python -m analysis.findings results/h200   # the README's Findings block
+#              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
 # One job per GPU (NJ), each with its own warm cell server; one GPU: no parallel launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
 # OUTDIR (no traces, no generated code) into FILE every minute and at the end, so a device
@@ -23,7 +23,7 @@
 # under the command's limit, which the device tool cuts to the session's remaining time.
 # Measured with v1's harness (a fresh process per cell, imports inside it): nvidia-h200-x2
 # (NJ=4): part3 ~5 min; nvidia-h200 (NJ=2): part3 ~9 min, part1 ~1.7 min, part2 ~2.4 min,
-# scaling ~16 min. The warm cell server's figures are in the README's performance section.
+# scaling ~16 min. The warm cell server's figures are in benchmarks/README.md.
 # To finish a cut stage in a later command, carry the SNAP archive's contents and resume from a
 # copy: files left on a warm machine by the previous command are not to be trusted (one came
 # back without its finished cells and without ceilings.json, and the resume redid them).

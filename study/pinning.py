@@ -25,7 +25,7 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   ran that work slower or faster. On the H200's VM it read 157-364 us across one session's
   processes, pinned and quiet, and the latency of host-bound cells moved with it; on the 2-core
   CPU machine it is bimodal per process and over time, with or without allocation or address
-  randomisation (README, "Stability"; ``benchmarks/core_speed.py``).
+  randomisation (benchmarks/README.md; ``benchmarks/core_speed.py``).
 """
 
 from __future__ import annotations

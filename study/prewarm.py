@@ -3,7 +3,7 @@
 A cell forked from the server inherits all of it, so no cell pays for it again. Every item
 here must leave CUDA alone: the server checks with the driver itself before it serves
 (``driver_initialised``). Found with ``benchmarks/cell_profile.py`` (cProfile of forked cells
-on the H200); the README's "Performance of the harness" gives the figures.
+on the H200); benchmarks/README.md gives the figures.
 
 What a cell's ``first_call_s`` (its compile time) no longer holds, as a consequence: Triton's
 driver helper and the modules a first compile imports, which a fresh Python process pays once,

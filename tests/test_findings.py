@@ -1,7 +1,9 @@
-"""Every number in the README's Findings section comes from the committed H200 CSVs."""
+"""Every number in results/h200/FINDINGS.md comes from the committed H200 CSVs."""
 
-from analysis.findings import findings, readme_block
+from analysis.findings import END, START, block, findings, write
 from tests.conftest import ROOT
+
+RESULTS = ROOT / "results" / "h200"
 
 # The tests below build on v1's sources (core, scaling, ncu); after the v2 run they live in
 # results/h200/v1, which keeps them.
@@ -10,11 +12,28 @@ if not (V1 / "runs.csv").exists():
     V1 = ROOT / "results" / "h200"
 
 
-def test_readme_findings_match_committed_results():
-    expected = findings(ROOT / "results" / "h200")
-    assert readme_block(ROOT / "README.md") == expected, (
-        "README Findings are stale: regenerate with `python -m analysis.findings results/h200`"
+def test_findings_md_matches_committed_results():
+    expected = findings(RESULTS)
+    assert block(RESULTS / "FINDINGS.md") == expected, (
+        "results/h200/FINDINGS.md is stale: regenerate with "
+        "`python -m analysis.findings results/h200 --write`"
     )
+
+
+def test_the_readme_links_the_findings_and_no_longer_holds_the_block():
+    readme = (ROOT / "README.md").read_text()
+    assert "results/h200/FINDINGS.md" in readme
+    assert START not in readme and END not in readme
+
+
+def test_write_replaces_only_the_block(tmp_path):
+    f = tmp_path / "FINDINGS.md"
+    write(f, "- new\n")  # a missing file starts from the header
+    assert block(f) == "- new\n" and f.read_text().startswith("# Findings on the H200")
+    f.write_text(f"intro\n\n{START}\nold\n{END}\n\nafter\n")
+    write(f, "- one\n- two\n")
+    assert f.read_text() == f"intro\n\n{START}\n- one\n- two\n{END}\n\nafter\n"
+    assert block(f) == "- one\n- two\n"
 
 
 def test_committed_results_are_csv_png_svg_md_only():
