@@ -84,3 +84,57 @@ def training_step(fwd_kernel: str, bwd_kernel: str) -> list[dict]:
         ev(fwd_kernel, "kernel", 12, 5, 7, correlation=1),
         ev(bwd_kernel, "kernel", 62, 9, 7, correlation=2),
     ]
+
+
+class SlowInTheFastLane(RuntimeError):
+    """A test outside the slow lane started a process or compiled."""
+
+
+def _slow(item) -> bool:
+    return bool(item.get_closest_marker("slow") or item.get_closest_marker("cuda"))
+
+
+_REAL = {"popen": subprocess.Popen.__init__, "fork": os.fork}
+
+
+def _refuse(where: str, what: str):
+    def _raise(*args, **kwargs):
+        raise SlowInTheFastLane(f"{where} {what}: mark it @pytest.mark.slow")
+
+    return _raise
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The fast lane (``pytest -m "not slow"``) stays fast by rule: a test not marked
+    ``slow`` (or ``cuda``) that starts or forks a process, its fixtures' included, fails
+    saying to mark it."""
+    if not _slow(item):
+        subprocess.Popen.__init__ = _refuse(item.nodeid, "starts a process")
+        os.fork = _refuse(item.nodeid, "forks a process")
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__, os.fork = _REAL["popen"], _REAL["fork"]
+
+
+def _compiled_frames() -> int:
+    if "torch" not in sys.modules:
+        return 0
+    from torch._dynamo.utils import counters
+
+    return int(counters["frames"].get("total", 0))
+
+
+@pytest.fixture(autouse=True)
+def _no_compile_in_the_fast_lane(request):
+    """...nor one that compiles with torch.compile."""
+    if _slow(request.node):
+        yield
+        return
+    before = _compiled_frames()
+    yield
+    if _compiled_frames() > before:
+        raise SlowInTheFastLane(
+            f"{request.node.nodeid} compiles with torch.compile: mark it @pytest.mark.slow"
+        )

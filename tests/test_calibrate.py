@@ -7,6 +7,7 @@ import pytest
 from study import calibrate, cell
 
 
+@pytest.mark.slow
 def test_calibration_on_cpu_caches_its_result(tmp_path, monkeypatch):
     monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "ceilings.json"))
     res = calibrate.calibrate("cpu", ["fp32"])

@@ -9,6 +9,7 @@ from tests.conftest import ROOT
 VARIANTS = names()  # every registered variant, from the registry: no list to forget
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_variant_matches_its_reference(run_inline, variant):
     row, kernels, _ = run_inline(f"variant={variant}", "device=cpu", name=variant)
@@ -32,6 +33,7 @@ def test_every_variant_matches_its_reference(run_inline, variant):
     assert (ROOT / "conf").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
 def test_other_dtypes(run_inline, dtype):
     row, _, _ = run_inline("variant=naive", f"dtype={dtype}", "device=cpu", name=dtype)
@@ -39,6 +41,7 @@ def test_other_dtypes(run_inline, dtype):
     assert row["dtype"] == dtype
 
 
+@pytest.mark.slow
 def test_out_of_place_masked_fill_shows_its_copy_on_cpu(run_inline):
     row, kernels, _ = run_inline("variant=naive", name="naive")
     row_i, kernels_i, _ = run_inline("variant=naive_inplace", name="inplace")
@@ -47,6 +50,7 @@ def test_out_of_place_masked_fill_shows_its_copy_on_cpu(run_inline):
     assert row["kernels_per_step"] == row_i["kernels_per_step"] + 1 == 6
 
 
+@pytest.mark.slow
 def test_pinned_backend_is_proven_on_cpu(run_inline):
     row, kernels, _ = run_inline("variant=flash", name="flash")
     assert row["backend_seen"] == "flash" and "flash_attention_for_cpu" in row["backend_proof"]
@@ -68,6 +72,7 @@ def test_cuda_requested_without_gpu_is_unsupported(run_inline):
     assert row["status"] == "unsupported" and "device=cuda" in row["reason"]
 
 
+@pytest.mark.slow
 def test_shape_that_cannot_fit_is_an_oom_row(run_inline):
     row, _, _ = run_inline(
         "variant=naive",
@@ -95,6 +100,7 @@ def test_flash_refuses_fp32_on_cuda_only_as_a_row():
     assert classify_error(ValueError("boom"), [])[0] == "error"
 
 
+@pytest.mark.slow
 def test_calibration_file_is_the_ceilings_the_row_reads(run_inline, tmp_path):
     import json
 
@@ -108,6 +114,7 @@ def test_calibration_file_is_the_ceilings_the_row_reads(run_inline, tmp_path):
     assert probe["peak_tflops"] != 1.5
 
 
+@pytest.mark.slow
 def test_block_compiles_into_fewer_kernels_around_its_library_calls(run_inline):
     eager, _, _ = run_inline("variant=block", name="block_off")
     row, kernels, _ = run_inline("variant=block", "compile=default", name="block_default")

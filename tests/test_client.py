@@ -35,6 +35,7 @@ def spawn(client, tmp_path, target, **kwargs):
     return pid, out
 
 
+@pytest.mark.slow
 def test_a_listening_server_serves_one_client_after_another(listening, tmp_path):
     proc, path = listening
     a = Client.attach(path)
@@ -58,6 +59,7 @@ def test_a_listening_server_serves_one_client_after_another(listening, tmp_path)
     b.close()
 
 
+@pytest.mark.slow
 def test_a_cell_of_a_client_that_left_is_not_reported_to_the_next(listening, tmp_path):
     """Request ids are each client's own: the exit of a killed cell of client A, id 1, must not
     answer for client B's cell id 1."""
@@ -73,6 +75,7 @@ def test_a_cell_of_a_client_that_left_is_not_reported_to_the_next(listening, tmp
     b.close()
 
 
+@pytest.mark.slow
 def test_job_processes_claim_one_prestarted_server_each(monkeypatch):
     # what prestart() exports for the job processes is this test's alone
     for key in (
@@ -123,6 +126,7 @@ def test_job_processes_claim_one_prestarted_server_each(monkeypatch):
     assert sweep._claim() is None
 
 
+@pytest.mark.slow
 def test_the_owner_leaving_ends_a_listening_server(tmp_path):
     path = str(tmp_path / "s.sock")
     proc = start_listening(path)
@@ -133,6 +137,7 @@ def test_the_owner_leaving_ends_a_listening_server(tmp_path):
     assert not c.alive() and not os.path.exists(path)
 
 
+@pytest.mark.slow
 def test_a_custom_target_resolves_while_the_workloads_import_in_the_background():
     """A job process imports the workloads (torch) in a thread while its server gets ready;
     resolving a custom variant whose target is in torch must wait for it, not import
@@ -157,6 +162,7 @@ def test_a_custom_target_resolves_while_the_workloads_import_in_the_background()
     assert r.stdout.split() == ["torch.nn.Softmax", "True"]
 
 
+@pytest.mark.slow
 def test_a_job_process_resolves_a_registered_variant_without_torch():
     """The shape keys of a registered variant come from the server's status: a job process
     (a loky worker, or the main process of a one-GPU sweep) never imports torch for them."""

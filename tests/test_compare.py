@@ -23,6 +23,7 @@ def _h200_with(tmp_path, change):
     return out
 
 
+@pytest.mark.slow
 def test_h200_against_itself_without_torch(tmp_path):
     code = (
         "import sys\n"

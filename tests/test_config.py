@@ -103,12 +103,14 @@ def test_a_shape_sweep_over_a_key_the_variant_lacks_is_refused():
         validate(cfg)
 
 
+@pytest.mark.slow
 def test_cli_unknown_variant_lists_the_choices():
     r = cli("variant=nope")
     assert r.returncode != 0
     assert "variant" in r.stderr and "flash" in r.stderr and "naive_inplace" in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_bad_dtype_and_wrong_type_fail_at_start():
     r = cli("dtype=fp64")
     assert r.returncode != 0 and "dtype" in r.stderr and "bf16" in r.stderr
@@ -116,6 +118,7 @@ def test_cli_bad_dtype_and_wrong_type_fail_at_start():
     assert r.returncode != 0 and "shape.batch" in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_zero_size_fails_before_any_cell_runs(tmp_path):
     r = cli("shape.seq_len=0", f"out_root={tmp_path}")
     assert r.returncode != 0
@@ -123,6 +126,7 @@ def test_cli_zero_size_fails_before_any_cell_runs(tmp_path):
     assert not list(tmp_path.rglob("run.csv"))
 
 
+@pytest.mark.slow
 def test_cli_unknown_inductor_key_fails_at_start(tmp_path):
     r = cli("compile=default", "+compile.inductor.no_such_knob=1", f"out_root={tmp_path}")
     assert r.returncode != 0 and "no_such_knob" in r.stderr

@@ -40,6 +40,7 @@ def not_tensors(batch, *, dtype, device, gen):
     return {"x": torch.zeros(batch)}
 
 
+@pytest.mark.slow
 def test_example_module_runs_with_its_reference_and_counted_flops(run_inline):
     row, kernels, _ = run_inline(*EXAMPLE, name="example")
     assert row["status"] == "ok", row["reason"]
@@ -53,6 +54,7 @@ def test_example_module_runs_with_its_reference_and_counted_flops(run_inline):
     assert row["tflops"] > 0
 
 
+@pytest.mark.slow
 def test_example_yaml_on_a_search_path(run_inline):
     searchpath = f"hydra.searchpath=[file://{ROOT / 'examples' / 'conf'}]"
     row, _, _ = run_inline(searchpath, "variant=norm_mlp", name="yaml")
@@ -71,6 +73,7 @@ def test_readme_snippets_are_the_examples_verbatim():
         assert textwrap.dedent(code) in sources, f"README snippet is not in examples/:\n{code}"
 
 
+@pytest.mark.slow
 def test_softmax_in_the_attention_family_has_blank_flops_not_attentions(run_inline):
     row, _, _ = run_inline(
         "variant=custom",
@@ -86,6 +89,7 @@ def test_softmax_in_the_attention_family_has_blank_flops_not_attentions(run_inli
     assert "counted 0" in row["flops_note"] and "variant.flops=" in row["flops_note"]
 
 
+@pytest.mark.slow
 def test_layernorm_in_the_mlp_family_is_ok_with_blank_or_its_own_flops(run_inline):
     base = ["variant=custom", "variant.target=tests.test_custom.layernorm", "family=mlp"]
     base += ["variant.inputs=examples.norm_mlp.inputs"]
@@ -98,6 +102,7 @@ def test_layernorm_in_the_mlp_family_is_ok_with_blank_or_its_own_flops(run_inlin
     assert row["tflops"] > 0
 
 
+@pytest.mark.slow
 def test_a_plain_function_is_its_own_float64_reference(run_inline):
     row, _, _ = run_inline(
         "variant=custom",

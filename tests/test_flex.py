@@ -98,6 +98,7 @@ def _useful(row):
         ["family.mask=none", "family.score_mod=softcap", "family.softcap=2"],
     ],
 )
+@pytest.mark.slow
 def test_flex_eager_fallback_matches_float64_and_says_it_is_unfused(run_inline, family):
     row, kernels, _ = run_inline(
         "variant=flex", "shape.seq_len=128", "family.block_size=32", *family, name="flex"
@@ -115,6 +116,7 @@ def test_flex_eager_fallback_matches_float64_and_says_it_is_unfused(run_inline, 
         assert 0 < row["block_sparsity"] < 100 and 0 < row["block_mask_s"] < 5
 
 
+@pytest.mark.slow
 def test_causal_sdpa_and_naive_need_half_the_matrix(run_inline):
     for variant in ("flash", "naive"):
         row, _, _ = run_inline(f"variant={variant}", "shape.seq_len=64", name=variant)
@@ -124,6 +126,7 @@ def test_causal_sdpa_and_naive_need_half_the_matrix(run_inline):
     assert row["flops_useful"] == row["flops"] and row.get("mask") is None
 
 
+@pytest.mark.slow
 def test_sdpa_takes_any_mask_as_attn_mask_or_says_what_it_cannot(run_inline):
     win = ["family.mask=sliding_window", "family.window=8"]
     row, _, _ = run_inline("variant=flash", *win, name="flash_window")  # CPU flash takes masks
@@ -177,6 +180,7 @@ def test_flex_experiment_tiny_form_compiles_flex_and_proves_its_kernel(tmp_path)
     assert int(flex["kernels_per_step"]) == 1  # the whole attention: one kernel
 
 
+@pytest.mark.slow
 def test_block_size_and_kernel_options_reach_flex(run_inline):
     row, _, _ = run_inline(
         "variant=flex", "family.block_size=8", "+family.kernel_options.BLOCK_M=16", name="opts"

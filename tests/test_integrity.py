@@ -143,18 +143,32 @@ def test_a_row_of_an_older_version_is_read_without_its_dropped_columns(tmp_path)
     assert "it has no config_hash" in _why_rerun(tmp_path, "h")
 
 
+SAID = {
+    "variant=nope": "variant=nope is not a variant; known: block,",
+    "compile=turbo": "compile=turbo is not a compile mode; known: default,",
+    "shape.seq_len=abc": "shape.seq_len=abc: not a valid integer.",
+    "shape.seqlen=32": "unknown key 'shape.seqlen': shape has no such setting. Did you mean "
+    "shape.seq_len?",
+}
+
+
+@pytest.mark.parametrize("override", sorted(SAID))
+def test_hydras_composition_errors_are_said_in_one_line(override):
+    """Cases 7 and 13, the message: Hydra's text (and its advice +shape.seqlen=32) made one
+    line that names the value and what is allowed."""
+    from study.usage import explain
+
+    with pytest.raises(Exception) as e:
+        compose(*TINY, override)
+    assert explain(e.value) is not None and SAID[override] in explain(e.value)
+
+
 @pytest.mark.parametrize(
     "overrides, said",
     [
-        (["variant=nope"], "variant=nope is not a variant; known: block,"),
-        (["compile=turbo"], "compile=turbo is not a compile mode; known: default,"),
-        (["shape.seq_len=abc"], "shape.seq_len=abc: not a valid integer."),
-        (["shape.seq_len=16,abc"], "shape.seq_len=abc: not a valid integer."),
-        (
-            ["shape.seqlen=32"],
-            "unknown key 'shape.seqlen': shape has no such setting. Did you mean shape.seq_len?",
-        ),  # fmt: skip
-        (["+shape.seqlen=32"], "unknown key 'shape.seqlen'"),
+        (["variant=nope"], SAID["variant=nope"]),  # Hydra finds it composing the sweep
+        (["shape.seq_len=16,abc"], SAID["shape.seq_len=abc"]),  # the study's check of points
+        (["+shape.seqlen=32"], "unknown key 'shape.seqlen'"),  # Hydra let it through
     ],
 )
 def test_every_config_mistake_exits_2_with_one_line(tmp_path, overrides, said):

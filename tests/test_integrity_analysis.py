@@ -66,6 +66,7 @@ def fail(runs, where, status="crash", reason="Fatal Python error: Segmentation f
 # Case 3: a cell that stopped being ok is a regression, said first.
 
 
+@pytest.mark.slow
 def test_every_cell_crashed_fails_the_regression_check(tmp_path):
     b = cpu_rows()
     fail(b, b.index == b.index)
@@ -212,6 +213,7 @@ def _keep(d, n_lines: int, cut: int = 0) -> None:
     (d / "runs.csv").write_text(text[: len(text) - cut])
 
 
+@pytest.mark.slow
 def test_the_report_rebuilds_a_runs_csv_that_lists_one_of_eight_cells(sweep):
     _keep(sweep, 2)  # the header and one row
     r = no_torch("analysis.report", [str(sweep)])

@@ -107,6 +107,7 @@ def test_a_job_process_started_early_reads_the_sweeps_size_from_its_dir(tmp_path
     assert clock(tmp_path) == (35, 12.5)
 
 
+@pytest.mark.slow
 def test_submitit_local_executor_runs_a_cell(tmp_path):
     r = cli(
         "-m",
@@ -309,6 +310,7 @@ def test_waiting_for_a_gpu_slot_does_not_count_against_timeout_s(tmp_path, monke
     assert float(row["overhead_s"]) < 5  # the wait is not the sweep's overhead
 
 
+@pytest.mark.slow
 def test_a_cells_process_group_counts_as_alive_until_its_last_process_exits():
     import subprocess
 
@@ -371,6 +373,7 @@ def test_a_cell_on_another_gpu_than_its_slot_fails_loudly(monkeypatch):
         worker.check_pinned("5")
 
 
+@pytest.mark.slow
 def test_more_gpu_slots_than_visible_gpus_stops_the_sweep_at_start(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     r = cli("variant=naive", "gpu_slots=2", f"out_root={tmp_path}", *TINY)

@@ -41,6 +41,7 @@ def test_ncu_rows_join_to_trace_kernels():
     assert ncu.top_kernels(kernels, 3) == ["flash_fwd_kernel"]
 
 
+@pytest.mark.slow
 def test_missing_ncu_is_unavailable_and_the_cell_is_unaffected(tmp_path):
     cfg = compose(
         *TINY,
@@ -57,6 +58,7 @@ def test_missing_ncu_is_unavailable_and_the_cell_is_unaffected(tmp_path):
     assert out["nsys_status"] == "unavailable" and "not found" in out["nsys_note"]
 
 
+@pytest.mark.slow
 def test_ncu_error_message_is_kept(tmp_path):
     fake = tmp_path / "ncu"
     fake.write_text(

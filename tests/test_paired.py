@@ -54,6 +54,7 @@ def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     assert clock["calls"] == 10 * (2 * (1 + 4) + (1 + 1))
 
 
+@pytest.mark.slow
 def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     row, _, _ = run_inline("variant=naive", "compile=default", "timing.pairs=12", name="paired")
     assert row["status"] == "ok", row["reason"]
@@ -72,6 +73,7 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     assert eager.get("speedup_paired") is None and eager.get("pairs") is None
 
 
+@pytest.mark.slow
 def test_a_recompile_while_timing_makes_the_row_invalid(run_inline, monkeypatch):
     import torch
 
@@ -88,6 +90,7 @@ def test_a_recompile_while_timing_makes_the_row_invalid(run_inline, monkeypatch)
     assert row["status"] == "invalid" and "recompiled while timing" in row["reason"]
 
 
+@pytest.mark.slow
 def test_an_eager_baseline_that_fails_costs_the_paired_columns_not_the_row(run_inline, monkeypatch):
     """flex's unfused eager fallback runs out of memory where its compiled kernel does not
     (seen on the H200 at seq_len 16384): the compiled cell stays ok, and says why it has no
@@ -137,6 +140,7 @@ def _failing_after(monkeypatch, which: str, calls: int):
     monkeypatch.setattr(passes, "make_step", make)
 
 
+@pytest.mark.slow
 def test_eager_failing_inside_the_rounds_costs_the_paired_columns_only(run_inline, monkeypatch):
     _failing_after(monkeypatch, "eager", 12)  # past its warm-up, inside the timed rounds
     row, _, _ = run_inline("variant=naive", "compile=default", name="eager_late_oom")
@@ -146,6 +150,7 @@ def test_eager_failing_inside_the_rounds_costs_the_paired_columns_only(run_inlin
     assert row["timing_phase"] in ("fast", "mixed", "slow", "contended")
 
 
+@pytest.mark.slow
 def test_the_compiled_step_failing_inside_the_rounds_is_the_cells_failure(run_inline, monkeypatch):
     """Not blamed on eager: before, any failure in the paired rounds read 'no eager baseline'
     and the cell was timed again without pairs, an ok row."""

@@ -8,6 +8,8 @@ import pytest
 
 from study.client import Client
 
+pytestmark = pytest.mark.slow  # every test forks cells of one warm server
+
 
 @pytest.fixture(scope="module")
 def server():

@@ -18,6 +18,7 @@ def no_traceback(r):
     assert "Traceback" not in r.stderr, r.stderr[-1500:]
 
 
+@pytest.mark.slow
 def test_every_bad_point_of_a_sweep_is_listed_before_any_cell_runs(tmp_path):
     r = cli("-m", "shape.seq_len=16,0,32,-4", f"out_root={tmp_path}", *TINY)
     assert r.returncode == 2, r.stderr
@@ -27,12 +28,14 @@ def test_every_bad_point_of_a_sweep_is_listed_before_any_cell_runs(tmp_path):
     assert not (tmp_path / "sweeps").exists(), "a config error left a sweep dir behind"
 
 
+@pytest.mark.slow
 def test_a_config_error_of_a_single_run_is_one_message_and_exit_2(tmp_path):
     r = cli("shape.seq_len=0", f"out_root={tmp_path}")
     assert r.returncode == 2 and "config error: shape.seq_len=0 is not allowed" in r.stderr
     no_traceback(r)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("multirun", [True, False])
 def test_an_unknown_key_is_rejected_at_start(tmp_path, multirun):
     r = cli(*(["-m"] if multirun else []), "+foo=1", f"out_root={tmp_path}", *TINY)
@@ -55,12 +58,14 @@ def test_an_unknown_key_is_rejected_at_start(tmp_path, multirun):
         ("cores=a-b", "is not a core list"),
     ],
 )
+@pytest.mark.slow
 def test_bad_timing_input_stops_at_start_naming_the_key(tmp_path, override, words):
     r = cli("-m", override, f"out_root={tmp_path}", *TINY)
     assert r.returncode == 2 and words in r.stderr, r.stderr[-800:]
     no_traceback(r)
 
 
+@pytest.mark.slow
 def test_a_glob_sweep_is_checked_like_any_other(tmp_path):
     """glob(...) over a config group needs Hydra's config loader to expand."""
     r = cli("-m", "variant=glob(naive_*)", "compile=off,nosuch", f"out_root={tmp_path}", *TINY)
@@ -208,6 +213,7 @@ def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):
     assert not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]
 
 
+@pytest.mark.slow
 def test_study_io_help_makes_no_directory(tmp_path):
     r = subprocess.run(
         [sys.executable, "-m", "study.io", "--help"],

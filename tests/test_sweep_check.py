@@ -49,6 +49,7 @@ def _children() -> set[int]:
     return out
 
 
+@pytest.mark.slow
 def test_forked_checkers_find_what_one_process_finds(master):
     before = _children()
     seen = {}
@@ -77,6 +78,7 @@ def _die(indices):  # in a forked checker: it dies (a variant's module that exit
     os._exit(3)
 
 
+@pytest.mark.slow
 def test_a_forked_checker_that_dies_leaves_the_check_to_this_process(master, monkeypatch):
     """A lost share would otherwise wait forever."""
     serial = sweep_check._check_all(POINTS[:4], master, "config", None, 0)
@@ -90,6 +92,7 @@ def _sigint_share(indices):  # in a forked checker: what Ctrl-C does there
     return [(i, str(signal.getsignal(signal.SIGINT)), None, None) for i in indices]
 
 
+@pytest.mark.slow
 def test_a_forked_checker_ignores_ctrl_c(master, monkeypatch):
     """Ctrl-C reaches every process of the foreground group: the main process says one line
     (study.run), the checkers must not print a traceback each."""
@@ -98,6 +101,7 @@ def test_a_forked_checker_ignores_ctrl_c(master, monkeypatch):
     assert why == [str(signal.SIG_IGN)] * 4
 
 
+@pytest.mark.slow
 def test_what_the_sweep_starts_early_starts_after_the_checkers_are_forked(master):
     """The forked checkers hold no pipe of a server started after them, and the servers
     import while the points are composed."""
@@ -114,6 +118,7 @@ def test_what_the_sweep_starts_early_starts_after_the_checkers_are_forked(master
     assert forked == [2]
 
 
+@pytest.mark.slow
 def test_a_sweep_checked_by_forked_processes_lists_its_bad_points(tmp_path, monkeypatch):
     monkeypatch.setenv("STUDY_CHECK_WORKERS", "2")  # this box is too small to fork by itself
     r = cli("-m", "shape.seq_len=16,0,32,-4", f"out_root={tmp_path}", *TINY)
