@@ -28,11 +28,11 @@ def only_sweep(out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def one_cell(tmp_path_factory):
-    """A finished sweep of one tiny eager cell."""
+    """A finished sweep of one tiny eager cell, asked for twice (case 10)."""
     out = tmp_path_factory.mktemp("one")
-    r = cli("-m", "variant=linear", "compile=off", f"out_root={out}", *TINY)
+    r = cli("-m", "variant=linear,linear", "compile=off", f"out_root={out}", *TINY)
     assert r.returncode == 0, r.stderr[-2000:]
-    return out
+    return out, r
 
 
 def test_a_resumed_cold_cell_reads_no_cache_an_interrupt_left(tmp_path):
@@ -55,13 +55,14 @@ def test_a_resumed_cold_cell_reads_no_cache_an_interrupt_left(tmp_path):
 
 def test_a_sweep_dir_another_sweep_holds_is_refused(one_cell):
     """Case 2: resume=true joined a sweep that still ran; cells ran twice at once in one dir."""
-    sd = only_sweep(one_cell)
+    out, _ = one_cell
+    sd = only_sweep(out)
     with open(sd / ".sweep.lock", "a+") as f:  # another sweep, running (callbacks.LOCK)
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         f.truncate(0)
         f.write("pid 4242: python -m study.run -m variant=linear\n")
         f.flush()
-        r = cli("-m", "variant=linear", "compile=off", f"out_root={one_cell}", "resume=true",
+        r = cli("-m", "variant=linear", "compile=off", f"out_root={out}", "resume=true",
                 *TINY)  # fmt: skip
     assert r.returncode == 2, r.stderr[-2000:]
     assert "is in use by another sweep (pid 4242: python -m study.run" in r.stderr
@@ -80,9 +81,10 @@ def test_two_sweeps_started_in_one_second_get_two_dirs(tmp_path):
 
 def test_a_new_sweep_into_a_dir_that_holds_one_is_refused(one_cell):
     """Case 6: another sweep given an existing hydra.sweep.dir merged into it silently."""
-    sd = only_sweep(one_cell)
+    out, _ = one_cell
+    sd = only_sweep(out)
     before = sorted(p.name for p in sd.iterdir())
-    r = cli("-m", "variant=naive", "compile=off", f"out_root={one_cell}",
+    r = cli("-m", "variant=naive", "compile=off", f"out_root={out}",
             f"hydra.sweep.dir={sd}", *TINY)  # fmt: skip
     assert r.returncode == 2, r.stderr[-2000:]
     assert "already holds a sweep: add resume=true to add to it, or give a fresh dir" in r.stderr
@@ -227,10 +229,11 @@ def test_a_custom_module_that_exits_at_import_is_named(tmp_path, monkeypatch):
 def test_resume_without_its_sweep_yaml_or_with_a_bad_one_is_refused(one_cell):
     """Case 9: with sweep.yaml deleted, resume=true started a fresh sweep without a word; a bad
     one was refused without naming the file."""
-    sd = only_sweep(one_cell)
+    out, _ = one_cell
+    sd = only_sweep(out)
     saved = sd / "sweep.yaml"
     keep = saved.read_text()
-    resume = ("-m", "variant=linear", "compile=off", f"out_root={one_cell}", "resume=true", *TINY)
+    resume = ("-m", "variant=linear,linear", "compile=off", f"out_root={out}", "resume=true", *TINY)
     try:
         saved.unlink()
         r = cli(*resume)
@@ -238,15 +241,14 @@ def test_resume_without_its_sweep_yaml_or_with_a_bad_one_is_refused(one_cell):
         saved.write_text("overrides: [1, 2\n")
         r = cli(*resume)
         assert r.returncode == 2 and f"{saved} is unreadable" in r.stderr, r.stderr[-2000:]
-        assert len(list((one_cell / "sweeps").iterdir())) == 1  # no new sweep either time
+        assert len(list((out / "sweeps").iterdir())) == 1  # no new sweep either time
     finally:
         saved.write_text(keep)
 
 
-def test_a_value_given_twice_runs_once(tmp_path):
+def test_a_value_given_twice_runs_once(one_cell):
     """Case 10: variant=linear,linear ran the cell twice into one dir."""
-    r = cli("-m", "variant=linear,linear", "compile=off", f"out_root={tmp_path}", *TINY)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _, r = one_cell
     assert "variant=linear given more than once: each cell runs once" in r.stdout
     assert r.stdout.count("compile=off,variant=linear: ok") == 1 and "[1/1]" in r.stdout
 
