@@ -60,7 +60,8 @@ def explain(e: BaseException) -> str | None:
     if isinstance(e, MissingConfigException):
         return _missing_group(text) or _first_line(text)
     if isinstance(e, OverrideParseException):
-        return f"cannot read an override: {_first_line(text)} (Hydra's override grammar)."
+        which = getattr(e, "override", "") or "an override"
+        return f"cannot read {which}: {_first_line(text)} (Hydra's override grammar)."
     cause = e.__cause__
     if isinstance(e, ConfigCompositionException) and cause is not None:
         key = getattr(cause, "full_key", None)
