@@ -45,6 +45,26 @@ def compose(*overrides: str):
         return hcompose(config_name="config", overrides=list(overrides))
 
 
+def without_torch(module: str, args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+    """``module.main(args)`` in a fresh interpreter whose import system refuses torch: the
+    analysis must read CSVs only. Exits with main's int return (0 for None)."""
+    code = (
+        "import sys\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('analysis must not import torch')\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        f"from {module} import main\n"
+        f"rc = main({args!r})\n"
+        "assert 'torch' not in sys.modules\n"
+        "sys.exit(rc if isinstance(rc, int) else 0)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
 @pytest.fixture
 def run_inline(tmp_path):
     """Run one cell in this process (no subprocess) and return (row, kernels, autotune)."""

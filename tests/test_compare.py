@@ -1,15 +1,12 @@
 """analysis.compare: cells matched by configuration, regressions by the compiler dashboard's
 thresholds widened by each cell's own interval, and never an import of torch."""
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 
 from analysis.compare import build
 from tests import synth
-from tests.conftest import ROOT
+from tests.conftest import ROOT, without_torch
 
 
 def _h200_with(tmp_path, change):
@@ -25,20 +22,10 @@ def _h200_with(tmp_path, change):
 
 @pytest.mark.slow
 def test_h200_against_itself_without_torch(tmp_path):
-    code = (
-        "import sys\n"
-        "class NoTorch:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('analysis must not import torch')\n"
-        "sys.meta_path.insert(0, NoTorch())\n"
-        "from analysis.compare import main\n"
-        f"rc = main(['results/h200', 'results/h200', '--out', {str(tmp_path)!r}, "
-        "'--fail-on-regression'])\n"
-        "assert 'torch' not in sys.modules\n"
-        "sys.exit(rc)\n"
+    r = without_torch(
+        "analysis.compare",
+        ["results/h200", "results/h200", "--out", str(tmp_path), "--fail-on-regression"],
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     rows = pd.read_csv(ROOT / "results" / "h200" / "runs.csv")
     cells = rows.groupby(["source", "config_hash"]).ngroups  # every cell, flex's masks apart

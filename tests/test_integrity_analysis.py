@@ -2,8 +2,6 @@
 status (a cell that stopped being ok is a regression), tells noise from change, and a sweep's
 runs.csv that disagrees with its run dirs is rebuilt from them before anything reads it."""
 
-import subprocess
-import sys
 import zlib
 
 import numpy as np
@@ -15,28 +13,9 @@ from analysis.load import expand, load
 from study import io as study_io
 from study.schema import columns
 from tests import synth
-from tests.conftest import ROOT
+from tests.conftest import without_torch
 
 LATENCY = ("latency_median_us", "latency_p10_us", "latency_p90_us")
-
-
-def no_torch(module: str, args: list[str]) -> subprocess.CompletedProcess:
-    """``module.main(args)`` in a fresh interpreter that refuses to import torch."""
-    code = (
-        "import sys\n"
-        "class NoTorch:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('analysis must not import torch')\n"
-        "sys.meta_path.insert(0, NoTorch())\n"
-        f"from {module} import main\n"
-        f"rc = main({args!r})\n"
-        "assert 'torch' not in sys.modules\n"
-        "sys.exit(rc if isinstance(rc, int) else 0)\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
 
 
 def cpu_rows(spread: float = 0.02) -> pd.DataFrame:
@@ -70,7 +49,7 @@ def fail(runs, where, status="crash", reason="Fatal Python error: Segmentation f
 def test_every_cell_crashed_fails_the_regression_check(tmp_path):
     b = cpu_rows()
     fail(b, b.index == b.index)
-    r = no_torch(
+    r = without_torch(
         "analysis.compare",
         [results(cpu_rows(), tmp_path / "a"), results(b, tmp_path / "b"),
          "--out", str(tmp_path / "out"), "--fail-on-regression"],
@@ -216,7 +195,7 @@ def _keep(d, n_lines: int, cut: int = 0) -> None:
 @pytest.mark.slow
 def test_the_report_rebuilds_a_runs_csv_that_lists_one_of_eight_cells(sweep):
     _keep(sweep, 2)  # the header and one row
-    r = no_torch("analysis.report", [str(sweep)])
+    r = without_torch("analysis.report", [str(sweep)])
     assert r.returncode == 0, r.stderr[-3000:]
     said = f"[analysis] {sweep}/runs.csv listed 1 of 8 finished cells: rebuilt it from the run dirs"
     assert said in r.stderr.splitlines()

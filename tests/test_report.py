@@ -1,14 +1,12 @@
 """The analysis on a real tiny CPU sweep: files, agreement with runs.csv, failures, no torch."""
 
 import re
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from analysis.measures import sig
-from tests.conftest import ROOT, TINY, cli
+from tests.conftest import TINY, cli, without_torch
 
 pytestmark = pytest.mark.slow
 
@@ -24,21 +22,8 @@ def two_sweeps(tmp_path_factory):
 
 
 def report(*args):
-    # A finder that refuses torch: any torch import in the report fails loudly.
-    code = (
-        "import sys\n"
-        "class NoTorch:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'torch' or name.startswith('torch.'):\n"
-        "            raise ImportError('analysis must not import torch')\n"
-        "sys.meta_path.insert(0, NoTorch())\n"
-        "from analysis.report import main\n"
-        f"main({list(args)!r})\n"
-        "assert 'torch' not in sys.modules\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    """The report, in a process where any torch import fails loudly."""
+    return without_torch("analysis.report", list(args))
 
 
 def test_report_of_one_sweep_without_torch(two_sweeps):
