@@ -20,6 +20,7 @@ import re
 import pandas as pd
 
 from analysis import compare
+from analysis.findings_claims import claims
 from analysis.findings_common import (
     NOISE,
     blog_shapes,
@@ -109,7 +110,6 @@ def latencies(m: pd.DataFrame) -> list[str]:
 
 def claims_changed(v1: dict, data: dict) -> list[str]:
     """The blog's claims whose verdict differs between v1's rows and these."""
-    from analysis import findings  # the claims live there; imported late (it imports us)
 
     # Judge v1 on the sweeps both sides have (v1 judged some claims over five of its own).
     shared = set(data["runs"]["source"]) if "source" in data["runs"] else set()
@@ -118,7 +118,7 @@ def claims_changed(v1: dict, data: dict) -> list[str]:
             and k != "ncu" and shared & set(f["source"]) else f)
         for k, f in v1.items()
     }  # fmt: skip
-    old, new = findings.claims(v1), findings.claims(data)
+    old, new = claims(v1), claims(data)
     if len(old) != len(new) or not old[0].startswith("Measured"):
         return []
     changed = []

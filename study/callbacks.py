@@ -30,7 +30,8 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, flag_override
 
-from study.sweep_check import _overrides, validate_sweep
+from study.sweep_check import overrides, validate_sweep
+from study.usage import fail
 
 # Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
 RUNTIME = {
@@ -54,16 +55,10 @@ def _runtime(key: str) -> bool:
     return k in RUNTIME or k.startswith(("hydra.", "expect.")) or k == "expect"
 
 
-def fail(message: str, code: int = 2, what: str = "config error") -> None:
-    """A user's mistake: the message, no traceback, exit ``code``."""
-    print(f"[study] {what}: {message}", file=sys.stderr, flush=True)
-    sys.exit(code)
-
-
 def shape_of(config: DictConfig) -> dict[str, list[str]]:
     """{override key: its values}, without the keys that do not change what is measured."""
     out = {}
-    for o in _overrides(config):
+    for o in overrides(config):
         key = o.get_key_element()
         if _runtime(key):
             continue

@@ -22,9 +22,10 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.callbacks import fail, interrupted  # noqa: E402
+from study.callbacks import interrupted  # noqa: E402
 from study.config import plain, register_configs  # noqa: E402
 from study.sweep_check import check_config  # noqa: E402
+from study.usage import fail  # noqa: E402
 
 _SWEEP_IDS: dict = {}
 _SAID = set()

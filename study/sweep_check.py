@@ -31,7 +31,7 @@ POINTS_PER_WORKER = 6  # points a forked process must have to be worth its start
 MAX_WORKERS = 8
 
 
-def _overrides(config: DictConfig):
+def overrides(config: DictConfig):
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -51,7 +51,7 @@ def unique(pts: list[list[str]]) -> list[list[str]]:
 def repeated_values(config: DictConfig) -> list[str]:
     """``key=value`` for each value a sweep override gives more than once."""
     out = []
-    for o in _overrides(config):
+    for o in overrides(config):
         if o.is_sweep_override() and o.is_discrete_sweep():
             vals = list(o.sweep_string_iterator())
             out += [f"{o.get_key_element()}={v}" for v in dict.fromkeys(vals) if vals.count(v) > 1]
@@ -63,7 +63,7 @@ def points(config: DictConfig) -> list[list[str]]:
     sweeper's, each point once)."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-    pts = [p for batch in BasicSweeper.split_arguments(_overrides(config), None) for p in batch]
+    pts = [p for batch in BasicSweeper.split_arguments(overrides(config), None) for p in batch]
     return unique(pts)
 
 
@@ -304,7 +304,7 @@ def _check_all(
 def validate_sweep(config: DictConfig, config_name: str, meanwhile: Callable | None = None) -> int:
     """Check every point; exit 2 with every bad point listed. Returns the number of points.
     ``meanwhile(points)`` runs while the points are composed (what the sweep starts early)."""
-    from study.callbacks import fail
+    from study.usage import fail
 
     pts = points(config)
     twice = repeated_values(config)

@@ -14,6 +14,14 @@ import difflib
 import re
 
 
+def fail(message: str, code: int = 2, what: str = "config error") -> None:
+    """A user's mistake: the message, no traceback, exit ``code``."""
+    import sys
+
+    print(f"[study] {what}: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
 def _first_line(text: str) -> str:
     return " ".join(str(text).strip().splitlines()[0].split()) if str(text).strip() else ""
 

@@ -124,7 +124,7 @@ def test_no_scaling_section_without_a_scaling_source(tmp_path):
 def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():
     import pandas as pd
 
-    from analysis.findings import claims_source
+    from analysis.findings_claims import claims_source
 
     runs = pd.read_csv(V1 / "runs.csv")
     assert claims_source(runs) == "part3"
