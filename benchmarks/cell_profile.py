@@ -63,7 +63,7 @@ def main() -> None:
 
     from study.client import Client
     from study.compiling import cache_env
-    from study.sweep import _kill_group, core_plan
+    from study.sweep import core_plan, kill_group
     from study.worker import gpu_id
 
     house, groups = core_plan(1, "auto")
@@ -97,7 +97,7 @@ def main() -> None:
         )
         rc = srv.wait(pid, a.timeout)
         if rc is None:
-            _kill_group(pid)
+            kill_group(pid)
             srv.wait(pid, 30)
         seen = time.time()
         print(f"\n== {cell.name} ({'killed at --timeout' if rc is None else f'exit {rc}'})")

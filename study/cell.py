@@ -35,8 +35,8 @@ from study import (
     calibrate,
     check,
     compiling,
-    expect,
     flops,
+    io,
     memory,
     metrics,
     passes,
@@ -49,34 +49,8 @@ from study import (
 from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
-from study.config import plain, to_plain
+from study.config import plain
 from study.errors import classify_error
-
-
-def base_row(cfg: DictConfig, run_id: str) -> dict:
-    p = to_plain(cfg)
-    c = p["compile"]
-    return {
-        "run_id": run_id,
-        "variant": cfg.variant.name,
-        "family": cfg.family.name,
-        "compile": c["mode"],
-        "fullgraph": c["fullgraph"],
-        "dynamic": c["dynamic"],
-        "inductor_patches": ";".join(f"{k}={v}" for k, v in sorted(c["inductor"].items())),
-        "compile_threads": c.get("threads"),
-        "pass": p.get("step", {}).get("kind", "fwd"),
-        "compiled_autograd": c.get("compiled_autograd"),
-        "device": p["device"],
-        "dtype": p["dtype"],
-        "cache": p["cache"],
-        "seed": p["seed"],
-        "repeat": p.get("repeat"),
-        "causal": cfg.family.causal if cfg.family.name == "attention" else None,
-        "status": "error",
-        "reason": "",
-        "expect": expect.block_of(p),
-    }
 
 
 class Cell:
@@ -85,7 +59,7 @@ class Cell:
     def __init__(self, cfg: DictConfig, run_dir: Path):
         self.cfg, self.run_dir = cfg, Path(run_dir)
         self.t0 = time.perf_counter()
-        self.row = base_row(cfg, self.run_dir.name)
+        self.row = io.base_row(cfg, self.run_dir.name)
         self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.mode = cfg.compile.mode
         self.kind = cfg.step.kind

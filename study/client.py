@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from study.pycache import bytecode_cache
-from study.server import _prctl, die_with_parent
+from study.server import die_with_parent, libc_prctl
 
 
 class ServerError(RuntimeError):
@@ -35,7 +35,7 @@ def _server_env(env: dict | None) -> dict:
 
 
 def _start(args: list[str], env: dict | None, cores, stdout) -> subprocess.Popen:
-    _prctl()  # looked up here: the child only calls it (the sweep's check may have threads)
+    libc_prctl()  # looked up here: the child only calls it (the sweep's check may have threads)
 
     def pre():
         die_with_parent()

@@ -17,6 +17,7 @@ from io import StringIO
 from pathlib import Path
 
 from study import expect, metrics, revealed
+from study.config import to_plain
 from study.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
@@ -31,6 +32,34 @@ PAIR_KEYS = (
     "score_mod",
     "host",
 )
+
+
+def base_row(cfg, run_id: str) -> dict:
+    """A cell's row before it is measured, from its config alone (no torch: the sweep writes
+    it for a cell that wrote none, in a job process that never imports torch)."""
+    p = to_plain(cfg)
+    c = p["compile"]
+    return {
+        "run_id": run_id,
+        "variant": cfg.variant.name,
+        "family": cfg.family.name,
+        "compile": c["mode"],
+        "fullgraph": c["fullgraph"],
+        "dynamic": c["dynamic"],
+        "inductor_patches": ";".join(f"{k}={v}" for k, v in sorted(c["inductor"].items())),
+        "compile_threads": c.get("threads"),
+        "pass": p.get("step", {}).get("kind", "fwd"),
+        "compiled_autograd": c.get("compiled_autograd"),
+        "device": p["device"],
+        "dtype": p["dtype"],
+        "cache": p["cache"],
+        "seed": p["seed"],
+        "repeat": p.get("repeat"),
+        "causal": cfg.family.causal if cfg.family.name == "attention" else None,
+        "status": "error",
+        "reason": "",
+        "expect": expect.block_of(p),
+    }
 
 
 def _cell(v):

@@ -47,11 +47,10 @@ def ready(d: str, n: int, workloads: bool = False) -> int:
     from study import sweep
 
     sweep.server()
-    if workloads and sweep._IMPORTING is None:
+    if workloads and not sweep.importing_workloads():
         sweep.import_workloads_in_background()
     pid = checkin(d, n)
-    if sweep._IMPORTING is not None:
-        sweep._IMPORTING.join()
+    sweep.wait_for_workloads()
     return pid
 
 

@@ -68,7 +68,7 @@ PR_SET_PDEATHSIG = 1
 
 
 @functools.cache
-def _prctl():
+def libc_prctl():
     """libc's ``prctl``, looked up once: a child forked beside other threads (``preexec_fn``)
     then calls it without the loader's lock (dlopen, dlsym). None where there is none."""
     try:
@@ -78,7 +78,7 @@ def _prctl():
 
 
 def die_with_parent() -> None:
-    prctl = _prctl()
+    prctl = libc_prctl()
     if prctl is not None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 

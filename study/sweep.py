@@ -76,6 +76,17 @@ def _import_workloads() -> None:
         return
 
 
+def importing_workloads() -> bool:
+    """Whether a background import of the workloads was started in this process."""
+    return _IMPORTING is not None
+
+
+def wait_for_workloads() -> None:
+    """Join the background import of the workloads, if one was started."""
+    if _IMPORTING is not None:
+        _IMPORTING.join()
+
+
 def import_workloads_in_background() -> None:
     """Import the registered workloads (and torch) in a thread; ``resolve`` joins it first: a
     package half-imported by one thread is no package for another (``import torch.nn`` in a
@@ -231,7 +242,7 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def _kill_group(pgid: int, limit_s: float = 120.0) -> None:
+def kill_group(pgid: int, limit_s: float = 120.0) -> None:
     """Kill what is left of a cell's process group and wait until none of it lives (its GPU
     slot is free only then); say so when a process outlives the wait (stuck in the driver)."""
     try:
@@ -265,8 +276,7 @@ def shape_keys(variant, variants: dict | None = None) -> list[str]:
     from the registry here (a variant of your own, ``variant.target``, imports torch)."""
     if not variant.get("target") and variants and variant.name in variants:
         return list(variants[variant.name])
-    if _IMPORTING is not None:
-        _IMPORTING.join()
+    wait_for_workloads()
     from study.workloads.registry import resolve as entry_of
 
     return list(entry_of(variant).shape_keys)
@@ -294,9 +304,7 @@ def _fallback_row(resolved: dict, run_dir: Path, status: str, reason: str, wall:
     """The row of a cell that wrote none: from the config it ran (device and shape resolved)."""
     import socket
 
-    from study.cell import base_row
-
-    row = base_row(OmegaConf.create(resolved), run_dir.name)
+    row = io.base_row(OmegaConf.create(resolved), run_dir.name)
     row.update(status=status, reason=reason, wall_s=wall, host=socket.gethostname())
     row.update({k: v for k, v in resolved["shape"].items() if v is not None})
     return row
@@ -493,7 +501,7 @@ def _forked(srv, run_dir: Path, env: dict, cores, gpu, timeout_s: float, asked: 
     try:
         rc = srv.wait(pid, timeout_s)
         if rc is None:
-            _kill_group(pid)
+            kill_group(pid)
             srv.wait(pid, 30.0)
             if not (run_dir / "run.csv").exists():
                 return (
@@ -502,9 +510,9 @@ def _forked(srv, run_dir: Path, env: dict, cores, gpu, timeout_s: float, asked: 
                 )
             return None, ""
     except BaseException:  # Ctrl-C or a dead server: the cell must not outlive the sweep
-        _kill_group(pid)
+        kill_group(pid)
         raise
-    _kill_group(pid)  # leftovers of its group (ncu, nsys): the slot is free only when all are gone
+    kill_group(pid)  # leftovers of its group (ncu, nsys): the slot is free only when all are gone
     if (run_dir / "run.csv").exists():
         return None, ""
     how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"

@@ -219,3 +219,29 @@ def test_a_cpu_cell_past_its_memory_cap_is_an_oom_row_and_the_sweep_goes_on(tmp_
     assert big["status"] == "oom", big["reason"]
     assert "allocate" in big["reason"] and "cpu_mem_limit_gb" in big["reason"]
     assert rows["device=cpu,dtype=fp32,shape.seq_len=16,variant=naive"]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_row_for_a_cell_that_wrote_none_needs_no_torch(tmp_path):
+    """The job process writes the timeout or crash row of a cell that wrote none: it imported
+    study.cell for that, and with it torch, on every such row (issue 33)."""
+    code = (
+        "import sys\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('the job process must not import torch')\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        "from pathlib import Path\n"
+        "from tests.conftest import compose\n"
+        "from study import sweep\n"
+        "cfg = compose('+experiment=tiny', 'variant=naive', 'compile=default')\n"
+        "keys = {'naive': ['batch', 'heads', 'seq_len', 'head_dim']}\n"
+        "resolved = sweep.resolve(cfg, False, keys)\n"
+        f"row = sweep._fallback_row(resolved, Path({str(tmp_path)!r}) / 'c', 'crash', 'x', 1.0)\n"
+        "assert row['status'] == 'crash' and row['variant'] == 'naive', row\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=root_env(),
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -40,7 +40,7 @@ def attention_flops(s: dict) -> float:
     return 4.0 * s["batch"] * s["heads"] * s["seq_len"] ** 2 * s["head_dim"]
 
 
-def _ref_index(shape):
+def ref_index_of(shape):
     b, h, s = shape["batch"], shape["heads"], shape["seq_len"]
     return None if b * h * s * s <= FULL_CHECK_LIMIT else (slice(0, 1), slice(0, min(h, 2)))
 
@@ -120,7 +120,7 @@ def _register_primitive(name: str, fn):
             fn=fn if dense is None else functools.partial(fn, score_mod=dense),
             inputs=(*qkv(shape, dtype, device, gen), ~sp["keep"]),  # mask: True = masked out
             reference=functools.partial(reference, score_mod=dense),
-            ref_index=_ref_index(shape),
+            ref_index=ref_index_of(shape),
             notes=sp["notes"],
             row=sp["row"],
             useful_fraction=sp["density"],
@@ -148,7 +148,7 @@ def _sdpa_workload(shape, dtype, device, gen, causal, family):
     def ref(q, k, v, *_):  # the attn_mask input, if any, is the same mask as ``mask``
         return reference(q, k, v, mask, dense)
 
-    common = dict(reference=ref, ref_index=_ref_index(shape), notes=sp["notes"], row=sp["row"])
+    common = dict(reference=ref, ref_index=ref_index_of(shape), notes=sp["notes"], row=sp["row"])
     common["useful_fraction"] = sp["density"]
     if sp["kind"] in ("causal", "none") and dense is None:
         is_causal = sp["kind"] == "causal"

@@ -22,7 +22,14 @@ import time
 
 import torch
 
-from study.workloads.attention import SHAPE, _ref_index, attention_flops, qkv, reference, spec
+from study.workloads.attention import (
+    SHAPE,
+    attention_flops,
+    qkv,
+    ref_index_of,
+    reference,
+    spec,
+)
 from study.workloads.registry import Workload, register
 
 EAGER_NOTE = (
@@ -112,7 +119,7 @@ def build(shape, dtype, device, gen, causal=True, family=None, **_):
         fn=flex,
         inputs=(q, k, v),
         reference=ref,
-        ref_index=_ref_index(shape),
+        ref_index=ref_index_of(shape),
         notes=sp["notes"] + ([f"kernel_options {options}"] if options else []),
         row=row,
         useful_fraction=density,
