@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import glob
-import io
 import sys
 from collections import Counter
 from pathlib import Path
@@ -197,26 +196,19 @@ def finished_cells(d: Path) -> list[str]:
 
 
 def _rows(path: Path) -> tuple[list[dict] | None, str]:
-    """(rows, "") of a CSV that reads whole, else (None, what is wrong with it)."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    """(rows, "") of a runs.csv that reads whole (``study.io.read_whole``), else (None, what
+    is wrong with it)."""
+    if not path.exists():
         return None, "missing"
-    except (OSError, UnicodeDecodeError) as e:
-        return None, f"unreadable ({e})"
+    if path.stat().st_size == 0:
+        return None, "empty"
     try:
-        lines = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as e:
-        return None, f"unparseable ({e})"
-    if not lines or "run_id" not in lines[0]:
-        return None, "empty" if not text.strip() else "without a run_id column"
-    if not text.endswith("\n"):
-        return None, "cut short (no line break at its end)"
-    head = lines[0]
-    for i, row in enumerate(lines[1:], start=2):
-        if len(row) != len(head):
-            return None, f"cut short (row {i} has {len(row)} of {len(head)} fields)"
-    return [dict(zip(head, row, strict=True)) for row in lines[1:]], ""
+        rows = study_io.read_whole(path)
+    except study_io.Incomplete as e:
+        return None, str(e).removeprefix("it is ")
+    if rows and "run_id" not in rows[0]:
+        return None, "without a run_id column"
+    return rows, ""
 
 
 def _disagreement(d: Path, finished: list[str]) -> str:

@@ -277,14 +277,10 @@ def positive(key: str, value: Any) -> None:
 def _memory_bytes() -> int | None:
     """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
     cell's inputs are built there first), or None where /proc/meminfo is not."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    from study.env import proc_kb
+
+    kb = proc_kb("/proc/meminfo", "MemTotal")
+    return None if kb is None else int(kb * 1024)
 
 
 def fits(shape: dict) -> None:

@@ -9,6 +9,18 @@ import subprocess
 from pathlib import Path
 
 
+def proc_kb(path: str, key: str) -> float | None:
+    """A ``key: N kB`` figure of a /proc file (``/proc/meminfo``, ``/proc/self/status``), or
+    None where the file or the key is not."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
+                return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def git_revision() -> str | None:
     """The study's revision (``-dirty`` when modified), once per process: forked cells inherit
     it from the cell server (two git calls per cell otherwise)."""

@@ -119,12 +119,9 @@ class Incomplete(ValueError):
     """A run.csv that does not parse whole: cut short, or missing what its status needs."""
 
 
-def read_row(path: Path) -> dict:
-    """The one row of a cell's ``run.csv``, trusted only if it parses whole: the file ends
-    with its line break, one row with as many fields as the header, and every column its
-    status needs is filled (``REQUIRED``; ok: a latency, any other status: a reason). Columns
-    the schema no longer has (rows of older versions) are dropped. Raises Incomplete, saying
-    why."""
+def read_whole(path: Path) -> list[dict]:
+    """The rows of a CSV, trusted only if it parses whole: it ends with its line break and
+    every row has as many fields as the header. Raises Incomplete, saying why."""
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -132,15 +129,24 @@ def read_row(path: Path) -> dict:
     if not text.endswith("\n"):
         raise Incomplete("it is cut short (no line break at its end)")
     try:
-        reader = csv.DictReader(StringIO(text), restkey="\0extra", restval=None)
-        rows = list(reader)
+        rows = list(csv.DictReader(StringIO(text), restkey="\0extra", restval=None))
     except csv.Error as e:
         raise Incomplete(f"it does not parse ({e})") from None
+    for i, row in enumerate(rows, start=2):
+        if "\0extra" in row or None in row.values():
+            raise Incomplete(f"its row {i} has another number of fields than its header")
+    return rows
+
+
+def read_row(path: Path) -> dict:
+    """The one row of a cell's ``run.csv``, trusted only if it reads whole (``read_whole``)
+    and every column its status needs is filled (``REQUIRED``; ok: a latency, any other
+    status: a reason). Columns the schema no longer has (rows of older versions) are dropped.
+    Raises Incomplete, saying why."""
+    rows = read_whole(path)
     if len(rows) != 1:
         raise Incomplete(f"it holds {len(rows)} rows, not one")
     (row,) = rows
-    if "\0extra" in row or None in row.values():
-        raise Incomplete("its row has another number of fields than its header")
     need = REQUIRED + REQUIRED_BY_STATUS.get(row.get("status") or "", ("reason",))
     empty = [c for c in need if not row.get(c)]
     if empty:
@@ -223,8 +229,7 @@ def aggregate(sweep_dir: Path) -> Path | None:
                 )
         if not rows:
             return None
-        known = set(columns("runs"))
-        rows = with_speedups([{k: v for k, v in r.items() if k in known} for r in rows])
+        rows = with_speedups(rows)  # read_row kept the schema's columns only
         kernels = {}
         for p in run_csvs(sweep_dir):
             kp = p.with_name("kernels.csv")

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 
 
 def fail(message: str, code: int = 2, what: str = "config error") -> None:
     """A user's mistake: the message, no traceback, exit ``code``."""
-    import sys
-
     print(f"[study] {what}: {message}", file=sys.stderr, flush=True)
     sys.exit(code)
 
@@ -90,8 +89,6 @@ def hydra_errors_are_config_errors() -> None:
     """Make Hydra's error report say a config mistake as the study's one line, exit 2; any
     other error keeps Hydra's report and exit 1. (Hydra 1.3 reports through
     ``hydra._internal.utils.run_and_report``; if a later Hydra moves it, its report stays.)"""
-    import sys
-
     import hydra._internal.utils as hu
 
     original = getattr(hu, "run_and_report", None)

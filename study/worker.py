@@ -56,16 +56,6 @@ def check_pinned(gpu: str | None) -> None:
         )
 
 
-def _proc_kb(path: str, key: str) -> float | None:
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(key + ":"):
-                return float(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def cap_host_memory(cfg) -> str | None:
     """On the CPU, cap what this cell process may map beyond what it maps now (RLIMIT_AS), so
     a shape too large for the host fails in the allocator, as an ``oom`` row, instead of waking
@@ -86,11 +76,13 @@ def cap_host_memory(cfg) -> str | None:
     limit = cfg.cpu_mem_limit_gb
     if limit is not None and limit <= 0:
         return None
-    mapped = _proc_kb("/proc/self/status", "VmSize")
+    from study.env import proc_kb
+
+    mapped = proc_kb("/proc/self/status", "VmSize")
     if mapped is None:
         return None
     if limit is None:
-        avail = _proc_kb("/proc/meminfo", "MemAvailable")
+        avail = proc_kb("/proc/meminfo", "MemAvailable")
         if avail is None:
             return None
         limit = 0.8 * avail / 2**20
