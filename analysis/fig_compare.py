@@ -41,7 +41,7 @@ def changes(m: pd.DataFrame, a: str, b: str, band: float = 0.05) -> tuple:
     top = pd.concat([flagged.sort_values("move", ascending=False), rest]).head(MAX_BARS)
     top = top.sort_values("latency")
     var = m.groupby("variant")["latency"].apply(geomean).sort_values()
-    names = ["regressed", "improved", "within the threshold"]
+    names = ["regressed", "improved", "within threshold or noise"]
     leg = legend_width(names)
     fig, axes = figure(1, 2, w=12.5 + leg, h=max(4.2, 0.26 * len(top) + 2.2),
                        gridspec_kw={"width_ratios": [1, 1.6]})  # fmt: skip
@@ -58,8 +58,14 @@ def changes(m: pd.DataFrame, a: str, b: str, band: float = 0.05) -> tuple:
         ax.minorticks_off()
         ax.tick_params(labelsize=8)
     yv = np.arange(len(var))
-    vcol = [COLORS["regressed"] if v > 1 + band else COLORS["improved"] if v < 1 - band
-            else COLORS["within"] for v in var]  # fmt: skip
+    # a variant's colour is its cells' verdicts (compare.judge: threshold, intervals, host
+    # phase), not its geometric mean against the band: a mean past 5% of cells within noise
+    # read "regressed" here while compare counted none
+    verdict = m.groupby("variant")["state"].agg(
+        lambda x: "regressed" if (x == "regressed").any()
+        else "improved" if (x == "improved").any() else "within"
+    )  # fmt: skip
+    vcol = [COLORS[verdict[v]] for v in var.index]
     a0.barh(yv, var.to_numpy() - 1, left=1, color=vcol, height=0.6)
     a0.set_yticks(yv, var.index, fontsize=8)
     a0.set_ylim(-0.6, len(var) - 0.4)

@@ -265,3 +265,23 @@ def test_an_intact_sweep_and_a_results_dir_are_read_as_they_are(sweep, capsys):
     assert (sweep / "runs.csv").stat().st_mtime_ns == stamp
     assert len(load([synth.H200])["runs"]) == len(pd.read_csv(synth.H200 / "runs.csv"))
     assert capsys.readouterr().err == ""
+
+
+def test_the_figure_colours_a_variant_by_its_cells_verdicts(tmp_path):
+    """Review: a variant's bar was red when its geometric mean passed 5%, though every one of
+    its cells was within noise and compare counted no regression."""
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    from analysis import fig_compare
+
+    a, b = cpu_rows(0.15), cpu_rows(0.15)
+    for c in LATENCY:
+        b.loc[b["variant"] == "flash", c] *= 1.1  # inside both sides' p10–p90: within noise
+    line, m = build(results(a, tmp_path / "a"), results(b, tmp_path / "b"), None)
+    assert "0 regressions" in line
+    fig, _ = fig_compare.changes(m, "A", "B")
+    (bars,) = fig.axes[0].containers  # the per-variant bars
+    grey = mcolors.to_rgba(fig_compare.COLORS["within"])
+    assert len(bars) > 1 and all(p.get_facecolor() == grey for p in bars)
+    plt.close(fig)
