@@ -44,13 +44,14 @@ from study import (
     pinning,
     proof,
     stats,
+    targets,
     timing,
 )
 from study import env as envinfo
 from study import inductor as ind
 from study import trace as tr
 from study.config import plain
-from study.errors import classify_error
+from study.errors import Unsupported, classify_error
 
 
 class Cell:
@@ -91,15 +92,25 @@ class Cell:
 
     # 2 ------------------------------------------------------------------------------------
     def compile(self) -> None:
+        c, target = self.cfg.compile, targets.get(self.mode)
+        if not target.training and self.kind != "fwd":
+            raise Unsupported(
+                f"compile={self.mode} with pass={self.kind}: {target.isolates}; an exported "
+                "program is an inference graph, with no backward to run (use pass=fwd)"
+            )
         if self.mode != "off":
-            patches = {**ind.settings(self.run_dir, self.device), **dict(self.cfg.compile.inductor)}
+            patches = {
+                **ind.settings(self.run_dir, self.device),
+                **target.patches,
+                **({"freezing": True} if c.freezing else {}),
+                **dict(c.inductor),
+            }
             bad = ind.apply(patches)
             if bad:
                 raise ValueError(f"unknown Inductor config key(s) {bad} in compile.inductor")
         self.stack.enter_context(build.sdpa_pin(self.wl.sdpa_backend))
         if self.wl.sdpa_backend or self.entry.name == "sdpa":
             self.row["sdpa_choice"] = _sdp_choice(self.wl.inputs[:3])
-        c = self.cfg.compile
         self.trained = passes.prepare(self.kind, self.wl, self.cfg.step.lr)
         if self.trained is not None:
             self.notes += self.trained.notes
@@ -108,12 +119,18 @@ class Cell:
         if c.compiled_autograd and self.trained is not None and self.mode != "off":
             backward_in = lambda: compiling.compiled_autograd(c.fullgraph)  # noqa: E731
         self.backward_in = backward_in
-        self.fn = compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic)
+        package = self.run_dir / "generated" / "aot_inductor.pt2"
+        self.fn = compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic, package)
         if c.dynamic == "mark":
             compiling.mark_dynamic(self.wl.inputs, self.shape[self.cfg.shape_sweep.key])
         inputs, seed = self.wl.inputs, self.cfg.seed
-        self.step = passes.make_step(self.kind, self.fn, inputs, self.trained, seed, backward_in)
-        self.eager = passes.make_step(self.kind, self.wl.fn, inputs, self.trained, seed)
+        grad = not (c.freezing and self.mode != "off")  # freezing compiles under no_grad only
+        if not grad:
+            self.notes.append("compile.freezing: the forward runs under torch.no_grad (eager too)")
+        self.step = passes.make_step(
+            self.kind, self.fn, inputs, self.trained, seed, backward_in, grad=grad
+        )
+        self.eager = passes.make_step(self.kind, self.wl.fn, inputs, self.trained, seed, grad=grad)
         if self.mode != "off":  # an eager cell leaves Dynamo and Inductor alone (seconds)
             if compiling.compiles():  # a forked cell starts fresh; an in-process one may not
                 compiling.fresh_dynamo()
@@ -135,6 +152,13 @@ class Cell:
                 self.caught += [str(w.message).split("\n")[0][:200] for w in ws]
         if self.mode != "off":
             self.row.update(ind.metrics())
+            if isinstance(self.fn, compiling.AOTInductor):  # no Dynamo: its own clock
+                self.row.update(compile_s=self.fn.compile_s, graphs=1)
+                self.notes.append(
+                    f"AOTInductor: torch.export {self.fn.export_s:.2f} s, then compile, package "
+                    f"and load {self.fn.compile_s - self.fn.export_s:.2f} s "
+                    f"(package: generated/{self.fn.package.name})"
+                )
             self.generated = ind.harvest(self.run_dir, ind.provenance_store())
             self.row["generated_kernels"] = len(self.generated["kernels"])
             self.row["generated_dir"] = "generated"
@@ -419,6 +443,15 @@ class Cell:
                 self.notes.append("Inductor decomposed the SDPA math op into generated kernels")
             if not pr["ok"] and status == "ok":
                 status, reason = "invalid", pr["reason"]
+        if self.device == "cpu" and compiling.uses_cudagraphs(self.mode):
+            self.notes.append(
+                f"compile={self.mode} on the CPU: CUDA graphs do not apply (cudagraph_skip_"
+                "reasons), so the row runs the same path without them"
+            )
+        pt = proof.prove_target(self.mode, self.device, self.kernels, self.generated, row)
+        row["target_proof"] = pt["proof"]
+        if not pt["ok"] and status == "ok":
+            status, reason = "invalid", pt["reason"]
         row["status"], row["reason"] = status, reason
         row["profile_s"] = time.perf_counter() - t
 

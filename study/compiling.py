@@ -35,7 +35,9 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-CUDAGRAPH_MODES = {"reduce-overhead", "max-autotune"}
+from study import targets
+
+CUDAGRAPH_MODES = {n for n, t in targets.TARGETS.items() if t.cudagraphs}
 # What identifies a compiled artefact: everything that can change the code Inductor emits.
 IDENTITY = ("variant", "family", "compile", "shape", "dtype", "device", "seed")
 
@@ -44,17 +46,68 @@ def uses_cudagraphs(mode: str) -> bool:
     return mode in CUDAGRAPH_MODES
 
 
-def make(fn, mode: str, fullgraph: bool, dynamic):
-    """The callable to time: ``fn`` itself for ``off``, else ``torch.compile(fn, ...)``."""
+def make(fn, mode: str, fullgraph: bool, dynamic, package: Path | None = None):
+    """The callable to time for target ``mode`` (study.targets): ``fn`` itself for ``off``,
+    an AOTInductor package for ``aot_inductor`` (built at the first call, into ``package``),
+    else ``torch.compile(fn, backend=..., mode=...)``."""
+    t = targets.get(mode)
     if mode == "off":
         return fn
+    if mode == "aot_inductor":
+        return AOTInductor(fn, package or Path("generated") / "aot_inductor.pt2")
     import torch
 
     if dynamic == "mark":  # the marked dims are dynamic; the rest as Dynamo decides
         dynamic = None
-    return torch.compile(
-        fn, mode=None if mode == "default" else mode, fullgraph=fullgraph, dynamic=dynamic
-    )
+    return torch.compile(fn, backend=t.backend, mode=t.mode, fullgraph=fullgraph, dynamic=dynamic)
+
+
+class AOTInductor:
+    """``torch.export`` -> ``aoti_compile_and_package`` -> ``aoti_load_package``, done at the
+    first call with that call's inputs (so ``first_call_s`` holds the whole compile, as for
+    torch.compile), then the loaded package is called. A function is exported inside a module
+    that calls it; a module's parameters become the package's constants."""
+
+    def __init__(self, fn, package: Path):
+        self.fn, self.package, self.loaded = fn, Path(package), None
+        self.export_s = self.compile_s = None
+
+    def __call__(self, *args):
+        if self.loaded is None:
+            self._build(args)
+        return self.loaded(*args)
+
+    def _build(self, args) -> None:
+        import time
+
+        import torch
+
+        mod = self.fn if isinstance(self.fn, torch.nn.Module) else _Calls(self.fn)
+        t = time.perf_counter()
+        ep = torch.export.export(mod, tuple(args))
+        self.export_s = time.perf_counter() - t
+        self.package.parent.mkdir(parents=True, exist_ok=True)
+        path = torch._inductor.aoti_compile_and_package(ep, package_path=str(self.package))
+        self.loaded = torch._inductor.aoti_load_package(path)
+        self.compile_s = time.perf_counter() - t
+
+
+def _calls_module():
+    import torch
+
+    class Calls(torch.nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+
+        def forward(self, *args):
+            return self.fn(*args)
+
+    return Calls
+
+
+def _Calls(fn):  # noqa: N802 - a class made on demand, so that importing this needs no torch
+    return _calls_module()(fn)
 
 
 def cache_key_tag(plain_cfg: dict) -> str:

@@ -17,10 +17,12 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from study import expect
+from study import expect, targets
 from study.schema import SHAPE_KEYS
 
-COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# Every compile target (study.targets): the five Inductor modes, the layers of torch.compile
+# taken apart and the deployment paths.
+COMPILE_MODES = tuple(targets.TARGETS)
 
 
 class ConfigError(ValueError):
@@ -129,6 +131,9 @@ class CompileConf:
     inductor: dict[str, Any] = field(default_factory=dict)  # torch._inductor.config patches
     threads: int = 1  # Inductor compile_threads; 1 = no async-compile process pool (compiling)
     compiled_autograd: bool = False  # training passes: the backward through compiled autograd
+    # Inductor targets, pass=fwd: parameters become constants (torch._inductor.config.freezing);
+    # the forward then runs under torch.no_grad, eager's too, as freezing needs
+    freezing: bool = False
 
 
 @dataclass
@@ -347,9 +352,21 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
     c = cfg
     if c.compile.mode not in COMPILE_MODES:
         raise ConfigError(
-            f"compile.mode={c.compile.mode!r} is not a compile mode; allowed: "
-            f"{', '.join(COMPILE_MODES)} (pick one with compile=<mode>)."
+            f"compile.mode={c.compile.mode!r} is not a compile target; allowed: "
+            f"{', '.join(COMPILE_MODES)} (pick one with compile=<target>)."
         )
+    inductor = c.compile.inductor
+    inductor = dict(inductor) if inductor is not None else {}
+    clash = targets.conflicts(
+        c.compile.mode,
+        bool(c.compile.freezing),
+        inductor,
+        c.step.kind,
+        c.compile.dynamic,
+        bool(c.compile.compiled_autograd),
+    )
+    if clash:
+        raise ConfigError(clash)
     for key in SHAPE_KEYS:
         positive(
             f"shape.{key}", c.shape[key] if isinstance(c, DictConfig) else getattr(c.shape, key)

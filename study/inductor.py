@@ -32,6 +32,12 @@ FX_LINE = re.compile(r"^\s*(?P<node>\w+)(?:: [^=]*)? = torch\.ops\.(?P<op>[\w.]+
 SUBGRAPH = re.compile(r"^(?P<indent>\s*)class (?P<name>\w+)\(torch\.nn\.Module\):", re.M)
 # A C++ kernel's profiler range: graph_<i>_cpp_fused_<...> (pointwise), graph_<i>_kernel (template)
 CPP_RECORD = re.compile(r'RecordFunctionHandle\s+\w+\("(?P<name>graph_\d+_\w+)"')
+# A C++ kernel's definition (cpp_wrapper and AOTInductor sources: not 'name = async_compile')
+CPP_DEF = re.compile(r'^extern "C"\s+void\s+(?P<name>cpp_\w+)\([^;{)]*\)\s*\{', re.M)
+# A Triton kernel a C++ wrapper launches by name (its source is a separate kernel module)
+CPP_TRITON_REF = re.compile(r'"(?P<name>triton_\w+)"')
+FROZEN = "_frozen_param"  # a parameter freezing made a constant of (compile.freezing)
+TRITON_DEF = re.compile(r"^def (?P<name>triton_\w+)\(", re.M)
 EXTERN_CALL = re.compile(
     r"^\s*(?:\w+ = )?(?P<call>extern_kernels\.\w+|torch\.ops\.aten\.\w+(?:\.\w+)?)\(", re.M
 )
@@ -148,10 +154,21 @@ PROVENANCE_FILES = ("fx_graph_transformed.py", "inductor_provenance_tracking_nod
 
 
 def _debug_dirs(debug: Path) -> dict[str, Path]:
-    """Each graph's debug dir, keyed by the text of its output code (= its wrapper module)."""
+    """Each graph's debug dir, keyed by the text of its output code (= its wrapper module, or
+    AOTInductor's C++ source)."""
     if not debug.exists():
         return {}
-    return {f.read_text(): f.parent for f in debug.rglob("output_code.py")}
+    return {
+        f.read_text(): f.parent
+        for pattern in ("output_code.py", "output_code.cpp")
+        for f in debug.rglob(pattern)
+    }
+
+
+def _is_wrapper(text: str) -> bool:
+    """A graph's wrapper module (Python, or cpp_wrapper's Python holding the C++), not one
+    kernel's module."""
+    return "def call(" in text or "async_compile" in text or "cpp_wrapper_src" in text
 
 
 def provenance_store() -> Path | None:
@@ -183,10 +200,17 @@ def harvest(run_dir: Path, store: Path | None = None) -> dict:
     debug = gen / "debug"
     graphs = _debug_dirs(debug)
     restored = 0
+    cpp = sorted(debug.rglob("output_code.cpp")) if debug.exists() else []
+    for j, f in enumerate(cpp):
+        shutil.copyfile(f, gen / f"output_code_{j}.cpp")  # AOTInductor's source (no PyCodeCache)
+    kernel_modules = []
     for i, f in enumerate(files):
         text = f.read_text()
-        if "def call(" not in text and "async_compile" not in text:
-            continue  # a kernel module, not a graph's wrapper
+        if not _is_wrapper(text):
+            if TRITON_DEF.search(text):  # a Triton kernel's module: a C++ wrapper may launch it
+                kernel_modules.append(f)
+            continue
+        cpp += [f] if "cpp_wrapper_src" in text else []
         shutil.copyfile(f, gen / f"output_code_{i}.py")
         if store is None:
             continue
@@ -201,6 +225,10 @@ def harvest(run_dir: Path, store: Path | None = None) -> dict:
             dst = debug / "restored" / f.stem
             shutil.copytree(saved, dst, dirs_exist_ok=True)
             restored += 1
+    if cpp and kernel_modules:  # C++ launches Triton kernels by name: keep their sources
+        (gen / "kernel_modules").mkdir(exist_ok=True)
+        for f in kernel_modules:
+            shutil.copyfile(f, gen / "kernel_modules" / f.name)
     out = analyse(run_dir)
     out["provenance_restored"] = restored
     return out
@@ -214,48 +242,73 @@ def analyse(run_dir: Path) -> dict:
     kdir.mkdir(parents=True, exist_ok=True)
     graphs = _debug_dirs(gen / "debug")
     kernels, externs, wrappers = {}, set(), []
-    for dst in sorted(gen.glob("output_code_*.py")):
+    modules = {
+        m.group("name"): (f, m.start())
+        for f in sorted((gen / "kernel_modules").glob("*.py"))
+        for m in TRITON_DEF.finditer(f.read_text())
+    }
+    for dst in sorted([*gen.glob("output_code_*.py"), *gen.glob("output_code_*.cpp")]):
         text = dst.read_text()
         wrappers.append(dst)
         graph = graphs.get(text)
         node_ops = _post_grad_ops(graph) if graph else {}
         prov, from_sdpa = _provenance(graph) if graph else ({}, set())
-        defs = list(KERNEL_DEF.finditer(text))
-        for j, m in enumerate(defs):
-            name = m.group("name")
-            end = defs[j + 1].start() if j + 1 < len(defs) else len(text)
-            body = text[m.start() : end]
-            ext = ".cpp" if m.group("kind").startswith("cpp") else ".py"
+        defs = sorted(
+            [(m.start(), m.group("name"), m.group("kind")) for m in KERNEL_DEF.finditer(text)]
+            + [(m.start(), m.group("name"), "cpp") for m in CPP_DEF.finditer(text)]
+        )
+        launched = {m.group("name") for m in CPP_TRITON_REF.finditer(text)}
+        for name in sorted(launched - {d[1] for d in defs} - set(kernels)):
+            if name in modules:  # launched from C++, compiled from its own kernel module
+                f, _ = modules[name]
+                src = kdir / f"{name}.py"
+                shutil.copyfile(f, src)
+                kernels[name] = _kernel(name, src, run_dir, prov, node_ops, from_sdpa, "", "")
+        for j, (start, name, kind) in enumerate(defs):
+            end = defs[j + 1][0] if j + 1 < len(defs) else len(text)
+            body = text[start:end]
+            ext = ".cpp" if kind.startswith("cpp") else ".py"
             src = kdir / f"{name}{ext}"
             src.write_text(body)
-            preamble = text[max(0, m.start() - 2000) : m.start()].rsplit("\n\n", 1)[-1]
-            fused = []
-            if name in prov:
-                fused = sorted({node_ops.get(n, n) for n in prov[name]})
-                how = "provenance"
-            else:
-                o = ORIGIN.findall(preamble)
-                fused = sorted({x.strip() for x in ",".join(o).split(",") if x.strip()})
-                how = "origin_comment" if fused else ""
-            record = CPP_RECORD.search(body)
-            kernels[name] = {
-                "trace_name": record.group("name") if record else None,
-                "source_file": str(src.relative_to(run_dir)),
-                "fused_ops": " ".join(fused),
-                "fused_ops_from": how,
-                "inductor_kind": (
-                    "template"  # a C++ template (flex_attention, GEMM) records graph_<i>_kernel
-                    if record and "_cpp_" not in record.group("name")
-                    else _inductor_kind(name, m.group("kind"))
-                ),
-                "from_sdpa": bool(from_sdpa.intersection(prov.get(name, ()))),
-            }
+            preamble = text[max(0, start - 2000) : start].rsplit("\n\n", 1)[-1]
+            kernels[name] = _kernel(name, src, run_dir, prov, node_ops, from_sdpa, preamble, body,
+                                    kind)  # fmt: skip
         externs.update(c.group("call") for c in EXTERN_CALL.finditer(text))
+    texts = [w.read_text() for w in wrappers]
     return {
         "kernels": kernels,
+        "cpp_wrapper": any(
+            "cpp_wrapper_src" in x or w.suffix == ".cpp"
+            for w, x in zip(wrappers, texts, strict=True)
+        ),
+        "frozen": any(FROZEN in x for x in texts),
         "externs": sorted(externs),
         "wrappers": [str(d.relative_to(run_dir)) for d in wrappers],
         "post_grad_graph": any((g / "fx_graph_transformed.py").exists() for g in graphs.values()),
+    }
+
+
+def _kernel(name, src, run_dir, prov, node_ops, from_sdpa, preamble, body, kind="triton"):
+    """One generated kernel's row: its source, the aten ops it fused (Inductor's provenance,
+    else the origin comments before its definition), its kind and its trace name."""
+    if name in prov:
+        fused, how = sorted({node_ops.get(n, n) for n in prov[name]}), "provenance"
+    else:
+        o = ORIGIN.findall(preamble)
+        fused = sorted({x.strip() for x in ",".join(o).split(",") if x.strip()})
+        how = "origin_comment" if fused else ""
+    record = CPP_RECORD.search(body)
+    return {
+        "trace_name": record.group("name") if record else None,
+        "source_file": str(src.relative_to(run_dir)),
+        "fused_ops": " ".join(fused),
+        "fused_ops_from": how,
+        "inductor_kind": (
+            "template"  # a C++ template (flex_attention, GEMM) records graph_<i>_kernel
+            if record and "_cpp_" not in record.group("name")
+            else _inductor_kind(name, kind)
+        ),
+        "from_sdpa": bool(from_sdpa.intersection(prov.get(name, ()))),
     }
 
 

@@ -50,6 +50,7 @@ def base_row(cfg, run_id: str) -> dict:
         "compile_threads": c.get("threads"),
         "pass": p.get("step", {}).get("kind", "fwd"),
         "compiled_autograd": c.get("compiled_autograd"),
+        "freezing": c.get("freezing"),
         "device": p["device"],
         "dtype": p["dtype"],
         "cache": p["cache"],

@@ -252,7 +252,7 @@ def target(run_dir: Path) -> None:
     """The process ncu/nsys profile: the cell's workload, warm-up, then calls in an NVTX range."""
     import torch
 
-    from study import compiling
+    from study import compiling, targets
     from study import inductor as ind
     from study.build import build_workload, resolve_device, sdpa_pin
     from study.config import load_cell_config, plain
@@ -260,9 +260,13 @@ def target(run_dir: Path) -> None:
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     device = resolve_device(plain(cfg.device))
     _, _, wl = build_workload(cfg, device)
-    ind.apply(dict(cfg.compile.inductor))  # the same compiled code as the cell (same cache key)
-    with sdpa_pin(wl.sdpa_backend):
-        fn = compiling.make(wl.fn, cfg.compile.mode, cfg.compile.fullgraph, cfg.compile.dynamic)
+    c = cfg.compile
+    if c.mode != "off":  # the same compiled code as the cell (same cache key)
+        ind.apply({**targets.get(c.mode).patches, **({"freezing": True} if c.freezing else {}),
+                   **dict(c.inductor)})  # fmt: skip
+    package = run_dir / "ncu" / "aot_inductor.pt2"  # aot_inductor: built again, beside the cell's
+    with sdpa_pin(wl.sdpa_backend), torch.set_grad_enabled(not (c.freezing and c.mode != "off")):
+        fn = compiling.make(wl.fn, c.mode, c.fullgraph, c.dynamic, package)
         for _ in range(5):
             fn(*wl.inputs)
         torch.cuda.synchronize()

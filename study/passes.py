@@ -80,14 +80,24 @@ def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
     return tr
 
 
-def make_step(kind: str, fn, inputs: tuple, tr: Trained | None, seed: int, backward_in=None):
+def make_step(
+    kind: str, fn, inputs: tuple, tr: Trained | None, seed: int, backward_in=None, grad=True
+):
     """One call of the pass: ``step() -> output``. ``backward_in``: a context factory the
-    backward runs in (compiled autograd, for the compiled step only)."""
+    backward runs in (compiled autograd, for the compiled step only). ``grad=False``: the
+    forward runs under ``torch.no_grad`` (compile.freezing needs it)."""
     from contextlib import nullcontext
 
     import torch
     from torch.profiler import record_function
 
+    if kind == "fwd" and not grad:
+
+        def step():
+            with torch.no_grad():
+                return fn(*inputs)
+
+        return step
     if kind == "fwd":
         return lambda: fn(*inputs)
     grad_out = []

@@ -130,3 +130,74 @@ def prove_pass(
             f"{'+'.join(seen) or 'none'}: the backward does not show {want}"
         )
     return out
+
+
+def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dict, row: dict):
+    """{ok, reason, proof} for what a compile target claims (study.targets), from the trace and
+    what the cell harvested: a row that claims a layer must show it, and no other layer's work.
+
+    - dynamo_eager, aot_eager, cudagraphs: Dynamo captured a graph, and no Inductor-generated
+      kernel ran (their kernels are eager's). cudagraphs on CUDA: no CUDA-graph skip.
+    - cpp_wrapper: the wrapper Inductor wrote is C++.
+    - aot_inductor: every generated kernel that ran is in the package's source.
+    - freezing: the generated wrapper holds frozen (constant) parameters.
+    """
+    from study import targets
+    from study.inductor import match_kernel
+
+    t = targets.get(mode)
+    gk = generated.get("kernels", {})
+    ran_generated = sorted({r["kernel"] for r in kernel_rows if r.get("generated")})
+    if mode == "off" or (t.inductor and t.dynamo and mode != "cpp_wrapper" and not _frozen(row)):
+        return {"ok": True, "reason": "", "proof": ""}
+    if t.dynamo and not _num(row.get("graphs")):
+        return _bad(f"compile={mode}: Dynamo captured no graph, so the row measured eager")
+    if not t.inductor:
+        if ran_generated:
+            return _bad(
+                f"compile={mode} runs no Inductor, yet generated kernel(s) ran: "
+                + ", ".join(ran_generated[:3])
+            )
+        if t.cudagraphs and device == "cuda" and _num(row.get("cudagraph_skips")):
+            return _bad(
+                f"compile={mode}: CUDA graphs were skipped ({row.get('cudagraph_skip_reasons')})"
+            )
+        return {
+            "ok": True,
+            "reason": "",
+            "proof": f"{row.get('graphs')} graph(s) captured; no generated kernel in the trace",
+        }
+    proof = []
+    if mode == "cpp_wrapper":
+        if not generated.get("cpp_wrapper"):
+            return _bad("compile=cpp_wrapper: the wrapper Inductor wrote is not C++")
+        proof.append("the wrapper is C++")
+    if mode == "aot_inductor":
+        unmatched = [k for k in ran_generated if match_kernel(k, gk) is None]
+        if unmatched:
+            return _bad(
+                "compile=aot_inductor: kernel(s) ran that are not in the package's source: "
+                + ", ".join(unmatched[:3])
+            )
+        proof.append(f"{len(ran_generated)} generated kernel(s) ran, each in the package's source")
+    if _frozen(row):
+        if not generated.get("frozen"):
+            return _bad("compile.freezing=true: no frozen parameter in the generated code")
+        proof.append("parameters frozen into constants")
+    return {"ok": True, "reason": "", "proof": "; ".join(proof)}
+
+
+def _num(v) -> float:
+    """A count from a row (a number, or its text when read back from a CSV); 0 when empty."""
+    try:
+        return float(v) if v not in (None, "") else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _frozen(row: dict) -> bool:
+    return str(row.get("freezing")).lower() == "true"
+
+
+def _bad(reason: str) -> dict:
+    return {"ok": False, "reason": PREFIX + reason, "proof": ""}

@@ -57,10 +57,17 @@ def reparse_run(run_dir: Path) -> bool:
     decided = row["status"] == "ok" or (
         row["status"] == "invalid" and proof.is_proof_reason(row.get("reason", ""))
     )
-    if proven and decided:
-        p = proof.prove_pass(backend, rows, op_names, generated)
-        row["backend_seen"], row["backend_proof"] = p["backend_seen"], p["backend_proof"]
-        row["status"], row["reason"] = ("ok", "") if p["ok"] else ("invalid", p["reason"])
+    if decided:
+        status, reason = "ok", ""
+        if proven:
+            p = proof.prove_pass(backend, rows, op_names, generated)
+            row["backend_seen"], row["backend_proof"] = p["backend_seen"], p["backend_proof"]
+            status, reason = ("ok", "") if p["ok"] else ("invalid", p["reason"])
+        t = proof.prove_target(row["compile"], row["device"], rows, generated, row)
+        row["target_proof"] = t["proof"]
+        if status == "ok" and not t["ok"]:
+            status, reason = "invalid", t["reason"]
+        row["status"], row["reason"] = status, reason
     io.write_csv(run_dir / "run.csv", [row], "runs")
     return True
 

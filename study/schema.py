@@ -39,7 +39,9 @@ KEYS = [
     Col(
         "compile",
         "",
-        "compile mode: off (eager), default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs",
+        "compile target (study/targets.py): off (eager); Inductor's modes default, "
+        "reduce-overhead, max-autotune, max-autotune-no-cudagraphs; torch.compile taken apart: "
+        "dynamo_eager, aot_eager, cudagraphs; deployment paths: cpp_wrapper, aot_inductor",
     ),
     Col("device", "", "cuda or cpu (device=auto resolved)"),
     Col("dtype", "", "bf16, fp16 or fp32"),
@@ -104,6 +106,12 @@ RUN = (
             "compile.compiled_autograd: the backward captured by compiled autograd",
         ),
         Col(
+            "freezing",
+            "bool",
+            "compile.freezing: parameters frozen into constants (Inductor targets, pass=fwd, "
+            "under torch.no_grad)",
+        ),
+        Col(
             "compile_threads",
             "",
             "Inductor compile_threads (compile.threads; 1 = no async-compile process pool)",
@@ -133,6 +141,14 @@ RUN = (
         Col("backend_expected", "", "SDPA backend the variant pins (empty for non-SDPA and sdpa)"),
         Col("backend_seen", "", "SDPA backend(s) the trace or compiled graph proves ran"),
         Col("backend_proof", "", "the kernel, aten op or compiled-graph origin that proves it"),
+        Col(
+            "target_proof",
+            "",
+            "what proves the compile target ran as it claims (study.proof.prove_target): "
+            "a captured graph and no generated kernel (dynamo_eager, aot_eager, cudagraphs), a "
+            "C++ wrapper (cpp_wrapper), every generated kernel in the package (aot_inductor), "
+            "frozen parameters (compile.freezing); empty for eager and plain Inductor modes",
+        ),
         Col("max_abs_err", "", "max |out - ref| against a float64 reference"),
         Col("max_rel_err", "", "max_abs_err / max |ref|; compared with tolerance"),
         Col("norm_rel_err", "", "||out - ref||_2 / ||ref||_2"),
@@ -796,6 +812,8 @@ NON_NUMERIC = frozenset(
         "mem_source",
         "kernels_by_phase",
         "compiled_autograd",
+        "freezing",
+        "target_proof",
         "nsys_status",
         "nsys_note",
         "timing_phase",

@@ -35,7 +35,7 @@ def _missing_group(text: str) -> str | None:
     near = difflib.get_close_matches(value, options, n=1)
     hint = f" (did you mean {group}={near[0]}?)" if near else ""
     known = f"; known: {', '.join(options)}" if options else ""
-    noun = {"compile": "compile mode", "hydra/launcher": "launcher"}.get(group, group)
+    noun = {"compile": "compile target", "hydra/launcher": "launcher"}.get(group, group)
     return f"{group}={value} is not a {noun}{known}{hint}."
 
 
