@@ -15,6 +15,7 @@ from analysis.fig_latency import latency, speedup
 from analysis.fig_ncu import ncu_occupancy
 from analysis.fig_roofline import roofline
 from analysis.fig_scaling import scaling
+from analysis.fig_targets import where_time_goes
 from analysis.fig_training import training
 from analysis.measures import MODES
 from analysis.style import (
@@ -43,6 +44,7 @@ FIGURES = [
     ("scaling", "How does it scale with shape?", scaling),
     ("ncu", "Nsight Compute: occupancy and throughput", ncu_occupancy),
     ("flex", "FlexAttention against flash and cuDNN, per mask", flex),
+    ("targets", "Where does a compiled call's time go, layer by layer?", where_time_goes),
 ]
 # Figures over every source at once (a question that spans sweeps, e.g. fwd against fwd_bwd).
 ACROSS = [

@@ -4,7 +4,8 @@ Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): the blog
 with a verdict computed from the rows, then one section per question, each in its own module:
 what compile changes (``findings_compile``), v1 against v2 (``findings_v1``), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
-(``findings_flex``), attention over length (``findings_scaling``) and the sweep's own cost
+(``findings_flex``), attention over length (``findings_scaling``), compile targets
+(``findings_targets``) and the sweep's own cost
 (``findings_cost``). A section whose source is missing prints one line naming it.
 ``--write`` puts the block between the markers of ``DIR/FINDINGS.md`` (results/h200/FINDINGS.md);
 ``tests/test_findings.py`` fails when that file and this output differ. No torch.
@@ -22,6 +23,7 @@ from analysis import (
     findings_flex,
     findings_predicted,
     findings_scaling,
+    findings_targets,
     findings_training,
     findings_v1,
 )
@@ -39,6 +41,7 @@ SECTIONS = [
     findings_block.section,
     findings_flex.section,
     findings_scaling.section,
+    findings_targets.section,
     findings_cost.section,
 ]
 

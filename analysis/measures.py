@@ -16,7 +16,20 @@ import pandas as pd
 from study.metrics import HOST_BOUND
 from study.schema import SHAPE_KEYS
 
-MODES = ["off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+# Every compile target, in reading order (study/targets.py): eager, Inductor's modes, the
+# layers of torch.compile taken apart, the deployment paths.
+MODES = [
+    "off",
+    "default",
+    "reduce-overhead",
+    "max-autotune",
+    "max-autotune-no-cudagraphs",
+    "dynamo_eager",
+    "aot_eager",
+    "cudagraphs",
+    "cpp_wrapper",
+    "aot_inductor",
+]
 FAMILIES = ["matmul", "linear", "mlp", "attention"]
 PASSES = ["fwd", "fwd_bwd", "train_step"]
 # What identifies a cell across sweeps, hosts and torch versions (analysis.compare).

@@ -1,0 +1,69 @@
+"""Where does a compiled call's time go? Per cell, the µs per call each layer of torch.compile
+adds over eager (Dynamo, AOTAutograd, Inductor, and a C++ wrapper instead of Python), from a
+sweep over compile targets (analysis/targets.py), with each difference's interval. Returns
+``(figure, sentence)`` or raises ``Skip``."""
+
+from __future__ import annotations
+
+import numpy as np
+import seaborn as sns
+
+from analysis import targets
+from analysis.style import Skip, context, figure, finish, legend_right, legend_width, ok
+
+ORDER = ["Dynamo", "AOTAutograd", "Inductor", "C++ wrapper"]
+COLOURS = dict(zip(ORDER, sns.color_palette("colorblind", 10)[4:8], strict=True))
+
+
+def where_time_goes(d) -> tuple:
+    raw = d.get("repeats", d["runs"])
+    lay = targets.layers(raw)
+    if lay.empty or not set(lay["layer"]) & set(ORDER[:3]):
+        raise Skip("no cell ran under dynamo_eager, aot_eager and default: +experiment=targets")
+    lay = lay[lay["layer"].isin(ORDER)]
+    a = targets.added(raw)
+    keys = [c for c in targets.CELL if c in lay]
+    lay = lay.assign(
+        cell=[targets.label(dict(zip(keys, x, strict=True)), a) for x in lay[keys].values]
+    )
+    cells = list(dict.fromkeys(lay["cell"]))
+    layers = [x for x in ORDER if x in set(lay["layer"])]
+    leg = legend_width(layers)
+    fig, axes = figure(1, 1, w=9.5 + leg, h=1.2 + 0.75 * len(cells))
+    ax = axes[0, 0]
+    h = 0.8 / len(layers)
+    for j, layer in enumerate(layers):
+        g = lay[lay["layer"] == layer].set_index("cell").reindex(cells)
+        y = np.arange(len(cells)) + (j - (len(layers) - 1) / 2) * h
+        err = np.array([g["us"] - g["lo"], g["hi"] - g["us"]]).clip(min=0)
+        ax.barh(y, g["us"], height=h * 0.9, color=COLOURS[layer], xerr=err, ecolor="#333333",
+                error_kw={"lw": 0.8}, label=layer)  # fmt: skip
+        for yy, v, fast in zip(y, g["us"], g["fast"], strict=True):
+            if v == v:
+                ax.text(v, yy, f" {v:+.1f}{'' if fast else '*'} ", va="center", fontsize=7,
+                        ha="left" if v >= 0 else "right")  # fmt: skip
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xscale("symlog", linthresh=10)
+    lo, hi = lay["lo"].min(), lay["hi"].max()  # room for the value labels past the bars
+    ax.set_xlim(min(lo * 4, -20), max(hi * 4, 20))
+    ax.set_yticks(np.arange(len(cells)), cells)
+    ax.invert_yaxis()
+    ax.set_xlabel("µs per call the layer adds over eager (negative: saves); symlog")
+    handles, names = ax.get_legend_handles_labels()
+    legend_right(fig, handles, names, title="layer")
+    ctx = context(ok(d["runs"]))
+    finish(fig, "Where does a compiled call's time go, layer by layer?", ctx, right_in=leg)
+    big = lay.loc[lay["us"].abs().idxmax()]
+    host = lay[(lay["layer"] == "Dynamo")].sort_values("us", ascending=False)
+    sentence = (
+        f"Per call, against eager in the same process: the largest change is {big['layer']} in "
+        f"{big['cell']} ({big['us']:+.1f} µs)"
+        + (
+            f"; Dynamo's capture and guards cost at most {host['us'].iloc[0]:+.1f} µs "
+            f"({host['cell'].iloc[0]})"
+            if len(host)
+            else ""
+        )
+        + ". * marks a figure timed outside the host's fast phase."
+    )
+    return fig, sentence

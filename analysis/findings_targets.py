@@ -1,0 +1,38 @@
+"""Compile targets (source ``targets``): where a compiled call's time goes, layer by layer, and
+whether a deployment path removes a compiled cell's slowdown. Part of
+``python -m analysis.findings``; the arithmetic is ``analysis.targets``'s.
+"""
+
+from __future__ import annotations
+
+from analysis import targets
+from analysis.findings_common import needs, of, table
+
+SOURCE = "targets"
+
+
+def section(data: dict) -> list[str]:
+    raw = of(data["raw"], SOURCE)
+    t = targets.table(raw)
+    if t.empty:
+        return needs("Compile targets", f"`{SOURCE}` (`+experiment=targets`)")
+    failed = raw[raw["status"] != "ok"]
+    out = [
+        "",
+        "Compile targets: µs per call each layer of torch.compile adds over eager, from each "
+        "target's own paired rounds (same process, same host phase) [95% interval], and each "
+        "target's paired speedup (* : a row timed outside the host's fast phase, so its µs are "
+        f"the slow phase's; source `{SOURCE}`, `python -m analysis.targets`):",
+        "",
+        *table(list(t.columns), t.values.tolist()),
+        "",
+        *("- " + s for s in targets.verdicts(raw)),
+    ]
+    if len(failed):
+        by = failed.groupby(["compile", "status"]).size()
+        out += [
+            "- Not ok: "
+            + "; ".join(f"{c} {s} in {n} cell(s)" for (c, s), n in by.items())
+            + " (`reason` in runs.csv)."
+        ]
+    return out

@@ -1,0 +1,232 @@
+"""Where a compiled call's time goes, layer by layer: ``python -m analysis.targets SWEEP...``
+
+Reads the rows of a sweep over compile targets (``+experiment=targets``, study/targets.py) and
+prints, per cell, the µs per call each layer of torch.compile adds over eager, and whether a
+deployment path removes a compiled cell's slowdown. CSV only; no torch.
+
+Every figure comes from one row's own paired rounds: eager and the target timed in alternating
+blocks in one process, so in the same host phase. A target's time per call over eager is
+``eager_latency_paired_us * (1 / speedup_paired - 1)``, its interval from the speedup's 95%
+interval; a cell run in several processes takes the median, and the interval that spans every
+process's. The layers subtract targets that each add one layer to the one before:
+
+- Dynamo (capture, frame evaluation, guards) = ``dynamo_eager``
+- AOTAutograd (its runtime wrapper, functionalisation) = ``aot_eager`` - ``dynamo_eager``
+- Inductor (its kernels and its Python wrapper) = ``default`` - ``aot_eager``
+- the C++ wrapper instead of Python = ``cpp_wrapper`` - ``default``
+- CUDA graphs without Inductor = ``cudagraphs`` - ``aot_eager``
+
+A difference's interval is the widest the two intervals allow (low minus high, high minus
+low). A row timed outside the host's fast phase is marked: its µs are the slow phase's (its
+ratio to eager still holds, both were timed in it). Device time per call is beside each, so a
+change whose kernels and device time are unchanged reads as what it is: host time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from analysis.findings_common import table as md_table
+from analysis.measures import sig
+from study.schema import SHAPE_KEYS
+
+CELL = ["variant", "pass", "dtype", "device", *SHAPE_KEYS]
+# (layer, target that adds it, target it is measured from; None: from eager)
+LAYERS = [
+    ("Dynamo", "dynamo_eager", None),
+    ("AOTAutograd", "aot_eager", "dynamo_eager"),
+    ("Inductor", "default", "aot_eager"),
+]
+DEPLOY = [
+    ("C++ wrapper", "cpp_wrapper", "default"),
+    ("CUDA graphs (no Inductor)", "cudagraphs", "aot_eager"),
+]
+TARGETS = ["dynamo_eager", "aot_eager", "default", "cudagraphs", "cpp_wrapper", "aot_inductor"]
+
+
+def _num(df: pd.DataFrame, col: str) -> pd.Series:
+    return (
+        pd.to_numeric(df[col], errors="coerce") if col in df else pd.Series(float("nan"), df.index)
+    )
+
+
+def added(raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, target): µs per call over eager (median over processes) and its
+    interval, the speedup and its interval, device time per call, eager's µs, and how many of
+    its processes were timed in the host's fast phase."""
+    r = raw[(raw["status"] == "ok") & (raw["compile"] != "off")].copy()
+    if r.empty:
+        return pd.DataFrame()
+    eager = _num(r, "eager_latency_paired_us")
+    sp, lo, hi = _num(r, "speedup_paired"), _num(r, "speedup_ci_low"), _num(r, "speedup_ci_high")
+    r["added_us"] = eager * (1 / sp - 1)
+    r["added_lo"] = eager * (1 / hi - 1)  # the higher speedup adds the least
+    r["added_hi"] = eager * (1 / lo - 1)
+    r["eager_us"], r["sp"], r["sp_lo"], r["sp_hi"] = eager, sp, lo, hi
+    r["device_us"] = _num(r, "device_time_us")
+    r["fast"] = r.get("timing_phase", pd.Series("", r.index)).astype(str).eq("fast")
+    r = r[r["added_us"].notna()]
+    keys = [c for c in CELL if c in r] + ["compile"]
+    r[keys] = r[keys].astype(object).where(r[keys].notna(), "").astype(str)
+    g = r.groupby(keys, sort=False, dropna=False)
+    out = g.agg(
+        added_us=("added_us", "median"),
+        added_lo=("added_lo", "min"),
+        added_hi=("added_hi", "max"),
+        sp=("sp", "median"),
+        sp_lo=("sp_lo", "min"),
+        sp_hi=("sp_hi", "max"),
+        eager_us=("eager_us", "median"),
+        device_us=("device_us", "median"),
+        processes=("sp", "size"),
+        fast=("fast", "sum"),
+    )
+    return out.reset_index()
+
+
+def layers(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per cell and layer: µs per call the layer adds (negative: saves), with its interval."""
+    a = added(raw)
+    if a.empty:
+        return a
+    keys = [c for c in CELL if c in a]
+    rows = []
+    for cell, g in a.groupby(keys, sort=False):
+        by = g.set_index("compile")
+        for layer, target, base in LAYERS + DEPLOY:
+            if target not in by.index or (base is not None and base not in by.index):
+                continue
+            t = by.loc[target]
+            if base is None:
+                us, lo, hi = t["added_us"], t["added_lo"], t["added_hi"]
+                fast = t["fast"] == t["processes"]
+            else:
+                b = by.loc[base]
+                us = t["added_us"] - b["added_us"]
+                lo, hi = t["added_lo"] - b["added_hi"], t["added_hi"] - b["added_lo"]
+                fast = t["fast"] == t["processes"] and b["fast"] == b["processes"]
+            rows.append(
+                {**dict(zip(keys, cell, strict=True)), "layer": layer, "target": target,
+                 "from": base or "off", "us": us, "lo": lo, "hi": hi, "fast": bool(fast)}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _interval(us, lo, hi) -> str:
+    return f"{us:+.1f} [{lo:+.1f}, {hi:+.1f}]"
+
+
+def _speedup(t) -> str:
+    mark = "" if t["fast"] == t["processes"] else "*"
+    return f"{t['sp']:.2f}x [{t['sp_lo']:.2f}-{t['sp_hi']:.2f}]{mark}"
+
+
+def table(raw: pd.DataFrame) -> pd.DataFrame:
+    """The decomposition as a table a person reads: per cell, eager's µs, µs per call each layer
+    adds, and every target's paired speedup with its interval (* : not all in the fast phase)."""
+    a, lay = added(raw), layers(raw)
+    if a.empty:
+        return pd.DataFrame()
+    keys = [c for c in CELL if c in a]
+    out = []
+    for cell, g in a.groupby(keys, sort=False):
+        by = g.set_index("compile")
+        row = {"cell": label(dict(zip(keys, cell, strict=True)), a)}
+        row["eager µs"] = sig(by["eager_us"].median())
+        mine = lay
+        for k, v in zip(keys, cell, strict=True):
+            mine = mine[mine[k] == v]
+        for _, x in mine.iterrows():
+            row[f"{x['layer']} µs"] = _interval(x["us"], x["lo"], x["hi"]) + (
+                "" if x["fast"] else "*"
+            )
+        for t in TARGETS:
+            if t in by.index:
+                row[t] = _speedup(by.loc[t])
+        out.append(row)
+    return pd.DataFrame(out).fillna("")
+
+
+def label(cell: dict, a: pd.DataFrame) -> str:
+    """A cell's name: its variant, plus its pass, and the shape keys that tell apart the cells
+    of one variant where it has several."""
+    same = a[a["variant"] == cell["variant"]]
+    vary = [k for k in SHAPE_KEYS if k in same and same[k].nunique() > 1]
+    extra = [f"{k}={_int(cell[k])}" for k in vary if cell.get(k) not in (None, "nan", "")]
+    if cell.get("pass", "fwd") != "fwd":
+        extra.append(str(cell["pass"]))
+    return cell["variant"] + (f" ({', '.join(extra)})" if extra else "")
+
+
+def _int(v) -> str:
+    try:
+        return f"{float(v):g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def verdicts(raw: pd.DataFrame) -> list[str]:
+    """One sentence per cell: is default slower than eager, and does a deployment path
+    (cpp_wrapper, aot_inductor) remove that, by the intervals."""
+    a = added(raw)
+    if a.empty:
+        return []
+    keys = [c for c in CELL if c in a]
+    out = []
+    for cell, g in a.groupby(keys, sort=False):
+        by = g.set_index("compile")
+        name = label(dict(zip(keys, cell, strict=True)), a)
+        if "default" not in by.index:
+            continue
+        d = by.loc["default"]
+        if d["sp_hi"] >= 1:
+            out.append(
+                f"{name}: default is not slower than eager ({_speedup(d)}), nothing to remove."
+            )
+            continue
+        said = []
+        for t in ("cpp_wrapper", "aot_inductor"):
+            if t not in by.index:
+                said.append(f"{t} has no ok row")
+                continue
+            x = by.loc[t]
+            if x["sp_lo"] >= 1:
+                said.append(f"{t} removes it ({_speedup(x)})")
+            elif x["sp_lo"] > d["sp_hi"]:
+                said.append(f"{t} narrows it ({_speedup(x)})")
+            else:
+                said.append(f"{t} does not ({_speedup(x)})")
+        out.append(
+            f"{name}: default is slower than eager ({_speedup(d)}); " + "; ".join(said) + "."
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from analysis.load import expand, load
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
+    p.add_argument("--source", help="only the rows of this source (a results dir's column)")
+    a = p.parse_args(argv)
+    raw = load(expand(a.dirs))["repeats"]
+    if a.source:
+        raw = raw[raw["source"] == a.source]
+    t = table(raw)
+    if t.empty:
+        print("no ok compiled rows with a paired speedup: run +experiment=targets first")
+        return 1
+    print("µs per call each layer adds over eager [95% interval]; speedups eager/target "
+          "(* : not every process timed in the host's fast phase)\n")  # fmt: skip
+    print("\n".join(md_table(list(t.columns), t.values.tolist())))
+    print()
+    for s in verdicts(raw):
+        print("- " + s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
