@@ -183,6 +183,19 @@ def _med(xs):
     return statistics.median(xs) if xs else None
 
 
+AOTI_SHIM = "aoti_torch_cpu_"  # C++ wrappers (cpp_wrapper, AOTInductor) call aten through shims
+
+
+def aten_name(e: dict) -> dict:
+    """A C++ wrapper's call into aten, recorded as its shim's range (``aoti_torch_cpu_addmm_out``)
+    with no ``aten::`` op inside, named as the op it runs (``aten::addmm_out``): the CPU's
+    kernels and the SDPA proof read aten names."""
+    name = e.get("name", "")
+    if name.startswith(AOTI_SHIM):
+        return {**e, "name": "aten::" + name[len(AOTI_SHIM) :], "aoti_shim": name}
+    return e
+
+
 def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
     """Kernel rows (one per distinct kernel) and a run summary from a trace's events."""
     steps = _steps(events)
@@ -195,7 +208,7 @@ def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
             and e.get("cat") in ("cpu_op", "user_annotation")
             and not STEP_RE.match(e.get("name", ""))
         ):
-            cpu_ranges[e.get("tid")].append(e)
+            cpu_ranges[e.get("tid")].append(aten_name(e))
     ranges = {tid: _Intervals(evs) for tid, evs in cpu_ranges.items()}
     op_names = sorted({e["name"] for evs in cpu_ranges.values() for e in evs})
     phases = _phases(events)

@@ -200,3 +200,13 @@ def test_the_table_marks_a_slow_phase_figure():
     t = atargets.table(RAW)
     assert t.loc[0, "cpp_wrapper"].endswith("*")
     assert not t.loc[0, "default"].endswith("*")
+
+
+def test_a_cpp_wrappers_aten_shim_reads_as_the_aten_op_it_runs():
+    from study.classify import classify
+    from study.trace import aten_name
+
+    e = aten_name({"name": "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"})
+    assert e["name"] == "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert classify(e["name"]) == "flash"  # so the CPU proof sees flash under cpp_wrapper/AOTI
+    assert aten_name({"name": "aten::mm"}) == {"name": "aten::mm"}

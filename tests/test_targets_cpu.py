@@ -40,16 +40,13 @@ def test_naive_and_flash_run_ok_under_every_new_target(tmp_path):
         assert list((run / "generated").glob("output_code_*.cpp")), "AOTInductor's source"
         assert "each in the package's source" in aoti["target_proof"]
         assert float(aoti["compile_s"]) > 0 and "torch.export" in aoti["notes"]
-    kernels = [
-        k
-        for k in io.read_csv(d / "kernels.csv")
-        if k["compile"] == "aot_inductor" and k["variant"] == "naive"
-    ]
-    made = [k for k in kernels if k["source_file"]]
+    run = d / by[("naive", "aot_inductor")]["run_id"]
+    made = [k for k in io.read_csv(run / "kernels.csv") if k["source_file"]]
     assert made, "naive's fused softmax kernel is matched to AOTInductor's C++ source"
     for k in made:
-        assert (d / by[("naive", "aot_inductor")]["run_id"] / k["source_file"]).exists()
-        assert Path(k["source_file"]).suffix == ".cpp"
+        assert (run / k["source_file"]).exists() and Path(k["source_file"]).suffix == ".cpp"
+    flash = io.read_csv(d / by[("flash", "aot_inductor")]["run_id"] / "kernels.csv")
+    assert any("flash_attention" in k["kernel"] for k in flash), "the aten op behind the shim"
 
 
 def test_aot_inductor_cannot_train_and_says_so_in_a_row(tmp_path):
