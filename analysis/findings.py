@@ -5,7 +5,7 @@ with a verdict computed from the rows, then one section per question, each in it
 what compile changes (``findings_compile``), v1 against v2 (``findings_v1``), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
 (``findings_flex``), attention over length (``findings_scaling``), compile targets
-(``findings_targets``) and the sweep's own cost
+(``findings_targets``), real models (``findings_models``) and the sweep's own cost
 (``findings_cost``). A section whose source is missing prints one line naming it.
 ``--write`` puts the block between the markers of ``DIR/FINDINGS.md`` (results/h200/FINDINGS.md);
 ``tests/test_findings.py`` fails when that file and this output differ. No torch.
@@ -21,6 +21,7 @@ from analysis import (
     findings_compile,
     findings_cost,
     findings_flex,
+    findings_models,
     findings_predicted,
     findings_scaling,
     findings_targets,
@@ -42,6 +43,7 @@ SECTIONS = [
     findings_flex.section,
     findings_scaling.section,
     findings_targets.section,
+    findings_models.section,
     findings_cost.section,
 ]
 

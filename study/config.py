@@ -213,6 +213,9 @@ class CellConf:
     cache: Cache = Cache.cold
     seed: int = 0
     tolerance: float | None = None  # null: the dtype's default (see study.check)
+    # dtype: max_rel_err within `tolerance`; eager: within max(tolerance, 3 x eager's own error
+    # against the same float64 reference, in the same process) - deep bf16 models (study.check)
+    tolerance_rule: str = "dtype"
     isolation: Isolation = Isolation.subprocess
     timeout_s: float = 900.0
     # CPU cells: the most a cell may map beyond its start (GB); null: 80% of the host's
@@ -404,6 +407,11 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
             raise ConfigError(f"timing.{key}={val} is not allowed: it must be >= 1.")
     if c.tolerance is not None and not c.tolerance > 0:
         raise ConfigError(f"tolerance={c.tolerance} is not allowed: it must be > 0 (or null).")
+    if c.tolerance_rule not in ("dtype", "eager"):
+        raise ConfigError(
+            f"tolerance_rule={c.tolerance_rule!r} is not allowed: dtype (the dtype's tolerance) "
+            "or eager (3x eager's own error against float64, at least the dtype's)."
+        )
     if c.ncu.top_n < 1:
         raise ConfigError(f"ncu.top_n={c.ncu.top_n} is not allowed: it must be >= 1.")
     if c.timing.pairs < 10:

@@ -39,6 +39,8 @@ class Trained:
     leaves: list[tuple[str, object]] = field(default_factory=list)
     optimizer: object = None
     notes: list[str] = field(default_factory=list)
+    before: list = field(default_factory=list)  # values before the first step (snapshot)
+    after: list = field(default_factory=list)  # the compiled first step's (values, grads)
 
     def zero(self) -> None:
         for _, t in self.leaves:
@@ -107,13 +109,13 @@ def make_step(
         tr.zero()
         with record_function(RANGE + "fwd"):
             out = fn(*inputs)
-        if not grad_out:  # the first call (compile): shape the upstream gradient once
-            gen = torch.Generator(device=out.device).manual_seed(seed + 1)
-            grad_out.append(
-                torch.randn(out.shape, generator=gen, device=out.device, dtype=out.dtype)
-            )
+        ys = grad_leaves(out)
+        if not grad_out:  # the first call (compile): shape the upstream gradients once
+            for i, y in enumerate(ys):
+                gen = torch.Generator(device=y.device).manual_seed(seed + 1 + i)
+                grad_out.append(torch.randn(y.shape, generator=gen, device=y.device, dtype=y.dtype))
         with record_function(RANGE + "bwd"), backward_in():
-            (out * grad_out[0]).sum().backward()
+            loss(ys, grad_out).backward()
         if tr.optimizer is not None:
             with record_function(RANGE + "optim"):
                 tr.optimizer.step()
@@ -121,6 +123,69 @@ def make_step(
 
     step.grad_out = grad_out
     return step
+
+
+def grad_leaves(out) -> list:
+    """The output's floating-point leaves that require grad, in pytree order: what a training
+    pass differentiates (``(y * g).sum()`` over each). None of them: ``Unsupported``."""
+    import torch
+
+    from study.check import leaves
+    from study.errors import Unsupported
+
+    ys = [
+        t
+        for t in leaves(out)
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad
+    ]
+    if not ys:
+        kinds = sorted({type(t).__name__ for t in leaves(out)}) or ["nothing"]
+        raise Unsupported(
+            "a training pass needs a floating-point output that requires grad; this output "
+            f"holds {', '.join(kinds)}, none of them (use pass=fwd)"
+        )
+    return ys
+
+
+def loss(ys: list, grads: list):
+    """sum((y * g).sum()) over the output's differentiable leaves and their fixed gradients."""
+    if len(ys) != len(grads):
+        raise RuntimeError(f"{len(ys)} differentiable outputs against {len(grads)} gradients")
+    return sum((y * g.to(y.dtype)).sum() for y, g in zip(ys, grads, strict=True))
+
+
+def snapshot(tr: Trained) -> None:
+    """Keep the trained leaves' values before the first step (tolerance_rule=eager needs
+    eager's first step from the same start)."""
+    tr.before = [t.detach().clone() for _, t in tr.leaves]
+
+
+def first_step_again(tr: Trained, wl, grad_out: list):
+    """Eager's forward and backward from the values ``snapshot`` kept (no optimizer step),
+    keeping the compiled first step's values and gradients for ``restore_first_step``.
+    Returns eager's output; the leaves' ``.grad`` are then eager's."""
+    import torch
+
+    from study.check import detach
+
+    tr.after = [(t.detach().clone(), t.grad) for _, t in tr.leaves]
+    with torch.no_grad():
+        for (_, t), v in zip(tr.leaves, tr.before, strict=True):
+            t.copy_(v)
+    tr.zero()
+    out = wl.fn(*wl.inputs)
+    loss(grad_leaves(out), grad_out).backward()
+    return detach(out)
+
+
+def restore_first_step(tr: Trained) -> None:
+    import torch
+
+    with torch.no_grad():
+        for (_, t), (v, g) in zip(tr.leaves, tr.after, strict=True):
+            t.copy_(v)
+            t.grad = g
+    tr.after = []
 
 
 class Reference:
@@ -151,9 +216,14 @@ class Reference:
         if grad_out is None:
             with torch.no_grad():
                 return self.fn(*self.inputs), {}
+        for t in [*self.inputs, *(self.fn.parameters() if hasattr(self.fn, "parameters") else [])]:
+            if isinstance(t, torch.Tensor):
+                t.grad = None  # run again (tolerance_rule=eager): no accumulated gradient
         out = self.fn(*self.inputs)
-        g = grad_out[self.index] if self.index is not None else grad_out
-        (out * g.double()).sum().backward()
+        grads = list(grad_out) if isinstance(grad_out, list | tuple) else [grad_out]
+        if self.index is not None:
+            grads = [g[self.index] for g in grads]
+        loss(grad_leaves(out), [g.double() for g in grads]).backward()
         grads = {
             f"input:{i}": t.grad
             for i, t in enumerate(self.inputs)
@@ -163,7 +233,9 @@ class Reference:
             grads |= {
                 f"param:{n}": p.grad for n, p in self.fn.named_parameters() if p.grad is not None
             }
-        return out.detach(), grads
+        from study.check import detach
+
+        return detach(out), grads
 
 
 def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> dict:

@@ -152,7 +152,18 @@ RUN = (
         Col("max_abs_err", "", "max |out - ref| against a float64 reference"),
         Col("max_rel_err", "", "max_abs_err / max |ref|; compared with tolerance"),
         Col("norm_rel_err", "", "||out - ref||_2 / ||ref||_2"),
-        Col("tolerance", "", "max_rel_err allowed for this dtype"),
+        Col(
+            "tolerance",
+            "",
+            "max_rel_err allowed: the dtype's, or with tolerance_rule=eager 3x eager_max_rel_err "
+            "where that is larger",
+        ),
+        Col(
+            "eager_max_rel_err",
+            "",
+            "tolerance_rule=eager: eager's own max_rel_err (output and gradients) against the "
+            "same float64 reference, in the same process, from the same first-call state",
+        ),
         Col(
             "grad_max_rel_err",
             "",

@@ -10,6 +10,9 @@ from tests.conftest import ROOT
 H200 = ROOT / "results" / "h200"
 
 
+pytestmark = pytest.mark.xdist_group("autotune_picks")  # its module fixture, once
+
+
 @pytest.fixture(scope="module")
 def h200():
     d = load([H200])

@@ -18,6 +18,9 @@ from study.sweep import group_alive
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+pytestmark = pytest.mark.xdist_group("client")  # its module fixture, once
+
+
 @pytest.fixture(scope="module")
 def listening(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("srv") / "s.sock")

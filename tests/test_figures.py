@@ -94,6 +94,9 @@ def test_scaling_skips_without_a_shape_sweep():
 SOURCES = ["part3", "scaling", "ncu", "part1", "oom", "new", "cpu"]
 
 
+pytestmark = pytest.mark.xdist_group("figures")  # its module fixture, once
+
+
 @pytest.fixture(scope="module")
 def fixture_sweeps(tmp_path_factory):
     from analysis.load import load

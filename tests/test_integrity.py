@@ -18,7 +18,7 @@ from study.run import _SWEEP_IDS, sweep_id
 from study.sweep_check import check_config
 from tests.conftest import TINY, cli, compose
 
-pytestmark = pytest.mark.slow  # most start sweeps
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("integrity")]  # most start sweeps
 
 
 def only_sweep(out: Path) -> Path:

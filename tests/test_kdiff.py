@@ -8,6 +8,9 @@ from analysis.load import load
 from tests import synth
 
 
+pytestmark = pytest.mark.xdist_group("kdiff")  # its module fixture, once
+
+
 @pytest.fixture(scope="module")
 def part3(tmp_path_factory):
     d = load([synth.write(synth.h200("part3"), tmp_path_factory.mktemp("k") / "part3")])

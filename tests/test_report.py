@@ -8,7 +8,7 @@ import pytest
 from analysis.measures import sig
 from tests.conftest import TINY, cli, without_torch
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]  # one module fixture per worker
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from study import io
 from tests.conftest import ROOT, TINY, cli, root_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sweep")]  # one module fixture per worker
 
 
 def sweep_dir(out):

@@ -245,13 +245,25 @@ def entry(variant) -> Entry:
             )
         ins = _call(parts["inputs"], shape, dtype=dtype, device=device, gen=gen)
         ins = (ins,) if isinstance(ins, torch.Tensor) else ins
+        keys = None
+        if isinstance(ins, dict):  # keyword arguments (input_ids=..., attention_mask=...)
+            keys, ins = list(ins), tuple(ins.values())
         if not isinstance(ins, tuple | list) or not all(isinstance(t, torch.Tensor) for t in ins):
+            got = type(ins).__name__ if not isinstance(ins, tuple | list) else ", ".join(
+                type(t).__name__ for t in ins)  # fmt: skip
             raise BadWorkload(
-                f"variant.inputs returned {type(ins).__name__}: it must return a tensor or a "
-                "tuple of tensors (the positional arguments of one call)."
+                f"variant.inputs returned {got}: it must return a tensor, a tuple of tensors "
+                "(positional arguments) or a dict of tensors (keyword arguments)."
             )
-        ref = parts["reference"] or (None if module is not None else obj)
-        return Workload(fn=obj, inputs=tuple(ins), reference=ref, module=module)
+        fn = obj
+        if keys is not None:  # one positional call everywhere; the module still gets keywords
+            fn = Keywords(obj, keys) if module is not None else _keywords(obj, keys)
+            module = fn if module is not None else None
+        ref = parts["reference"]
+        if ref is not None and keys is not None:
+            ref = _keywords(ref, keys)
+        ref = ref or (None if module is not None else fn)
+        return Workload(fn=fn, inputs=tuple(ins), reference=ref, module=module)
 
     flops_fn = parts["flops"]
     return Entry(
@@ -262,6 +274,57 @@ def entry(variant) -> Entry:
         flops=(lambda shape: _call(flops_fn, shape)) if flops_fn is not None else None,
         target=target,
     )
+
+
+def _inputs_type(variant) -> None:
+    """At start: what the inputs function returns, called once at size 2 for every shape key
+    on the CPU, must be a tensor, a tuple or list, or a dict. A call that fails at that size
+    says nothing (the cell tries it at its own); a wrong type is a ConfigError naming it."""
+    import torch
+
+    fn = _parts(variant)["inputs"]
+    shape = {k: 2 for k in SHAPE_KEYS}
+    try:
+        got = _call(fn, shape, dtype=torch.float32, device="cpu", gen=torch.Generator())
+    except Exception:  # noqa: BLE001 - sizes of 2 need not suit it; the cell calls it for real
+        return
+    if not isinstance(got, torch.Tensor | tuple | list | dict):
+        raise ConfigError(
+            f"variant.inputs ({getattr(fn, '__qualname__', fn)}) returned a "
+            f"{type(got).__name__}: return a tensor, a tuple of tensors (positional arguments) "
+            "or a dict of tensors (keyword arguments)."
+        )
+
+
+def _keywords(fn, keys: list[str]):
+    """``fn`` called with its inputs by name: the harness passes them by position."""
+
+    def call(*values):
+        return fn(**dict(zip(keys, values, strict=True)))
+
+    return call
+
+
+def _keywords_module():
+    from torch import nn
+
+    class KeywordCall(nn.Module):
+        """A module whose inputs are keyword arguments, called by position: its parameters
+        and buffers are the inner module's (``inner.*``), so ``.double()``, the float64 copy,
+        gradients and export see them."""
+
+        def __init__(self, inner, keys):
+            super().__init__()
+            self.inner, self.keys = inner, list(keys)
+
+        def forward(self, *values):
+            return self.inner(**dict(zip(self.keys, values, strict=True)))
+
+    return KeywordCall
+
+
+def Keywords(inner, keys):  # noqa: N802 - a class made on demand (no torch at import)
+    return _keywords_module()(inner, keys)
 
 
 def missing_shape_keys(keys, cfg, device: str) -> list[str]:
@@ -288,6 +351,7 @@ def check(cfg) -> None:
             "a custom variant needs its own name: variant.name=<label>."
         )
     e = entry(variant)
+    _inputs_type(variant)
     device = cfg.device.value if hasattr(cfg.device, "value") else str(cfg.device)
     if device == "auto":
         import torch

@@ -1,0 +1,79 @@
+"""Real models through the real CLI on the CPU, at their small CPU shapes: Hugging Face GPT-2
+and BERT fed a dict of input_ids and attention_mask, eager and compiled, forward and backward;
+a model whose library is absent is an unsupported row; the tolerance rule keeps a correct deep
+bf16 model ok and still catches a compile that is wrong."""
+
+import importlib.util
+
+import pytest
+
+from study import io
+from tests.conftest import ROOT, cli
+from tests.test_sweep import sweep_dir
+
+pytestmark = pytest.mark.slow
+HF = importlib.util.find_spec("transformers") is not None
+
+
+@pytest.mark.skipif(not HF, reason="transformers is not installed (pip install -e '.[dev]')")
+def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
+    r = cli(
+        "-m",
+        "variant=gpt2,bert",
+        "compile=off,default",
+        "pass=fwd,fwd_bwd",
+        "timing.max_s=0.25",
+        "timing.repeat=5",
+        "timing.warmup=1",
+        f"out_root={tmp_path}",
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = io.read_csv(sweep_dir(tmp_path) / "runs.csv")
+    assert len(rows) == 8
+    for x in rows:
+        assert x["status"] == "ok", (x["run_id"], x["reason"])
+        assert x["family"] == "custom" and x["variant"] in ("gpt2", "bert")
+        if x["compile"] != "off":
+            assert float(x["speedup_paired"]) > 0, x["run_id"]
+            assert x["graph_breaks"] not in ("", None)
+            assert float(x["eager_max_rel_err"]) >= 0  # tolerance_rule=eager measured it
+        if x["pass"] == "fwd_bwd":
+            assert x["grad_worst"].startswith("param:inner."), x["grad_worst"]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("timm") is not None, reason="timm is installed: nothing is missing"
+)
+def test_a_model_whose_library_is_absent_is_an_unsupported_row(tmp_path):
+    r = cli("-m", "variant=vit,gpt2", "compile=off", "timing.max_s=0.25", f"out_root={tmp_path}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {x["variant"]: x for x in io.read_csv(sweep_dir(tmp_path) / "runs.csv")}
+    assert rows["vit"]["status"] == "unsupported"
+    assert "timm" in rows["vit"]["reason"] and 'pip install -e ".[models]"' in rows["vit"]["reason"]
+    assert rows["gpt2"]["status"] == ("ok" if HF else "unsupported")
+
+
+DEEP = ["variant=custom", "variant.target=tests.deep_model.Deep", "variant.name=deep"]
+
+
+def test_the_tolerance_rule_keeps_a_deep_bf16_model_ok_and_catches_a_wrong_compile(tmp_path):
+    # tolerance=0.002: below what bf16 holds over 24 layers (eager's own error is about
+    # 0.01-0.03), as a deeper real network's is below its bf16 drift (ResNet-18: 0.234)
+    common = ["compile=off,default", "pass=fwd_bwd", "timing.max_s=0.25", "timing.repeat=5",
+              "shape.batch=8", "shape.dim=64", "tolerance=0.002"]  # fmt: skip
+    by_dtype = cli("-m", *DEEP, *common, "tolerance_rule=dtype", f"out_root={tmp_path / 'a'}")
+    by_eager = cli("-m", *DEEP, *common, "tolerance_rule=eager", f"out_root={tmp_path / 'b'}")
+    wrong = cli("-m", *DEEP, "+variant.kwargs.wrong_when_compiled=true", *common,
+                "tolerance_rule=eager", f"out_root={tmp_path / 'c'}")  # fmt: skip
+    for r in (by_dtype, by_eager, wrong):
+        assert r.returncode == 0, r.stderr[-3000:]
+    a = {x["compile"]: x for x in io.read_csv(sweep_dir(tmp_path / "a") / "runs.csv")}
+    b = {x["compile"]: x for x in io.read_csv(sweep_dir(tmp_path / "b") / "runs.csv")}
+    c = {x["compile"]: x for x in io.read_csv(sweep_dir(tmp_path / "c") / "runs.csv")}
+    # the given tolerance calls a correct deep bf16 network wrong, eager and compiled alike
+    assert a["off"]["status"] == a["default"]["status"] == "mismatch", a["off"]["reason"]
+    assert b["off"]["status"] == b["default"]["status"] == "ok", b["default"]["reason"]
+    assert float(b["default"]["tolerance"]) > 0.002  # 3x eager's own error, above the given
+    assert float(b["default"]["eager_max_rel_err"]) > 0.002
+    assert c["default"]["status"] == "mismatch" and c["off"]["status"] == "ok"
+    assert (ROOT / "tests" / "deep_model.py").exists()
