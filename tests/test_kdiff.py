@@ -7,7 +7,6 @@ from analysis import kdiff
 from analysis.load import load
 from tests import synth
 
-
 pytestmark = pytest.mark.xdist_group("kdiff")  # its module fixture, once
 
 

@@ -41,7 +41,9 @@ def test_every_leaf_is_compared_and_integers_exactly():
 
 def test_a_dataclass_output_and_a_leaf_that_is_not_a_tensor():
     x = torch.randn(3, dtype=torch.float64)
-    got = check.compare_tree(Out(x.float(), torch.ones(2), "cache"), Out(x, torch.ones(2), "c"), "fp32")
+    got = check.compare_tree(
+        Out(x.float(), torch.ones(2), "cache"), Out(x, torch.ones(2), "c"), "fp32"
+    )
     assert got["ok"] and got["skipped"] == ["leaf 2: str"]
     one = check.compare_tree(x.float(), x, "fp32")  # a plain tensor: compare's own result
     assert one == {**check.compare(x.float(), x, "fp32"), "skipped": []}
@@ -80,6 +82,8 @@ def test_a_missing_library_is_unsupported_with_the_install_command():
     with pytest.raises(Unsupported) as e:
         models.need("no_such_library_xyz")
     assert "no_such_library_xyz" in str(e.value) and models.INSTALL in str(e.value)
+    status, reason = classify_error(e.value, [])  # the row says the hint, not the import error
+    assert status == "unsupported" and models.INSTALL in reason
 
 
 def test_a_library_that_imports_but_is_broken_is_named(tmp_path, monkeypatch):

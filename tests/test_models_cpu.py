@@ -22,6 +22,7 @@ def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
         "variant=gpt2,bert",
         "compile=off,default",
         "pass=fwd,fwd_bwd",
+        "+variant.kwargs.layers=1",  # the CPU shapes, one layer: compiling is most of the time
         "timing.max_s=0.25",
         "timing.repeat=5",
         "timing.warmup=1",
@@ -57,23 +58,25 @@ DEEP = ["variant=custom", "variant.target=tests.deep_model.Deep", "variant.name=
 
 
 def test_the_tolerance_rule_keeps_a_deep_bf16_model_ok_and_catches_a_wrong_compile(tmp_path):
-    # tolerance=0.002: below what bf16 holds over 24 layers (eager's own error is about
+    # tolerance=0.002: below what bf16 holds over 8 layers (eager's own error is about
     # 0.01-0.03), as a deeper real network's is below its bf16 drift (ResNet-18: 0.234)
-    common = ["compile=off,default", "pass=fwd_bwd", "timing.max_s=0.25", "timing.repeat=5",
-              "shape.batch=8", "shape.dim=64", "tolerance=0.002"]  # fmt: skip
-    by_dtype = cli("-m", *DEEP, *common, "tolerance_rule=dtype", f"out_root={tmp_path / 'a'}")
-    by_eager = cli("-m", *DEEP, *common, "tolerance_rule=eager", f"out_root={tmp_path / 'b'}")
-    wrong = cli("-m", *DEEP, "+variant.kwargs.wrong_when_compiled=true", *common,
-                "tolerance_rule=eager", f"out_root={tmp_path / 'c'}")  # fmt: skip
+    common = ["pass=fwd_bwd", "timing.max_s=0.25", "timing.repeat=5", "shape.batch=8",
+              "shape.dim=32", "+variant.kwargs.layers=8", "tolerance=0.002"]  # fmt: skip
+    by_dtype = cli("-m", *DEEP, "compile=off", *common, "tolerance_rule=dtype",
+                   f"out_root={tmp_path / 'a'}")  # fmt: skip
+    by_eager = cli("-m", *DEEP, "compile=off,default", *common, "tolerance_rule=eager",
+                   f"out_root={tmp_path / 'b'}")  # fmt: skip
+    wrong = cli("-m", *DEEP, "+variant.kwargs.wrong_when_compiled=true", "compile=default",
+                *common, "pass=fwd", "tolerance_rule=eager", f"out_root={tmp_path / 'c'}")  # fmt: skip
     for r in (by_dtype, by_eager, wrong):
         assert r.returncode == 0, r.stderr[-3000:]
     a = {x["compile"]: x for x in io.read_csv(sweep_dir(tmp_path / "a") / "runs.csv")}
     b = {x["compile"]: x for x in io.read_csv(sweep_dir(tmp_path / "b") / "runs.csv")}
     c = {x["compile"]: x for x in io.read_csv(sweep_dir(tmp_path / "c") / "runs.csv")}
-    # the given tolerance calls a correct deep bf16 network wrong, eager and compiled alike
-    assert a["off"]["status"] == a["default"]["status"] == "mismatch", a["off"]["reason"]
+    # the given tolerance calls a correct deep bf16 network wrong (eager itself)
+    assert a["off"]["status"] == "mismatch", a["off"]["reason"]
     assert b["off"]["status"] == b["default"]["status"] == "ok", b["default"]["reason"]
     assert float(b["default"]["tolerance"]) > 0.002  # 3x eager's own error, above the given
     assert float(b["default"]["eager_max_rel_err"]) > 0.002
-    assert c["default"]["status"] == "mismatch" and c["off"]["status"] == "ok"
+    assert c["default"]["status"] == "mismatch", c["default"]["notes"]
     assert (ROOT / "tests" / "deep_model.py").exists()

@@ -8,7 +8,10 @@ import pytest
 
 from study.client import Client
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("server")]  # every test forks cells of one warm server
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("server"),
+]  # every test forks cells of one warm server
 
 
 @pytest.fixture(scope="module")

@@ -32,21 +32,22 @@ def need(package: str):
         return importlib.import_module(package)
     except ModuleNotFoundError as e:
         if e.name and e.name.split(".")[0] != package.split(".")[0]:
-            raise Unsupported(
-                f"{package} imports but needs {e.name}, which is not installed: {INSTALL}"
-            ) from None
-        raise Unsupported(
-            f"this model needs {package}, which is not installed: {INSTALL} "
-            f"(or pip install {package})"
-        ) from None
+            why = f"{package} imports but needs {e.name}, which is not installed: {INSTALL}"
+        else:
+            why = (
+                f"this model needs {package}, which is not installed: {INSTALL} "
+                f"(or pip install {package})"
+            )
     except Exception as e:  # noqa: BLE001 - a broken install is a row's reason, not a crash
         import torch
 
-        raise Unsupported(
+        why = (
             f"{package} is installed but does not import ({type(e).__name__}: "
             f"{' '.join(str(e).split())[:200]}): a build that does not match torch "
             f"{torch.__version__}? Install the {package} build made for this torch"
-        ) from None
+        )
+    # raised outside the handler: the row's reason is this, not the import error under it
+    raise Unsupported(why)
 
 
 def gpt2(dim: int, heads: int, seq_len: int, layers: int = 2, vocab_size: int = 1024,
@@ -61,6 +62,8 @@ def gpt2(dim: int, heads: int, seq_len: int, layers: int = 2, vocab_size: int = 
         vocab_size=vocab_size,
         use_cache=use_cache,
         attn_implementation=attn_implementation,
+        bos_token_id=vocab_size - 1,  # GPT-2's own (50256) lies outside a small vocabulary
+        eos_token_id=vocab_size - 1,
     )
     return t.GPT2Model(cfg)
 
