@@ -38,7 +38,7 @@ def pass_rate(raw: pd.DataFrame) -> pd.DataFrame:
     r = rows(raw)
     if r.empty:
         return pd.DataFrame()
-    g = r.assign(ok=r["status"].eq("ok")).groupby(["compile", "pass"], sort=False)
+    g = r.copy().assign(ok=r["status"].eq("ok")).groupby(["compile", "pass"], sort=False)
     out = g.agg(ok=("ok", "sum"), rows=("ok", "size")).reset_index()
     out["pass rate"] = (out["ok"] / out["rows"]).map(lambda x: f"{x:.0%}")
     key = out["compile"].map({m: i for i, m in enumerate(MODES)}).fillna(99)

@@ -37,7 +37,7 @@ def forty_two():
 
 
 def not_tensors(batch, *, dtype, device, gen):
-    return {"x": torch.zeros(batch)}
+    return [torch.zeros(batch), "x"]  # a list, but not of tensors (a dict of tensors is fine)
 
 
 @pytest.mark.slow
@@ -118,7 +118,7 @@ def test_a_plain_function_is_its_own_float64_reference(run_inline):
     "target, inputs, says",
     [
         ("forty_two", "examples.norm_mlp.inputs", "returned int (42), which is not callable"),
-        ("gelu", "tests.test_custom.not_tensors", "must return a tensor or a tuple of tensors"),
+        ("gelu", "tests.test_custom.not_tensors", "returned Tensor, str: it must return a tensor"),
     ],
 )
 def test_a_factory_that_builds_the_wrong_thing_is_an_error_row_saying_so(

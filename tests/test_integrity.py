@@ -146,7 +146,7 @@ def test_a_row_of_an_older_version_is_read_without_its_dropped_columns(tmp_path)
 
 
 SAID = {
-    "variant=nope": "variant=nope is not a variant; known: block,",
+    "variant=nope": "variant=nope is not a variant; known: bert, block,",
     "compile=turbo": "compile=turbo is not a compile target; known: aot_eager, aot_inductor, cpp_wrapper,",
     "shape.seq_len=abc": "shape.seq_len=abc: not a valid integer.",
     "shape.seqlen=32": "unknown key 'shape.seqlen': shape has no such setting. Did you mean "
