@@ -194,6 +194,9 @@ def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a child inherits an ignored SIGINT (a pytest-xdist worker's, or
+        # one some code left ignored), and Python then leaves Ctrl-C ignored for good
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 300  # generous: on a loaded 2-core CI box a sweep starts slowly
     while time.time() < deadline and not list(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")):
