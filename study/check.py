@@ -135,22 +135,30 @@ def compare_tree(out, ref, dtype: str, tolerance: float | None = None) -> dict:
     return worst
 
 
-def output(wl, out, dtype: str, tolerance) -> dict:
-    """A forward's output against the workload's float64 reference (on a slice where the full
-    reference would not fit), with the FLOPs flop_counter counts on that reference."""
+def reference(wl) -> tuple:
+    """The workload's float64 forward (on a slice where the full reference would not fit), and
+    the FLOPs flop_counter counts on it: computed once a cell, whatever it is compared with."""
     from study import flops
     from study.workloads import registry
 
-    nbytes = out_bytes(out)
     ins = wl.inputs
     if wl.ref_index is not None:  # check a slice: the full float64 reference would not fit
         ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
-        out = out[wl.ref_index]
     ins = tuple(t.double() if t.is_floating_point() else t for t in ins)
     counter = flops.counter()
     with counter, torch.no_grad():
         ref = registry.reference_of(wl)(*ins)
-    res = compare_tree(out, ref, dtype, tolerance)
-    res["flops"] = float(counter.get_total_flops())
+    return ref, float(counter.get_total_flops())
+
+
+def output(wl, out, dtype: str, tolerance, ref: tuple | None = None) -> dict:
+    """A forward's output against the workload's float64 reference (``reference``; pass it
+    when it is at hand), with the FLOPs counted on that reference."""
+    nbytes = out_bytes(out)
+    if wl.ref_index is not None:
+        out = out[wl.ref_index]
+    ref_out, counted = ref if ref is not None else reference(wl)
+    res = compare_tree(out, ref_out, dtype, tolerance)
+    res["flops"] = counted
     res["out_bytes"] = nbytes
     return res

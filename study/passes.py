@@ -216,9 +216,6 @@ class Reference:
         if grad_out is None:
             with torch.no_grad():
                 return self.fn(*self.inputs), {}
-        for t in [*self.inputs, *(self.fn.parameters() if hasattr(self.fn, "parameters") else [])]:
-            if isinstance(t, torch.Tensor):
-                t.grad = None  # run again (tolerance_rule=eager): no accumulated gradient
         out = self.fn(*self.inputs)
         grads = list(grad_out) if isinstance(grad_out, list | tuple) else [grad_out]
         if self.index is not None:
