@@ -3,8 +3,8 @@
     python benchmarks/cell_profile.py outputs/sweeps/<time>            # every cell of a sweep
     python benchmarks/cell_profile.py outputs/sweeps/<time> --only flash --top 40
 
-Runs each cell of a finished sweep again, as the sweep does: forked from a fresh warm cell
-server (study.server), pinned to the cores a one-slot sweep gives its cells, with its own empty
+Runs each cell of a finished sweep again, as the sweep does: forked from a fresh warm parent
+(study.sweep.server), pinned to the cores a one-slot sweep gives its cells, with its own empty
 compile caches (as ``cache=cold``). The cell runs under cProfile. Per cell it prints the
 phases (``cell.log``'s last line), the seconds from the fork to the cell's start and from its
 end to its exit being seen (the CUDA context's teardown), the modules the cell imported that the
@@ -61,15 +61,15 @@ def main() -> None:
 
     from omegaconf import OmegaConf
 
-    from study.client import Client
+    from study import pinning
     from study.compiling import cache_env
-    from study.sweep import core_plan, kill_group
-    from study.worker import gpu_id
+    from study.sweep.scheduler import gpu_id, kill_group
+    from study.sweep.server_pipe import Server
 
-    house, groups = core_plan(1, "auto")
+    house, groups = pinning.plan(pinning.allowed(), 1, "auto")
     out = a.out or Path(tempfile.mkdtemp(prefix="cell_profile-"))
     t = time.perf_counter()
-    srv = Client(cores=house)
+    srv = Server(house)
     st = srv.status
     warm = ", ".join(
         f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in st["prewarm_s"].items()
@@ -88,17 +88,19 @@ def main() -> None:
         if resolved.get("device") == "cuda" and st["cuda_available"]:
             env["CUDA_VISIBLE_DEVICES"] = gpu_id(0)  # as a one-GPU sweep's cell
         forked = time.time()
-        pid = srv.spawn(
+        rid, pid = srv.spawn(
             "benchmarks.cell_profile:profiled",
             {"run_dir": str(scratch), "out": str(scratch)},
             env,
             groups[0],
             scratch / "cell.log",
         )
-        rc = srv.wait(pid, a.timeout)
+        deadline = time.monotonic() + a.timeout
+        while rid not in srv.exits and time.monotonic() < deadline:
+            srv.read(1.0)
+        rc = srv.exits.pop(rid, None)
         if rc is None:
             kill_group(pid)
-            srv.wait(pid, 30)
         seen = time.time()
         print(f"\n== {cell.name} ({'killed at --timeout' if rc is None else f'exit {rc}'})")
         log = (scratch / "cell.log").read_text(errors="replace").splitlines()

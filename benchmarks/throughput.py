@@ -52,7 +52,7 @@ def run(name: str, out: Path, extra: list[str]) -> tuple[Path, float]:
 
 def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
     from study import io
-    from study.sweep import MEASURED
+    from study.sweep.rundir import MEASURED
 
     rows = io.read_csv(sweep_dir / "runs.csv")
     work = sum(sum(num(r.get(k)) or 0.0 for k in MEASURED) for r in rows)

@@ -351,7 +351,7 @@ def unknown_nested_keys(cfg: DictConfig) -> list[str]:
 
 def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
     """Reject what types cannot: sizes, the compile mode, counts, a variant that is not
-    registered (``registry=False``: left to the caller, study.sweep_check). Raises ConfigError."""
+    registered (``registry=False``: left to the caller, study.sweep.validate). Raises ConfigError."""
     c = cfg
     if c.compile.mode not in COMPILE_MODES:
         raise ConfigError(
@@ -500,14 +500,19 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
             raise ConfigError(why)
 
 
-def registered_variant_error(name: str, sweep_key: str | None = None) -> str | None:
+def registered_variant_error(
+    name: str, sweep_key: str | None = None, known: dict | None = None
+) -> str | None:
     """Why ``variant.name=name`` (with ``shape_sweep.key=sweep_key``) names no registered
-    variant, or None. Imports the workloads, and torch with them."""
-    from study.workloads.registry import get, names
+    variant, or None. ``known``: {variant: its shape keys}, as the warm parent lists them;
+    without it, the workloads are imported, and torch with them."""
+    if known is None:
+        from study.workloads.registry import get, names
 
-    if name not in names():
-        return f"variant.name={name!r} is not registered; known: {', '.join(names())}."
-    keys = get(name).shape_keys
+        known = {n: list(get(n).shape_keys) for n in names()}
+    if name not in known:
+        return f"variant.name={name!r} is not registered; known: {', '.join(known)}."
+    keys = known[name]
     if sweep_key is not None and sweep_key not in keys:
         return (
             f"shape_sweep.key={sweep_key!r}: variant {name!r} has no such shape key; "

@@ -1,8 +1,9 @@
 """Hydra entry point: ``python -m study.run -m variant=naive,flash compile=off,default``.
 
-Thin on purpose: compose, hand the job to ``study.sweep.run_job``, which runs the cell in a
-child of the warm cell server and writes its rows. A multirun is checked as a whole before any
-cell starts, and summed up at the end (study.callbacks). Tests call ``run_job`` without Hydra.
+Thin on purpose. A multirun goes through the study's sweeper and launcher (study/sweep), which
+check the whole sweep, then run every cell from this process. ``main`` is Hydra's task for the
+rest: a single run (no ``-m``), or one job of another launcher (``hydra/launcher=slurm``); it
+runs its one cell the same way, with a scheduler of one slot (study.sweep.scheduler).
 """
 
 from __future__ import annotations
@@ -22,13 +23,10 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.callbacks import interrupted  # noqa: E402
 from study.config import plain, register_configs  # noqa: E402
-from study.sweep_check import check_config  # noqa: E402
 from study.usage import fail  # noqa: E402
 
 _SWEEP_IDS: dict = {}
-_SAID = set()
 SAFE = re.compile(r"[^A-Za-z0-9_.,=+\-@:]")
 
 
@@ -83,29 +81,8 @@ if not OmegaConf.has_resolver("study_sweep_id"):
 register_configs()
 
 
-def _gpus(cfg: DictConfig) -> int:
-    from study.sweep import gpu_count
-
-    return gpu_count(plain(cfg.isolation) == "subprocess")
-
-
-def _slots(cfg: DictConfig) -> tuple[int, bool]:
-    """(cells that may run at once, whether each is a GPU): ``gpu_slots``, or under the joblib
-    launcher one per visible GPU (else ``n_jobs`` CPU core groups); 0 otherwise."""
-    if cfg.gpu_slots > 0:
-        return cfg.gpu_slots, True
-    launcher = HydraConfig.get().launcher
-    if "JoblibLauncher" in str(launcher.get("_target_", "")):
-        gpus = _gpus(cfg)
-        return (gpus, True) if gpus else (int(launcher.get("n_jobs") or 1), False)
-    return 0, False
-
-
-def _say_device_once(cfg: DictConfig) -> None:
-    if "device" in _SAID:
-        return
-    _SAID.add("device")
-    if plain(cfg.device) == "auto" and not _gpus(cfg):
+def _say_device(sched, cfg: DictConfig) -> None:
+    if plain(cfg.device) == "auto" and not sched.status["cuda_available"]:
         print(
             "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
             "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
@@ -115,29 +92,30 @@ def _say_device_once(cfg: DictConfig) -> None:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
+    """One cell: a single run, or one job of a launcher other than the study's."""
+    from study.sweep.scheduler import Scheduler, clock
+    from study.sweep.sweepdir import summary
+    from study.sweep.validate import check_config
+
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"
-    if not multirun:  # a multirun checked every point before the first job (callbacks)
+    if not multirun:  # a multirun's points were checked by the study's sweeper
         why = check_config(cfg)
         if why:
             fail(why)
-    slots, gpus = _slots(cfg)
-    if gpus and slots > 0:
-        from study.worker import gpu_id
-
-        try:
-            gpu_id(slots - 1)
-        except ValueError as e:
-            fail(str(e))
-    from study.sweep import run_job
-
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if multirun else run_dir
-    _say_device_once(cfg)
-    run_job(cfg, run_dir, sweep_dir, slots=slots, gpus=gpus)
+    launcher = hc.launcher
+    total, t0 = clock(sweep_dir) if multirun else (0, 0.0)
+    opts = {
+        "prewarm": bool(launcher.get("prewarm", True)),
+        "pycache": str(launcher.get("pycache", "auto")),
+    }
+    with Scheduler(1, str(cfg.cores), total=total, t0=t0, **opts) as sched:
+        if not multirun:
+            _say_device(sched, cfg)
+        sched.submit(cfg, run_dir, sweep_dir)
     if not multirun:
-        from study.callbacks import summary
-
         sys.exit(summary(run_dir))
 
 
@@ -148,5 +126,5 @@ if __name__ == "__main__":
     try:
         main()
     except KeyboardInterrupt:
-        interrupted()
+        print("[study] interrupted.", file=sys.stderr, flush=True)
         sys.exit(130)

@@ -1,8 +1,8 @@
 """A cell's own process: read ``RUN_DIR/cell.yaml``, run the cell, write its files.
 
-Normally the cell is a child the warm server forked (study.server calls ``cell_main``), already
-pinned to its CPU cores, with ``CUDA_VISIBLE_DEVICES`` set to its GPU before CUDA starts and
-its compile caches chosen by its environment (study.sweep). ``python -m study.worker RUN_DIR``
+Normally the cell is a child the warm parent forked (study.sweep.server calls ``cell_main``),
+already pinned to its CPU cores, with ``CUDA_VISIBLE_DEVICES`` set to its GPU before CUDA starts
+and its compile caches chosen by its environment (study.sweep.scheduler). ``python -m study.worker RUN_DIR``
 runs one cell in a plain process, by hand.
 
 Files: ``kernels.csv`` and ``autotune.csv`` first, ``run.csv`` last, each atomically, so a run
@@ -15,19 +15,6 @@ import os
 import sys
 import time
 from pathlib import Path
-
-
-def gpu_id(slot: int) -> str:
-    """The slot-th GPU the sweep can see: its ``CUDA_VISIBLE_DEVICES`` entry, else ``slot``."""
-    visible = [
-        g.strip() for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()
-    ]
-    if visible and slot >= len(visible):
-        raise ValueError(
-            f"GPU slot {slot} but CUDA_VISIBLE_DEVICES lists {len(visible)} GPU(s): "
-            f"set gpu_slots<={len(visible)} or widen CUDA_VISIBLE_DEVICES."
-        )
-    return visible[slot] if visible else str(slot)
 
 
 def check_pinned(gpu: str | None) -> None:
@@ -134,7 +121,7 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
 
 
 def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = None) -> None:
-    """The forked child's target (study.server): pinned already; check the GPU, run the cell."""
+    """The forked child's target (study.sweep.server): pinned already; check the GPU, run the cell."""
     started = time.time()
     main(
         Path(run_dir),

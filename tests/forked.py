@@ -1,4 +1,4 @@
-"""Targets the tests ask the warm cell server to fork (study.server), like study.worker's."""
+"""Targets the tests ask the warm parent to fork (study.sweep.server), like study.worker's."""
 
 import json
 from pathlib import Path

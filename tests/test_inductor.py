@@ -3,7 +3,7 @@
 import pytest
 
 from study import io
-from study.sweep import run_job
+from study.sweep.scheduler import run_one
 from tests.conftest import TINY, compose
 
 pytestmark = pytest.mark.slow
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 def run(tmp_path, name, *overrides):
     cfg = compose(*TINY, *overrides, f"out_root={tmp_path}")
     run_dir = tmp_path / "sweep" / name
-    run_job(cfg, run_dir, tmp_path / "sweep")
+    run_one(cfg, run_dir, tmp_path / "sweep")
     return io.read_csv(run_dir / "run.csv")[0], run_dir
 
 

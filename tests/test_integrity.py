@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from study import callbacks, io
+from study import io
 from study.run import _SWEEP_IDS, sweep_id
-from study.sweep_check import check_config
+from study.sweep import sweepdir
+from study.sweep.validate import check_config
 from tests.conftest import TINY, cli, compose
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("integrity")]  # most start sweeps
@@ -57,7 +58,7 @@ def test_a_sweep_dir_another_sweep_holds_is_refused(one_cell):
     """Case 2: resume=true joined a sweep that still ran; cells ran twice at once in one dir."""
     out, _ = one_cell
     sd = only_sweep(out)
-    with open(sd / ".sweep.lock", "a+") as f:  # another sweep, running (callbacks.LOCK)
+    with open(sd / ".sweep.lock", "a+") as f:  # another sweep, running (sweepdir.LOCK)
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         f.truncate(0)
         f.write("pid 4242: python -m study.run -m variant=linear\n")
@@ -133,7 +134,7 @@ def test_a_row_of_an_older_version_is_read_without_its_dropped_columns(tmp_path)
     """Review: a column the schema dropped (``revealed``) made every older row incomplete, and
     a resume ran every cell again. A row the sweep has not yet given its config_hash (a cell
     writes its row first) is read, and a resume runs it again, saying so."""
-    from study.sweep import _why_rerun
+    from study.sweep.rundir import why_rerun as _why_rerun
 
     p = tmp_path / "run.csv"
     p.write_text(
@@ -258,6 +259,6 @@ def test_printed_commands_paste_into_a_shell(tmp_path, capsys):
     sd = tmp_path / "my sweeps" / "s"
     row = {"run_id": "a", "status": "ok", "variant": "linear", "compile": "off"}
     io.write_csv(sd / "runs.csv", [row], "runs")
-    callbacks.summary(sd)
+    sweepdir.summary(sd)
     out = capsys.readouterr().out
     assert f"report: python -m analysis.report '{sd}'" in out

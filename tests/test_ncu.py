@@ -5,7 +5,7 @@ import csv
 import pytest
 
 from study import ncu
-from study.sweep import run_job
+from study.sweep.scheduler import run_one
 from tests.conftest import FIXTURES, TINY, compose
 
 
@@ -75,7 +75,7 @@ def test_ncu_on_a_cpu_cell_is_a_clear_unavailable_row(tmp_path):
     cfg = compose(
         *TINY, "variant=naive", "ncu.enabled=true", "nsys.enabled=true", f"out_root={tmp_path}"
     )
-    run_job(cfg, tmp_path / "s" / "cell", tmp_path / "s")
+    run_one(cfg, tmp_path / "s" / "cell", tmp_path / "s")
     row = next(csv.DictReader(open(tmp_path / "s" / "cell" / "run.csv")))
     assert row["status"] == "ok"
     assert row["ncu_status"] == "unavailable" and "CUDA" in row["ncu_note"]

@@ -1,5 +1,5 @@
-"""What the warm cell server does before it forks (study.prewarm) and its bytecode cache
-(study.pycache). No GPU here: stand-ins record what the server asks of Triton and the driver."""
+"""What the warm cell server does before it forks (study.sweep.prewarm) and its bytecode cache
+(study.sweep.pycache). No GPU here: stand-ins record what the server asks of Triton and the driver."""
 
 import importlib.util
 import os
@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from study import prewarm as pw
-from study.pycache import bytecode_cache
+from study.sweep import prewarm as pw
+from study.sweep.pycache import bytecode_cache
 
 
 @pytest.fixture
@@ -97,28 +97,28 @@ def test_a_server_caches_bytecode_where_the_install_has_none(tmp_path):
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
     cache = {"PYTHONPYCACHEPREFIX": str(tmp_path / "cache" / "study" / "pycache")}
     want = {**cache, "PYTHONDONTWRITEBYTECODE": ""}  # written, but only under the prefix
-    assert bytecode_cache(env, str(src)) == want  # no pyc at all
+    assert bytecode_cache(env, "auto", str(src)) == want  # no pyc at all
     py_compile.compile(
         str(src), cfile=pyc, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP
     )
-    assert bytecode_cache(env, str(src)) == {}  # a pyc that matches: nothing to do
+    assert bytecode_cache(env, "auto", str(src)) == {}  # a pyc that matches: nothing to do
     os.utime(src, (1, 1))
-    assert bytecode_cache(env, str(src)) == want  # stale: Python would compile again
+    assert bytecode_cache(env, "auto", str(src)) == want  # stale: Python would compile again
     py_compile.compile(
         str(src), cfile=pyc, invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP
     )
     with open(pyc, "r+b") as f:
         f.write(b"\0\0\0\0")  # another Python's magic number
-    assert bytecode_cache(env, str(src)) == want
+    assert bytecode_cache(env, "auto", str(src)) == want
 
 
 def test_the_bytecode_cache_can_be_moved_or_turned_off(tmp_path, monkeypatch):
     src = tmp_path / "mod.py"
     src.write_text("x = 1\n")
     monkeypatch.chdir(tmp_path)
-    assert bytecode_cache({"STUDY_PYCACHE": "OFF"}, str(src)) == {}
-    got = bytecode_cache({"STUDY_PYCACHE": "rel/dir"}, str(src))
+    assert bytecode_cache({}, "OFF", str(src)) == {}
+    got = bytecode_cache({}, "rel/dir", str(src))
     assert got["PYTHONPYCACHEPREFIX"] == str(
         tmp_path / "rel" / "dir"
     )  # absolute: every process agrees
-    assert bytecode_cache({"PYTHONPYCACHEPREFIX": "/mine"}, str(src)) == {}
+    assert bytecode_cache({"PYTHONPYCACHEPREFIX": "/mine"}, "auto", str(src)) == {}

@@ -1,4 +1,4 @@
-"""The warm cell server: imports once, never touches CUDA, forks cells that share nothing."""
+"""The warm parent: imports once, never touches CUDA, forks cells that share nothing."""
 
 import json
 import os
@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from study.client import Client
+from study.sweep.server_pipe import Server
 
 pytestmark = [
     pytest.mark.slow,
@@ -16,17 +16,27 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def server():
-    c = Client()  # puts the repository first on the server's PYTHONPATH, keeps the rest
-    yield c
-    c.close()
+    s = Server()  # puts the repository first on the server's PYTHONPATH, keeps the rest
+    yield s
+    s.close()
+
+
+def wait(server, rid, timeout):
+    """The child's exit code, or None at ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while rid not in server.exits and time.monotonic() < deadline:
+        server.read(min(0.5, max(0.0, deadline - time.monotonic())))
+    return server.exits.pop(rid, None)
 
 
 def run(server, tmp_path, target, timeout=120, **kwargs):
     out = tmp_path / f"{target}.json"
-    pid = server.spawn(
+    rid, _ = server.spawn(
         f"tests.forked:{target}", {"out": str(out), **kwargs}, {}, None, tmp_path / f"{target}.log"
     )
-    rc = server.wait(pid, timeout)
+    rc = wait(server, rid, timeout)
     assert rc == 0, (tmp_path / f"{target}.log").read_text()[-2000:]
     return json.loads(out.read_text())
 
@@ -40,7 +50,7 @@ def test_the_server_never_initialises_cuda(server):
 
 
 def test_the_server_names_each_registered_variant_with_its_shape_keys(server):
-    """What a job process needs to resolve a registered variant without importing torch."""
+    """What the sweep needs to check and resolve a registered variant without importing torch."""
     from study.workloads import registry
 
     want = {n: list(registry.get(n).shape_keys) for n in registry.names()}
@@ -73,17 +83,19 @@ def test_dynamo_state_of_one_cell_is_not_seen_by_the_next(server, tmp_path):
 def test_a_cell_runs_on_the_cores_it_was_given(server, tmp_path):
     core = sorted(os.sched_getaffinity(0))[-1]
     out = tmp_path / "c.json"
-    pid = server.spawn("tests.forked:cuda_state", {"out": str(out)}, {}, [core], tmp_path / "c.log")
-    assert server.wait(pid, 60) == 0
+    rid, _ = server.spawn(
+        "tests.forked:cuda_state", {"out": str(out)}, {}, [core], tmp_path / "c.log"
+    )
+    assert wait(server, rid, 60) == 0
     assert json.loads(out.read_text()) == {"initialized": False, "affinity": [core]}
 
 
 def test_a_segfault_or_a_hang_costs_only_its_own_cell(server, tmp_path):
-    pid = server.spawn("tests.forked:segv", {}, {}, None, tmp_path / "segv.log")
-    assert server.wait(pid, 60) == -signal.SIGSEGV
-    pid = server.spawn("tests.forked:hang", {}, {}, None, tmp_path / "hang.log")
-    assert server.wait(pid, 1.0) is None  # still running at the timeout
+    rid, _ = server.spawn("tests.forked:segv", {}, {}, None, tmp_path / "segv.log")
+    assert wait(server, rid, 60) == -signal.SIGSEGV
+    rid, pid = server.spawn("tests.forked:hang", {}, {}, None, tmp_path / "hang.log")
+    assert wait(server, rid, 1.0) is None  # still running at the timeout
     os.killpg(pid, signal.SIGKILL)  # the child leads its own process group
-    assert server.wait(pid, 30) == -signal.SIGKILL
+    assert wait(server, rid, 30) == -signal.SIGKILL
     assert server.alive()
     assert run(server, tmp_path, "inductor_flag")["value"] is False  # the next cell is fine

@@ -96,16 +96,17 @@ def test_predictions_are_no_part_of_a_run_dirs_name():
     assert job_dirname("expected=3,variant=naive") == "expected=3,variant=naive"  # not a prediction
 
 
-def test_run_job_refuses_a_run_dir_outside_its_sweep(tmp_path):
-    from study.sweep import Unsafe, run_job
-    from tests.test_launchers import _cell_cfg
+def test_a_run_dir_outside_its_sweep_is_refused(tmp_path):
+    from study.sweep.rundir import Unsafe
+    from study.sweep.scheduler import run_one
+    from tests.test_scheduler import cell_cfg
 
-    cfg = _cell_cfg(tmp_path)
+    cfg = cell_cfg(tmp_path)
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "run.csv").write_text("keep me\n")
     with pytest.raises(Unsafe):
-        run_job(cfg, tmp_path / "sweep" / ".." / "victim", tmp_path / "sweep")
+        run_one(cfg, tmp_path / "sweep" / ".." / "victim", tmp_path / "sweep")
     assert (victim / "run.csv").read_text() == "keep me\n"
 
 

@@ -222,9 +222,9 @@ def test_a_cpu_cell_past_its_memory_cap_is_an_oom_row_and_the_sweep_goes_on(tmp_
 
 
 @pytest.mark.slow
-def test_a_row_for_a_cell_that_wrote_none_needs_no_torch(tmp_path):
-    """The job process writes the timeout or crash row of a cell that wrote none: it imported
-    study.cell for that, and with it torch, on every such row (issue 33)."""
+def test_the_sweeps_own_process_needs_no_torch(tmp_path):
+    """The sweep's main process (sweeper, launcher, scheduler) writes the timeout or crash row
+    of a cell that wrote none; it imported study.cell for that, and with it torch (issue 33)."""
     code = (
         "import sys\n"
         "class NoTorch:\n"
@@ -234,11 +234,14 @@ def test_a_row_for_a_cell_that_wrote_none_needs_no_torch(tmp_path):
         "sys.meta_path.insert(0, NoTorch())\n"
         "from pathlib import Path\n"
         "from tests.conftest import compose\n"
-        "from study import sweep\n"
+        "import hydra_plugins.study_plugins\n"
+        "from study.sweep import rundir\n"
         "cfg = compose('+experiment=tiny', 'variant=naive', 'compile=default')\n"
-        "keys = {'naive': ['batch', 'heads', 'seq_len', 'head_dim']}\n"
-        "resolved = sweep.resolve(cfg, False, keys)\n"
-        f"row = sweep._fallback_row(resolved, Path({str(tmp_path)!r}) / 'c', 'crash', 'x', 1.0)\n"
+        "keys = ['batch', 'heads', 'seq_len', 'head_dim']\n"
+        f"d = Path({str(tmp_path)!r})\n"
+        "cell = rundir.Cell(d / 'c', d, rundir.resolve(cfg, False, keys))\n"
+        "rundir.prepare(cell)\n"
+        "row = rundir.finish(cell, ('crash', 'x'), 1.0, None, None)\n"
         "assert row['status'] == 'crash' and row['variant'] == 'naive', row\n"
         "assert 'torch' not in sys.modules\n"
     )

@@ -1,14 +1,13 @@
-"""The warm cell server: import torch, Dynamo, Inductor and Triton once; fork a fresh child per cell.
+"""The warm parent: import torch, Dynamo, Inductor and Triton once; fork a fresh child per cell.
 
-    python -m study.server        # started by study.client; speaks JSON lines on stdin/stdout
+    python -m study.sweep.server [--no-prewarm]   # started by study.sweep.scheduler
 
 Why: a cell spent 6-10 s of its life importing (H200 host) for < 1 s of measured work. The
-server pays the imports once per sweep process (per job process of a multi-GPU sweep) and
-forks each cell from that warm state. A
-forked child is as isolated as a new process for what the study cares about: the parent never
+server pays the imports once per sweep and forks each cell from that warm state. A forked
+child is as isolated as a new process for what the study cares about: the parent never
 compiles, never touches CUDA and never runs an op, so every child starts with a fresh Dynamo
-state, Inductor config, CUDA context, allocator and compile caches (chosen by the child's
-own environment), and a child that crashes or hangs costs only its own row.
+state, Inductor config, CUDA context, allocator and compile caches (chosen by the child's own
+environment), and a child that crashes or hangs costs only its own row.
 
 The parent must never initialise CUDA: a child cannot use a CUDA context its parent made.
 The server sets ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` before importing torch, so
@@ -17,32 +16,23 @@ is initialised after its imports, by torch or by the driver itself (``driver_ini
 ``benchmarks/fork_probe.py`` checks each import on a GPU).
 
 Beyond imports, the server does once what every cell repeated and needs no device
-(``study.prewarm``; ``STUDY_PREWARM=off`` skips it), then freezes its objects for the garbage
-collector (``gc.freeze``), so a cell's ``gc.collect()`` walks only the cell's own objects.
-Where torch has no bytecode cache, the server keeps one (``study.pycache``).
+(``study.sweep.prewarm``; ``hydra.launcher.prewarm=false`` skips it), then freezes its objects
+for the garbage collector (``gc.freeze``), so a cell's ``gc.collect()`` walks only the cell's
+own objects. Where torch has no bytecode cache, the scheduler gives it one (study.sweep.pycache).
 
-Protocol, one JSON object per line:
+Protocol, one JSON object per line on stdin and stdout (the only transport):
 
+    <- {"ready": {...}}    (once, after the imports)
     -> {"op": "spawn", "id": ID, "target": "pkg.mod:func", "kwargs": {...}, "env": {...},
         "cores": [..] | null, "log": PATH}
     <- {"spawned": ID, "pid": PID}
     <- {"exit": ID, "pid": PID, "rc": RC}          # RC < 0: killed by signal -RC
     -> {"op": "status"}    <- {"status": {...}}
-    <- {"ready": {...}}    (once, after the imports)
-
-    -> {"op": "pin", "cores": [..]}    <- {"pinned": [..]}   (the server's own threads)
 
 The child: new session (its group is killable as one), dies with the server
 (PR_SET_PDEATHSIG), stdin from /dev/null, stdout and stderr to ``log``, ``env`` applied,
 pinned to ``cores``, default signal handlers; then ``target(**kwargs)`` and ``os._exit``.
 End of stdin ends the server and kills its children.
-
-``python -m study.server --listen PATH``: the same protocol on a Unix socket, one client at
-a time, so that a sweep's main process can start the servers of a multi-GPU sweep while the
-sweep is checked and its job processes (loky workers, which cannot inherit a pipe) claim one
-each (``Client.attach``). The socket is bound before the imports: a client that connects
-early gets ``ready`` when they are done. A client that disconnects takes its cells with it;
-the next one is served. End of stdin (the owner's exit) still ends the server.
 """
 
 from __future__ import annotations
@@ -55,14 +45,13 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
 import traceback
 import warnings
 
-from study.prewarm import WARM, driver_initialised, prewarm
+from study.sweep.prewarm import WARM, driver_initialised, prewarm
 
 PR_SET_PDEATHSIG = 1
 
@@ -81,19 +70,6 @@ def die_with_parent() -> None:
     prctl = libc_prctl()
     if prctl is not None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-_PROTO = None  # the protocol's own stream: fd 1 goes to stderr, so a stray print cannot break it
-
-
-def _send(msg: dict) -> None:
-    if _PROTO is None:  # a listening server between clients: nobody to tell
-        return
-    try:
-        _PROTO.write(json.dumps(msg) + "\n")
-        _PROTO.flush()
-    except OSError:  # the client is gone: its end of the socket reads as closed next
-        pass
 
 
 def _gpus() -> int:
@@ -135,14 +111,10 @@ def _status(imports_s: float, gpus: int, warmed: dict | None = None) -> dict:
     }
 
 
-def _child(req: dict, parent: int, close: tuple = ()) -> None:
-    """In the forked child: become the cell's own process, run the target, never return.
-    ``close``: the server's sockets, which a cell must not hold open."""
+def _child(req: dict, parent: int) -> None:
+    """In the forked child: become the cell's own process, run the target, never return."""
     code = 1
     try:
-        for sock in close:
-            if sock is not None:  # detached first: no finalizer can close a reused fd number
-                os.close(sock.detach())
         os.setsid()
         die_with_parent()
         if os.getppid() != parent:  # the server died between fork and prctl: nobody to report to
@@ -173,34 +145,7 @@ def _child(req: dict, parent: int, close: tuple = ()) -> None:
         os._exit(code)
 
 
-def pin_threads(cores: list[int]) -> list[int]:
-    """Pin every thread of this process (``sched_setaffinity`` of a pid pins one thread)."""
-    tids = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ["0"]
-    for tid in tids:
-        try:
-            os.sched_setaffinity(int(tid), cores)
-        except (OSError, ValueError):
-            pass  # a thread that ended meanwhile
-    return sorted(os.sched_getaffinity(0))
-
-
-def _bind(path: str) -> socket.socket:
-    """A listening socket at ``path``: bound under another name and renamed once it listens,
-    so that a client that finds the path can connect."""
-    tmp = f"{path}.{os.getpid()}"
-    for p in (path, tmp):
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(tmp)
-    sock.listen(8)
-    os.rename(tmp, path)
-    return sock
-
-
-def _warm_up() -> dict:
+def _warm_up(prewarm_on: bool) -> dict:
     """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised."""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     # Python 3.12+ warns on fork() with threads running. The one other thread is a native
@@ -226,7 +171,7 @@ def _warm_up() -> dict:
     _VARIANTS.update({n: list(registry.get(n).shape_keys) for n in registry.names()})
     imports_s = time.perf_counter() - t
     gpus = _gpus()
-    warmed = {} if os.environ.get("STUDY_PREWARM", "").lower() == "off" else prewarm(gpus)
+    warmed = prewarm(gpus) if prewarm_on else {}
     # Every object so far is the warm state, shared by all cells: frozen, a cell's gc.collect()
     # walks only the cell's own objects. Unfrozen, each collection walked all of torch's: 0.19-0.24 s
     # a call, 0.7-1.0 s a cell (memory.Peak and timing.quiet collect before they measure).
@@ -237,120 +182,75 @@ def _warm_up() -> dict:
         who = "torch" if torch.cuda.is_initialized() else "the driver (cuInit, behind torch's back)"
         sys.exit(
             f"[study.server] CUDA is initialised in the server, by {who}: forked cells could not "
-            "use it. An import or the prewarm did it; STUDY_PREWARM=off tells which "
+            "use it. An import or the prewarm did it; hydra.launcher.prewarm=false tells which "
             "(benchmarks/fork_probe.py checks each import)."
         )
     return status
 
 
-def _kill_all(children: dict) -> None:
-    for pid in list(children):
+def _reap(children: dict, send) -> None:
+    """Report every child that has exited (exits are reported as soon as they happen)."""
+    while children:
         try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
+        send({"exit": children.pop(pid, None), "pid": pid, "rc": rc})
 
 
-def serve(listen: str | None = None) -> None:
-    """Serve the protocol on stdin/stdout, or (``listen``) on a Unix socket at that path."""
-    global _PROTO
-    proto = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # imports and libraries that print do so on stderr
+def serve(prewarm_on: bool = True) -> None:
+    """Serve the protocol on stdin/stdout until stdin ends; then kill what is left."""
+    proto = os.fdopen(os.dup(1), "w")  # fd 1 goes to stderr: a stray print cannot break it
+    os.dup2(2, 1)
+
+    def send(msg: dict) -> None:
+        proto.write(json.dumps(msg) + "\n")
+        proto.flush()
+
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
-    lsock = _bind(listen) if listen else None
-    try:
-        status = _warm_up()
-        if lsock is None:
-            _PROTO = proto
-            _send({"ready": status})
-        _loop(status, lsock)
-    finally:
-        if listen:
-            try:
-                os.unlink(listen)
-            except OSError:
-                pass
-
-
-def _loop(status: dict, lsock: socket.socket | None) -> None:
-    global _PROTO
-    children: dict[int, tuple] = {}  # pid -> (client number, request id)
-    client = 0  # which client: request ids are each client's own
+    status = _warm_up(prewarm_on)
+    send({"ready": status})
+    children: dict[int, object] = {}  # pid -> request id
     buf = b""
     stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
-    conn = None  # the client of a listening server
     while True:
-        while children:  # reap first: exits are reported as soon as they happen
-            try:
-                pid, st = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            rc = -os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
-            gen, rid = children.pop(pid, (None, None))
-            if gen == client:  # a cell of a client that left is nobody's news
-                _send({"exit": rid, "pid": pid, "rc": rc})
-        watch = [stdin] + ([] if lsock is None else [conn if conn is not None else lsock])
-        ready, _, _ = select.select(watch, [], [], 0.02)
+        _reap(children, send)
+        ready, _, _ = select.select([stdin], [], [], 0.02)
         if not ready:
             continue
-        chunk = None
-        if stdin in ready:
-            data = os.read(stdin.fileno(), 65536)
-            if not data:  # the sweep is gone: so are its cells
-                _kill_all(children)
-                return
-            if lsock is None:
-                chunk = data  # a listening server's stdin only tells that its owner lives
-        if lsock is not None and lsock in ready:
-            conn, _ = lsock.accept()
-            client += 1
-            _PROTO, buf = conn.makefile("w"), b""
-            _send({"ready": status})
-            continue
-        if conn is not None and conn in ready:
-            try:
-                chunk = conn.recv(65536)
-            except OSError:
-                chunk = b""
-            if not chunk:  # the client left: its cells go with it; serve the next one
-                _kill_all(children)
+        chunk = os.read(stdin.fileno(), 65536)
+        if not chunk:  # the sweep is gone: so are its cells
+            for pid in list(children):
                 try:
-                    _PROTO.close()
-                except OSError:
-                    pass  # unsent bytes for a client that is gone
-                conn.close()
-                conn, _PROTO = None, None
-                continue
-        if not chunk:
-            continue
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            return
         buf += chunk
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
-            if not line.strip():
-                continue
-            req = json.loads(line)
+            req = json.loads(line) if line.strip() else {}
             if req.get("op") == "status":
-                _send(
+                send(
                     {
                         "status": _status(
                             status["imports_s"], status["device_count"], status["prewarm_s"]
                         )
                     }
                 )
-            elif req.get("op") == "pin":
-                _send({"pinned": pin_threads(req["cores"])})
             elif req.get("op") == "spawn":
                 sys.stdout.flush()
                 me = os.getpid()
                 pid = os.fork()
                 if pid == 0:
-                    _child(req, me, (lsock, conn))
-                children[pid] = (client, req.get("id"))
-                _send({"spawned": req.get("id"), "pid": pid})
+                    _child(req, me)
+                children[pid] = req.get("id")
+                send({"spawned": req.get("id"), "pid": pid})
 
 
 if __name__ == "__main__":
-    serve(sys.argv[sys.argv.index("--listen") + 1] if "--listen" in sys.argv else None)
+    serve(prewarm_on="--no-prewarm" not in sys.argv)

@@ -23,7 +23,7 @@ def _fresh_bytecode(source: str) -> bool:
     return mtime == int(st.st_mtime) & 0xFFFFFFFF and size == st.st_size & 0xFFFFFFFF
 
 
-def bytecode_cache(env: dict, source: str | None = None) -> dict:
+def bytecode_cache(env: dict, setting: str = "auto", source: str | None = None) -> dict:
     """The server's environment for a private bytecode cache where the installed torch has no
     usable one (``source``: a module of it; default torch's ``__init__``), else nothing.
 
@@ -32,10 +32,10 @@ def bytecode_cache(env: dict, source: str | None = None) -> dict:
     H200 VMs. On the CPU machine, torch's imports with no pyc (an empty prefix) took 14.3 s,
     6.8 s once the prefix was filled, 5.6-6.4 s with the install's own pyc. So the server,
     and the cells it forks, read and write pyc under ``~/.cache/study/pycache`` (PYTHONPYCACHEPREFIX), never
-    next to the installed sources; the first server fills it. ``STUDY_PYCACHE=DIR`` puts it
-    elsewhere, ``STUDY_PYCACHE=off`` turns this off; a PYTHONPYCACHEPREFIX of your own is kept.
-    Where torch has its pyc, nothing changes (``STUDY_PYCACHE`` included)."""
-    want = (env.get("STUDY_PYCACHE") or "").strip()
+    next to the installed sources; the first server fills it. ``setting`` (the launcher's
+    ``pycache``): ``auto``, a dir to put it elsewhere, or ``off``; a PYTHONPYCACHEPREFIX of your
+    own is kept. Where torch has its pyc, nothing changes (``setting`` included)."""
+    want = "" if setting in ("auto", None) else str(setting).strip()
     if want.lower() == "off" or env.get("PYTHONPYCACHEPREFIX"):
         return {}
     if source is None:

@@ -1,25 +1,17 @@
-"""The sweep as a whole: checked before any cell starts, summed up after the last one.
+"""The sweep dir as a whole: who holds it, what a resume may add to it, and the summary.
 
-Hydra calls ``Sweep`` (registered in conf/config.yaml under ``hydra.callbacks``) in the main
-process of a multirun:
-
-- ``on_multirun_start``, before the sweep dir exists: check every point of the sweep
-  (study.sweep_check), while the sweep's cell servers and job processes start. Any bad point
-  stops the run with one message listing every bad point, and exit status 2; no dir is
-  created. With ``resume=true`` the newest sweep dir is reused
-  only when its fixed overrides are the ones given now (``sweep.yaml``), else the run stops
-  naming the difference. ``repeats=N`` becomes a sweep over ``repeat=0..N-1`` that varies
-  slowest: every cell once, then every cell again, each in a fresh process.
-- ``on_multirun_end``: one summary (statuses, the cells that are not ok, where the rows are,
-  the report command). Exit status 1 when a cell failed for a reason of the harness (``crash``,
-  or ``error`` outside compile); ``unsupported``, ``oom``, ``mismatch``, ``timeout``,
-  ``invalid`` and compile errors are results, not failures of the command.
+The study's sweeper (study.sweep.plugins) takes the dir's lock (one writer per sweep dir, held
+to the end), refuses a resume with other fixed overrides than the sweep it would add to,
+writes ``sweep.yaml`` (the command, the fixed overrides, the size and the start), and at the
+end prints one summary: statuses, the cells that are not ok, where the rows are, the report
+command. Exit status 1 when a cell failed for a reason of the harness (``crash``, or ``error``
+outside compile); ``unsupported``, ``oom``, ``mismatch``, ``timeout``, ``invalid`` and compile
+errors are results, not failures of the command.
 """
 
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import shlex
 import sys
@@ -27,10 +19,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf, flag_override
+from omegaconf import DictConfig, OmegaConf
 
-from study.sweep_check import overrides, validate_sweep
+from study.sweep.validate import overrides
 from study.usage import fail
 
 # Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
@@ -107,117 +98,6 @@ def check_resume(config: DictConfig, sweep_dir: Path) -> None:
             + "; ".join(diffs)
             + ". Give the same fixed overrides to resume it, or drop resume=true for a new sweep."
         )
-
-
-def _with_repeats(config: DictConfig) -> None:
-    n = int(config.get("repeats", 1) or 1)
-    if n <= 1:
-        return
-    params = dict(config.hydra.sweeper.get("params") or {})
-    params.pop("repeat", None)
-    with flag_override(config, ["struct", "readonly"], [False, False]):
-        config.hydra.sweeper.params = {"repeat": ",".join(map(str, range(n))), **params}
-
-
-def _custom(config: DictConfig, pts: list[list[str]]) -> bool:
-    """Whether the sweep runs a variant of your own (``variant.target``), by its overrides: its
-    job processes then import torch to resolve it (a guess that costs only time if wrong)."""
-    return bool(config.variant.get("target")) or any(
-        o.startswith(("variant=custom", "variant.target", "+variant.target"))
-        for p in pts
-        for o in p
-    )
-
-
-# Set once on_multirun_start has composed and checked every point of this sweep: the study's
-# sweeper (hydra_plugins/study_sweeper) then skips Hydra's second composition of each job.
-CHECKED = False
-
-
-def _early(config: DictConfig, pts: list[list[str]]) -> None:
-    """What the sweep starts while its points are checked: its cell servers, which import
-    torch, and under the ``gpus`` launcher the job processes that will claim them."""
-    from study import jobs
-    from study.config import plain
-
-    spec = str(config.cores)
-    launcher = str(config.hydra.launcher.get("_target_", ""))
-    isolated = plain(config.isolation) == "subprocess"
-    if "BasicLauncher" in launcher and isolated:
-        from study.pinning import check_spec
-        from study.sweep import core_plan, server
-
-        # Jobs run in this process: its cell server imports torch while the sweep is checked.
-        if check_spec(spec) is None:  # a bad core list is reported by the check
-            server(core_plan(1, spec)[0])
-    elif "JoblibLauncher" in launcher and isolated:
-        from study.sweep import prestart
-
-        # Jobs run in loky's worker processes: one server each, and the workers themselves,
-        # starting while the sweep is checked; each worker claims a server (n_jobs=-1: none
-        # started early, each job process starts its own at its first cell). With fewer
-        # points than jobs, joblib still starts n_jobs workers, and a job could land on one
-        # that had not claimed a server: then the workers start with the jobs, as before.
-        n_jobs = int(config.hydra.launcher.get("n_jobs") or 1)
-        n = min(n_jobs, len(pts))
-        if n > 0:
-            prestart(n)
-            if n == n_jobs:  # loky's workers start while we check
-                jobs.start(config.hydra.launcher, n, workloads=_custom(config, pts))
-
-
-class Sweep(Callback):
-    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        """Check the sweep; nothing may run unchecked. Hydra turns a callback's exception into
-        a warning and sweeps on, so any error here stops the run itself."""
-        global CHECKED
-        from study import jobs
-
-        CHECKED = False
-        try:
-            self._start(config, kwargs.get("config_name") or "config")
-        except (SystemExit, KeyboardInterrupt):  # fail(): a user's mistake, already said; Ctrl-C
-            jobs.abandon()
-            raise
-        except Exception as e:  # noqa: BLE001 - said in one line, and the sweep does not start
-            jobs.abandon()
-            fail(f"the sweep could not be checked ({type(e).__name__}: {e}); no cell was started")
-        CHECKED = True
-
-    def _start(self, config: DictConfig, name: str) -> None:
-        from study import jobs
-
-        _with_repeats(config)
-        sweep_dir = Path(config.hydra.sweep.dir)
-        refuse_if_held(sweep_dir)  # before the check starts servers and job processes
-        total = validate_sweep(config, name, meanwhile=functools.partial(_early, config))
-        check_resume(config, sweep_dir)
-        self._lock = take(sweep_dir, bool(config.resume))
-        # the sweep's size and start, for every job process's progress line (study.sweep.clock);
-        # written at once: a dir with a lock and no sweep.yaml cannot be resumed
-        OmegaConf.save(
-            OmegaConf.create(
-                {
-                    "command": command(),
-                    "overrides": shape_of(config),
-                    "total": total,
-                    "t0": time.time(),
-                }
-            ),
-            sweep_dir / "sweep.yaml",
-        )
-        warm = jobs.join()  # the job processes started above (none: nothing to wait for)
-        if warm.get("error"):
-            print(f"[study] note: job processes not started early ({warm['error']})", flush=True)
-        os.environ["STUDY_SWEEP_DIR"] = str(sweep_dir)  # for Ctrl-C's line (``interrupted``)
-
-    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
-        from study.sweep import stop_prestarted
-
-        stop_prestarted()
-        code = summary(Path(config.hydra.sweep.dir))
-        release(getattr(self, "_lock", None))
-        sys.exit(code)
 
 
 LOCK = ".sweep.lock"  # one writer per sweep dir: held by the sweep's main process to the end
@@ -301,7 +181,7 @@ def summary(sweep_dir: Path) -> int:
 
     path = sweep_dir / "runs.csv"
     rows = io.read_csv(path) if path.exists() else []
-    from study.sweep import clock
+    from study.sweep.scheduler import clock
 
     t0 = clock(sweep_dir)[1]
     took = f" in {time.time() - t0:.0f} s" if t0 else ""
@@ -346,23 +226,20 @@ def summary(sweep_dir: Path) -> int:
     return 0
 
 
-def interrupted() -> None:
+def interrupted(sweep_dir: Path, done: int, total: int) -> None:
     """Ctrl-C: one line, what finished, where, and the command that resumes."""
-    d = os.environ.get("STUDY_SWEEP_DIR")
-    if not d:
-        print("[study] interrupted before any cell started.", file=sys.stderr, flush=True)
-        return
-    from study import io
-    from study.sweep import clock
-
-    done = len(io.run_csvs(Path(d)))
-    total = clock(Path(d))[0] or "?"
     print(
-        f"[study] interrupted: {done} of {total} cells finished, rows in {d}/runs.csv; "
-        f"resume with: {resume_command(d)}",
+        f"[study] interrupted: {done} of {total or '?'} cells finished, rows in "
+        f"{sweep_dir}/runs.csv; resume with: {resume_command(str(sweep_dir))}",
         file=sys.stderr,
         flush=True,
     )
+
+
+def write_sweep_yaml(config: DictConfig, sweep_dir: Path, total: int, t0: float) -> None:
+    """The sweep's command, fixed overrides, size and start (what a resume is checked against)."""
+    saved = {"command": command(), "overrides": shape_of(config), "total": total, "t0": t0}
+    OmegaConf.save(OmegaConf.create(saved), sweep_dir / "sweep.yaml")
 
 
 def resume_command(sweep_dir: str) -> str:

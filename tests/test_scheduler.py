@@ -1,0 +1,172 @@
+"""The scheduler's slots, timeouts and rows, with a stand-in for the warm parent: no process is
+started, so several GPUs can be faked on the CPU box (study.sweep.scheduler)."""
+
+import pytest
+
+from study import io
+from study.sweep.scheduler import Scheduler
+from study.sweep.server_pipe import ServerError
+from tests.conftest import TINY
+
+
+def cell_cfg(tmp_path, *overrides):
+    """One tiny cell's config as the launcher hands it over (no Hydra key)."""
+    from omegaconf import OmegaConf
+
+    from study.config import CellConf
+    from tests.conftest import compose
+
+    cfg = compose(*TINY, *overrides)
+    cfg = OmegaConf.merge(
+        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+    )
+    cfg.out_root = str(tmp_path)
+    return cfg
+
+
+class FakeServer:
+    """Forks nothing: records each spawn; ``script(fake)`` decides what ends at each read."""
+
+    made = 0
+
+    def __init__(self, cores, prewarm=True, pycache="auto", gpus=0, script=None):
+        from study.workloads import registry
+
+        FakeServer.made += 1
+        variants = {n: list(registry.get(n).shape_keys) for n in registry.names()}
+        self.status = {"cuda_available": gpus > 0, "device_count": gpus, "variants": variants}
+        self.spawned, self.exits, self.dead, self.script = [], {}, False, script
+
+    def alive(self):
+        return not self.dead
+
+    def spawn(self, target, kwargs, env, cores, log):
+        rid = len(self.spawned) + 1
+        self.spawned.append({"rid": rid, "kwargs": kwargs, "env": env, "cores": list(cores)})
+        return rid, 4_000_000 + rid  # no such process group: killing it is a no-op
+
+    def read(self, timeout):
+        if self.script is not None:
+            self.script(self)
+        if self.dead:
+            raise ServerError("the stand-in died")
+        return None
+
+    def close(self):
+        pass
+
+
+def factory(**kw):
+    made = []
+
+    def make(cores, **opts):
+        made.append(FakeServer(cores, **opts, **kw))
+        return made[-1]
+
+    return make, made
+
+
+def end_oldest(fake):
+    """The oldest running cell exits with code 1 and no row (a crash row)."""
+    for s in fake.spawned:
+        if s["rid"] not in fake.exits and not s.get("ended"):
+            s["ended"] = True
+            fake.exits[s["rid"]] = 1
+            return
+
+
+def rows(sweep):
+    return {r["run_id"]: r for r in io.read_csv(sweep / "runs.csv")}
+
+
+def test_two_gpu_slots_run_two_cells_at_once_each_on_its_own_gpu_and_cores(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    make, made = factory(gpus=2, script=end_oldest)
+    sweep = tmp_path / "sweep"
+    cfg = cell_cfg(tmp_path, "device=cuda")
+    with Scheduler(2, make_server=make) as sched:
+        for name in ("a", "b", "c"):
+            sched.submit(cfg, sweep / name, sweep)
+            if name == "b":  # both slots taken, nothing ended yet
+                assert len(made[0].spawned) == 2 and not made[0].exits
+    s = made[0].spawned
+    assert [x["env"]["CUDA_VISIBLE_DEVICES"] for x in s] == ["0", "1", "0"]
+    assert [x["kwargs"]["gpu"] for x in s] == ["0", "1", "0"]  # each cell proves its pin
+    assert not set(s[0]["cores"]) & set(s[1]["cores"])  # no two cells share a core
+    got = rows(sweep)
+    assert [got[n]["gpu_index"] for n in "abc"] == ["0", "1", "0"]  # crash rows name their GPU
+    assert all(got[n]["status"] == "crash" for n in "abc")
+    assert float(got["c"]["gpu_wait_s"]) >= 0 and len(made) == 1
+
+
+@pytest.mark.parametrize(
+    "device, cuda, want", [("auto", True, "5"), ("cpu", True, None), ("cuda", False, None)]
+)
+def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, device, cuda, want):
+    """One slot: a CUDA cell runs on the first GPU the sweep sees, and sees only that one (CUDA
+    sets up every device it can see: 0.2 s a cell on a two-GPU host), and proves no pin."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
+    make, made = factory(gpus=2 if cuda else 0, script=end_oldest)
+    sweep = tmp_path / "sweep"
+    with Scheduler(1, make_server=make) as sched:
+        sched.submit(cell_cfg(tmp_path, f"device={device}"), sweep / "c", sweep)
+    spawned = made[0].spawned[0]
+    assert spawned["env"].get("CUDA_VISIBLE_DEVICES") == want
+    assert spawned["kwargs"]["gpu"] is None
+    assert rows(sweep)["c"]["gpu_wait_s"] in ("", None)  # one slot: nobody waits for a GPU
+
+
+def test_timeout_counts_from_the_fork_not_from_the_wait_for_a_slot(tmp_path, monkeypatch):
+    """Two cells that never end, one slot, timeout_s=0.5: each is killed 0.5 s after its own
+    fork; the second waited for the first and still got its whole 0.5 s."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    make, made = factory()
+    sweep = tmp_path / "sweep"
+    cfg = cell_cfg(tmp_path, "timeout_s=0.5")
+    with Scheduler(1, make_server=make) as sched:
+        sched.submit(cfg, sweep / "a", sweep)
+        sched.submit(cfg, sweep / "b", sweep)
+    got = rows(sweep)
+    assert [got[n]["status"] for n in "ab"] == ["timeout", "timeout"]
+    assert "timeout_s=0.5" in got["b"]["reason"]
+    assert 0.5 <= float(got["b"]["wall_s"]) < 0.9  # its wait for the slot is not its time
+
+
+def test_a_dead_warm_parent_costs_its_running_cells_and_the_next_cell_gets_a_new_one(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    def die(fake):
+        fake.dead = True
+
+    make, made = factory(script=die)
+    sweep = tmp_path / "sweep"
+    cfg = cell_cfg(tmp_path)
+    with Scheduler(1, make_server=make) as sched:
+        sched.submit(cfg, sweep / "a", sweep)
+        sched.submit(cfg, sweep / "b", sweep)  # waits for the slot: the parent dies meanwhile
+        assert len(made) == 2  # b was forked by a new warm parent
+        made[1].script = end_oldest
+    got = rows(sweep)
+    assert got["a"]["status"] == "crash" and "cell server died" in got["a"]["reason"]
+    assert got["b"]["status"] == "crash" and "exit code 1" in got["b"]["reason"]
+
+
+def test_a_resumed_sweep_keeps_an_ok_cell_of_the_same_config_and_forks_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    make, made = factory(script=end_oldest)
+    sweep = tmp_path / "sweep"
+    cfg = cell_cfg(tmp_path, "resume=true")
+    with Scheduler(1, make_server=make) as sched:
+        cell = sched.cell(cfg, sweep / "a", sweep)
+        (sweep / "a").mkdir(parents=True)
+        row = {**io.base_row(cfg, "a"), "status": "ok", "config_hash": cell.config_hash}
+        row["latency_median_us"] = 12.5  # an ok row has its figures
+        io.write_csv(sweep / "a" / "run.csv", [row], "runs")
+        sched.submit(cfg, sweep / "a", sweep)
+        sched.submit(cfg, sweep / "b", sweep)
+    assert len(made[0].spawned) == 1  # only b
+    assert sched.statuses == ["ok", "crash"]
