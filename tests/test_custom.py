@@ -230,3 +230,19 @@ def test_a_users_module_on_their_own_path_runs_eager_and_compiled(tmp_path):
         assert x["flops_source"] == "flop_counter" and float(x["flops"]) == 2 * 64 * 32 * 32
     compiled = next(x for x in rows if x["compile"] == "default")
     assert int(compiled["generated_kernels"]) > 0
+
+
+def test_a_module_named_whole_is_found_whatever_was_imported_before(monkeypatch):
+    """``examples.norm_mlp`` is an attribute of ``examples`` only once something imported it:
+    the answer depended on the tests that ran before, on the same worker."""
+    import sys
+    import types
+
+    import examples
+
+    from study.workloads.custom import locate
+
+    monkeypatch.delitem(sys.modules, "examples.norm_mlp", raising=False)
+    monkeypatch.delattr(examples, "norm_mlp", raising=False)
+    got = locate("examples.norm_mlp", "variant.target")
+    assert isinstance(got, types.ModuleType) and got.__name__ == "examples.norm_mlp"

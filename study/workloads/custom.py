@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import types
 
 from study.config import ConfigError
 from study.schema import SHAPE_KEYS
@@ -33,6 +34,15 @@ INPUT_EXTRAS = ("dtype", "device", "gen")  # what an inputs factory may ask for 
 
 class BadWorkload(ValueError):
     """What the user's factory built cannot be studied; the message says what and how to fix."""
+
+
+def _submodule(pkg, name: str):
+    """``pkg.name`` as a module, if it is one: the attribute exists only once something imported
+    it, so without this the answer depended on what ran before."""
+    try:
+        return importlib.import_module(f"{pkg.__name__}.{name}")
+    except ImportError:
+        return None
 
 
 def locate(path: str, key: str):
@@ -65,6 +75,11 @@ def locate(path: str, key: str):
                 "`if __name__ == '__main__':`."
             ) from None
         for j, attr in enumerate(parts[i:]):
+            if not hasattr(obj, attr) and isinstance(obj, types.ModuleType):
+                sub = _submodule(obj, attr)  # pkg.module named whole: a module either way
+                if sub is not None:
+                    obj = sub
+                    continue
             if not hasattr(obj, attr):
                 sub = ".".join(parts[: i + 1])
                 if j == 0 and sub in not_found:
