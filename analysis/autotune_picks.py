@@ -13,7 +13,7 @@ import pandas as pd
 
 from analysis.load import cell_id
 from analysis.measures import order
-from study.schema import SHAPE_KEYS
+from study.rows.schema import SHAPE_KEYS
 
 NEAR = 0.02
 TELL = ("dtype", "mask", "score_mod", "causal", *SHAPE_KEYS)  # what tells two cells apart

@@ -47,7 +47,7 @@ import pandas as pd
 from analysis import autotune_diff
 from analysis.load import expand, load
 from analysis.measures import CONFIG_KEY, geomean, has, order, sig, speedups
-from study.schema import SHAPE_KEYS
+from study.rows.schema import SHAPE_KEYS
 
 LATENCY = 0.05  # RELATIVE_THRESHOLD
 SPEEDUP = 0.95  # SPEEDUP_THRESHOLD: B's speedup below 0.95x of A's
@@ -368,9 +368,9 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
 
 
 def _md(df: pd.DataFrame) -> str:
-    from analysis.report import _md_table
+    from analysis.report import md_table
 
-    return _md_table(df)
+    return md_table(df)
 
 
 def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:

@@ -23,7 +23,7 @@ from analysis.style import (
     log_if_wide,
     modes_in,
 )
-from study.schema import SHAPE_KEYS
+from study.rows.schema import SHAPE_KEYS
 
 MAX_COLS = 6  # variants per row block; more wrap into a second block
 

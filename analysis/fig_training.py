@@ -1,7 +1,7 @@
 """Does compile pay less once the backward runs? One panel per variant measured in a training
 pass: the paired speedup (eager / compiled, timed in alternation in one process) per pass (fwd,
 fwd_bwd, train_step) with its 95% interval as a bar (a cell run in several processes: the
-interval that covers processes, study.stats.across_processes), a point per compile mode. Drawn over ALL
+interval that covers processes, study.observe.stats.across_processes), a point per compile mode. Drawn over ALL
 sources at once (a pass is usually a sweep of its own: part3 and part3_bwd). Returns
 ``(figure, sentence)`` or raises ``Skip``."""
 

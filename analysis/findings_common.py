@@ -4,9 +4,9 @@ how a speedup is written. Pure pandas on the committed CSVs; no torch.
 A speedup is the paired one where the row has it (eager and compiled timed in alternation in
 one process, with a 95% interval), else the cross-process ratio of the two cells' medians in
 the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.0 reads "no
-measurable difference" (``study.stats.verdict``). A cell run in several fresh processes is one
+measurable difference" (``study.observe.stats.verdict``). A cell run in several fresh processes is one
 row (``analysis.load.cells``: medians, from the repeats timed in the host's fast phase where it
-has any), its interval the one that covers processes (``study.stats.across_processes``: a
+has any), its interval the one that covers processes (``study.observe.stats.across_processes``: a
 two-stage bootstrap, processes then pairs; the training tables and ``analysis.compare``
 too), and its spread over repeats quoted beside it.
 """
@@ -19,8 +19,8 @@ import pandas as pd
 
 from analysis.load import TEXT, cells
 from analysis.measures import host_bound_of, sig, speedups, xs
-from study.schema import SHAPE_KEYS
-from study.stats import verdict as stats_verdict
+from study.observe.stats import verdict as stats_verdict
+from study.rows.schema import SHAPE_KEYS
 
 # A cross-process speedup within this of 1 is no change: compiled GPU-bound cells repeat within
 # ~1% across processes on the H200 (benchmarks/README.md).
@@ -74,7 +74,7 @@ def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def host_bound(r: pd.DataFrame) -> pd.Series:
-    """The GPU waits on the host, by the one rule (``study.metrics.host_bound``, SCHEMA.md):
+    """The GPU waits on the host, by the one rule (``study.observe.metrics.host_bound``, SCHEMA.md):
     per-call latency more than 10% over the profiler's GPU busy time per step, applied to the
     cell's own figures (its medians, for a repeated cell), else the ``host_bound`` column the
     runtime wrote by that rule; False where neither is known."""

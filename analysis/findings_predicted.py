@@ -1,4 +1,4 @@
-"""Predicted vs seen: every prediction the rows carry (study.expect), held or broken, broken
+"""Predicted vs seen: every prediction the rows carry (study.rows.expect), held or broken, broken
 first. The variants' YAMLs carry the blog's A100 predictions, so on another GPU this says at
 once which of the blog's claims hold there. Pure pandas over the CSVs; no torch."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.findings_common import table
-from study import expect
+from study.rows import expect
 
 
 def seen(runs: pd.DataFrame) -> list[dict]:
@@ -56,7 +56,7 @@ def section(data: dict) -> list[str]:
     return [
         "",
         f"Predicted vs seen ({len(items)} predictions checked, {len(items) - held} broke; the "
-        "variants' predictions are the blog's, on an A100; `study.expect`):",
+        "variants' predictions are the blog's, on an A100; `study.rows.expect`):",
         "",
         *table(["variant", "mode", "pass", "prediction", "measured", "verdict"], rows),
     ]

@@ -14,7 +14,7 @@ the rows have one, else (source, run_id, pass).
 A sweep dir's ``runs.csv`` is checked against its run dirs before it is read (``check_sweep``):
 a finished cell is a run dir with a ``run.csv``. Where they disagree (a finished cell missing,
 a row whose run dir is gone, a file cut short or unparseable, or no runs.csv at all) it is
-rebuilt from the run dirs (``study.io.aggregate``) with one line on stderr saying why; where
+rebuilt from the run dirs (``study.rows.io.aggregate``) with one line on stderr saying why; where
 it cannot be rebuilt, the analysis stops and says which cells are missing. A results dir of
 committed CSVs (no run dirs) is read as it is.
 """
@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from study import io as study_io
-from study import revealed
-from study.schema import NON_NUMERIC, columns
-from study.stats import across_processes
+from study.observe.stats import across_processes
+from study.rows import io as study_io
+from study.rows import revealed
+from study.rows.schema import NON_NUMERIC, columns
 
 NUMERIC = [c for c in columns("runs") if c not in NON_NUMERIC]
 # Columns the runtime is adding (issue 20/21); numeric when present, absent in older results.
@@ -139,7 +139,7 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
 
 def _across(p: pd.DataFrame) -> pd.Series:
     """A cell's paired speedup over its processes, with the interval that covers processes
-    (``study.stats.across_processes``); NaN where no process has an interval."""
+    (``study.observe.stats.across_processes``); NaN where no process has an interval."""
     measured = p[p.iloc[:, 0].notna()]
     whole = measured.dropna()
     whole = whole[(whole > 0).all(axis=1)]
@@ -184,8 +184,8 @@ def _names(ids, n: int = 5) -> str:
 
 def finished_cells(d: Path) -> list[str]:
     """The run_id of every finished cell below sweep dir ``d``: each run dir's ``run.csv``
-    that reads whole by the rule a resume trusts (``study.io.read_row``; one that does not is
-    not finished, and ``study.io`` says why)."""
+    that reads whole by the rule a resume trusts (``study.rows.io.read_row``; one that does not is
+    not finished, and ``study.rows.io`` says why)."""
     ids = []
     for p in study_io.run_csvs(d):
         try:
@@ -196,7 +196,7 @@ def finished_cells(d: Path) -> list[str]:
 
 
 def _rows(path: Path) -> tuple[list[dict] | None, str]:
-    """(rows, "") of a runs.csv that reads whole (``study.io.read_whole``), else (None, what
+    """(rows, "") of a runs.csv that reads whole (``study.rows.io.read_whole``), else (None, what
     is wrong with it)."""
     if not path.exists():
         return None, "missing"
@@ -258,11 +258,11 @@ def check_sweep(d: Path) -> None:
         raise SystemExit(
             f"analysis: {why}, and it cannot be {verb} here ({err}); "
             + (f"missing: {_names(missing)}. " if missing else "")
-            + f"Rebuild it where the sweep dir is writable: python -m study.io {d}"
+            + f"Rebuild it where the sweep dir is writable: python -m study.rows.io {d}"
         )
     left = set(finished) - {r["run_id"] for r in _rows(d / "runs.csv")[0] or ()}
     print(f"[analysis] {why}: {verb} it from the run dirs"
-          + (f", without {_names(left)} (study.io could not read their run.csv)" if left else ""),
+          + (f", without {_names(left)} (study.rows.io could not read their run.csv)" if left else ""),
           file=sys.stderr)  # fmt: skip
 
 

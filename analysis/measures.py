@@ -13,10 +13,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from study.metrics import HOST_BOUND
-from study.schema import SHAPE_KEYS
+from study.observe.metrics import HOST_BOUND
+from study.rows.schema import SHAPE_KEYS
 
-# Every compile target, in reading order (study/targets.py): eager, Inductor's modes, the
+# Every compile target, in reading order (study/rows/targets.py): eager, Inductor's modes, the
 # layers of torch.compile taken apart, the deployment paths.
 MODES = [
     "off",
@@ -188,7 +188,7 @@ def truthy(s: pd.Series) -> pd.Series:
 
 
 def host_bound_of(r: pd.DataFrame) -> pd.Series:
-    """True/False/NA per row, by the one rule (``study.metrics.host_bound``: per-call latency
+    """True/False/NA per row, by the one rule (``study.observe.metrics.host_bound``: per-call latency
     more than 1.1x the profiler's GPU busy time per step) where both are known, else the
     ``host_bound`` column the runtime wrote by the same rule, else NA."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.measures import sig
-from study.schema import SHAPE_KEYS
+from study.rows.schema import SHAPE_KEYS
 
 STYLE = """
 body{font-family:system-ui,-apple-system,sans-serif;max-width:1500px;margin:1.5em auto;padding:0 1.2em;color:#222;line-height:1.45}

@@ -32,7 +32,7 @@ from analysis import autotune_picks, figures, kdiff, page
 from analysis.load import expand, load, newest_sweep
 from analysis.measures import latency_methods, order, sig, speedups
 from analysis.style import DPI
-from study.schema import SHAPE_KEYS
+from study.rows.schema import SHAPE_KEYS
 
 ENV_COLS = [
     "source",
@@ -60,7 +60,7 @@ def _fmt(v, plain: bool = False) -> str:
     return str(v)
 
 
-def _md_table(df: pd.DataFrame) -> str:
+def md_table(df: pd.DataFrame) -> str:
     if df is None or df.empty:
         return "_(none)_\n"
     cols = list(df.columns)
@@ -215,7 +215,7 @@ def _section(into, key: str, title: str, df: pd.DataFrame, count: str, note: str
     md, toc, body, sid = into
     if not len(df):
         return
-    md.extend([f"### {title}", "", _md_table(df)])
+    md.extend([f"### {title}", "", md_table(df)])
     toc.append((2, f"{sid}-{key}", f"{title} ({len(df)}{count})"))
     note = f"<p class='muted'>{note}</p>" if note else ""
     body.append(f"<h3 id='{sid}-{key}'>{title}</h3>{note}{page.table(df)}")
@@ -257,14 +257,14 @@ def build(dirs: list[Path], out: Path) -> Path:
     ]
     toc, body = [], []
     said, broke = surprises(d["repeats"])
-    if said:  # predictions first: a mismatch is the insight (study.expect)
-        md += ["## Surprises", "", said, ""] + ([_md_table(broke)] if len(broke) else [])
+    if said:  # predictions first: a mismatch is the insight (study.rows.expect)
+        md += ["## Surprises", "", said, ""] + ([md_table(broke)] if len(broke) else [])
         toc.append((1, "surprises", "Surprises"))
         body.append(
             f"<h2 id='surprises'>Surprises</h2><p>{html.escape(said)}</p>"
             + (page.table(broke) if len(broke) else "")
         )
-    md += ["## Environment", "", _md_table(environment(runs))]
+    md += ["## Environment", "", md_table(environment(runs))]
     toc.append((1, "environment", "Environment"))
     body.append(
         f"<h2 id='environment'>Environment</h2>{page.table(environment(runs), sortable=False)}"
@@ -283,7 +283,7 @@ def build(dirs: list[Path], out: Path) -> Path:
         cells = cell_table(ds)
         summ, detail = kdiff.diff(ds["runs"], ds["kernels"])
         md += [f"## {head}", "", f"{count}.", "", "### What each cell ran", ""]
-        md += [_md_table(cells.drop(columns="_run_id")) if len(cells) else "_(none)_\n"]
+        md += [md_table(cells.drop(columns="_run_id")) if len(cells) else "_(none)_\n"]
         body.append(f"<h2 id='{sid}'>{html.escape(head.replace('`', ''))}</h2><p>{count}.</p>")
         toc.append((2, f"{sid}-cells", "What each cell ran"))
         if len(cells):
@@ -299,7 +299,7 @@ def build(dirs: list[Path], out: Path) -> Path:
         )
         if len(summ):
             kt = kdiff.table(summ)
-            md += ["### What compiling changed in the kernels", "", _md_table(kt)]
+            md += ["### What compiling changed in the kernels", "", md_table(kt)]
             toc.append((2, f"{sid}-diff", "What compiling changed in the kernels"))
             body.append(
                 f"<h3 id='{sid}-diff'>What compiling changed in the kernels</h3>"

@@ -20,7 +20,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
 from analysis.measures import MODES, order  # noqa: E402
-from study.schema import SHAPE_KEYS  # noqa: E402
+from study.rows.schema import SHAPE_KEYS  # noqa: E402
 
 DPI = 130
 MAX_PX = (2000, 1400)

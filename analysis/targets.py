@@ -1,6 +1,6 @@
 """Where a compiled call's time goes, layer by layer: ``python -m analysis.targets SWEEP...``
 
-Reads the rows of a sweep over compile targets (``+experiment=targets``, study/targets.py) and
+Reads the rows of a sweep over compile targets (``+experiment=targets``, study/rows/targets.py) and
 prints, per cell, the µs per call each layer of torch.compile adds over eager, and whether a
 deployment path removes a compiled cell's slowdown. CSV only; no torch.
 
@@ -31,7 +31,7 @@ import pandas as pd
 
 from analysis.findings_common import table as md_table
 from analysis.measures import sig
-from study.schema import SHAPE_KEYS
+from study.rows.schema import SHAPE_KEYS
 
 CELL = ["variant", "pass", "dtype", "device", *SHAPE_KEYS]
 # (layer, target that adds it, target it is measured from; None: from eager)

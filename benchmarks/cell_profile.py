@@ -35,7 +35,7 @@ def profiled(run_dir: str, out: str) -> None:
     import cProfile
 
     before = set(sys.modules)
-    from study import worker
+    from study.cell import worker
 
     prof = cProfile.Profile()
     start = time.time()
@@ -61,8 +61,8 @@ def main() -> None:
 
     from omegaconf import OmegaConf
 
-    from study import pinning
-    from study.compiling import cache_env
+    from study.cell import pinning
+    from study.cell.compiling import cache_env
     from study.sweep.scheduler import gpu_id, kill_group
     from study.sweep.server_pipe import Server
 

@@ -25,13 +25,13 @@ Q='HYDRA|USDT|W11|debug trace'
 run() { local lim=$1; shift; timeout "$lim" python3 -m study.run -m "$@" 2>&1 | grep -v -E "$Q"; }
 case $stage in
   training)
-    t python3 -m study.calibrate dtypes=[bf16]
+    t python3 -m study.cell.calibrate dtypes=[bf16]
     t timeout 60 python3 benchmarks/throughput.py quickstart --out "$out/tp" 2>&1 | grep -v -E "$Q|\] \["
     t run 240 +experiment=part3 pass=fwd_bwd variant=flash,cudnn,efficient,math,naive out_root="$out/p3bwd"
     t run 120 +experiment=part2 pass=train_step out_root="$out/p2train"
     ;;
   rungs)
-    [ -s "$STUDY_CEILINGS" ] || t python3 -m study.calibrate dtypes=[bf16]
+    [ -s "$STUDY_CEILINGS" ] || t python3 -m study.cell.calibrate dtypes=[bf16]
     t run 75 variant=block compile=off,default,reduce-overhead,max-autotune,max-autotune-no-cudagraphs out_root="$out/block"
     t run 40 variant=block pass=fwd_bwd compile=off,default out_root="$out/blockbwd"
     t run 60 +experiment=dynamic variant=naive,flash out_root="$out/dynamic"
@@ -39,13 +39,13 @@ case $stage in
     t run 30 +experiment=flex shape.seq_len=16384,4096,1024 family.mask=sliding_window variant=flex out_root="$out/flexsw"
     ;;
   lifecycle)
-    t python3 -m study.calibrate dtypes=[bf16]
+    t python3 -m study.cell.calibrate dtypes=[bf16]
     t python3 benchmarks/throughput.py quickstart --out "$out/tp" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
     t python3 benchmarks/stability.py --repeats 5 --out "$out/stab" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
     t python3 benchmarks/throughput.py part3 --out "$out/tp" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace|\[study\] \['
     ;;
   features)
-    t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
+    t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32]
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$ATT \
       compile=off,default,reduce-overhead out_root=$out/attn timeout_s=300 | grep '\[study\]'
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=naive,mlp \

@@ -45,8 +45,9 @@ def compose(*overrides: str):
 def fidelity(variant: str, mode: str) -> None:
     import torch
 
-    from study import compiling, timing, trace
-    from study.build import build_workload, resolve_device, sdpa_pin
+    from study.cell import compiling, timing
+    from study.cell.build import build_workload, resolve_device, sdpa_pin
+    from study.observe import trace
 
     cfg = compose(f"variant={variant}", f"compile={mode}")  # the family's shapes for this device
     dev = resolve_device("auto")
@@ -124,7 +125,7 @@ def one_cell(out: Path, *overrides: str) -> tuple[dict, float]:
     if p.returncode != 0:
         raise SystemExit(p.stderr[-2000:])
     run_csv = sorted(out.glob("runs/*/run.csv"))[-1]
-    from study import io
+    from study.rows import io
 
     return io.read_csv(run_csv)[0], wall
 

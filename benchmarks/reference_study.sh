@@ -16,7 +16,7 @@
 #   bash benchmarks/reference_study.sh v2-flex OUTDIR   # +experiment=flex, then scaling
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
-# One job per GPU (NJ), each with its own warm cell server; one GPU: no parallel launcher.
+# NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
 # OUTDIR (no traces, no generated code) into FILE every minute and at the end, so a device
 # command that runs past its own limit still returns what finished: set LIMIT at least 30 s
@@ -68,11 +68,11 @@ sweep() {  # NAME EXTRA...
 # calibrates first) calibrates when OUTDIR has none, e.g. a resume on a fresh machine (~15 s).
 if [ "$stage" != parts ] && [ "$stage" != v2-parts ] && [ "$stage" != probe ] && [ "$GPUS" -gt 0 ] && [ ! -s "$STUDY_CEILINGS" ]; then
   echo "no $STUDY_CEILINGS: calibrating first (copy one in to keep an earlier calibration)"
-  t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
+  t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32]
 fi
 case $stage in
   parts)
-    t python3 -m study.calibrate dtypes=[bf16,fp16,fp32]
+    t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32]
     # Pinning check: 4 tiny cells on the GPUs; a cell that saw every GPU fails loudly.
     # With one GPU every cell is on it anyway (each still checks its device's UUID).
     [ "$GPUS" -gt 1 ] && sweep pin variant=naive,flash compile=off,default +experiment=tiny
@@ -91,7 +91,7 @@ case $stage in
     sweep scaling +experiment=scaling
     ;;
   v2-parts)
-    t python3 -m study.calibrate dtypes=[bf16]
+    t python3 -m study.cell.calibrate dtypes=[bf16]
     sweep part3 +experiment=part3
     sweep part1 +experiment=part1
     sweep part2 +experiment=part2

@@ -51,7 +51,7 @@ def run(name: str, out: Path, extra: list[str]) -> tuple[Path, float]:
 
 
 def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
-    from study import io
+    from study.rows import io
     from study.sweep.rundir import MEASURED
 
     rows = io.read_csv(sweep_dir / "runs.csv")

@@ -34,7 +34,7 @@ is often a moment's dip inside a slow phase). The fast level is the 10th percent
 cell's own gauge readings, or the host's, whichever is lower: the 10th percentile of the levels
 that earlier cells on this host (same hostname, Python and torch) recorded in the last 24
 hours, each from 30 readings or more (``host_gauge.txt`` beside the device ceilings of
-``study.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
+``study.cell.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
 the level made 99% of the blocks "slow" in one run (FIELD-NOTES). The host's level lets a cell
 that spent all its timing in a slow phase know it: its own 10th percentile is then a slow level
 (seen on the CPU box: a compiled cell at 22.2 us for all of its 1.2 s of timing, against 15.6
@@ -59,7 +59,7 @@ from pathlib import Path
 LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
 BEST_OF = 3
 LEVEL_QUANTILE = 0.10  # the fast level: this quantile of the cell's gauge readings
-HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.calibrate): a line per cell
+HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.cell.calibrate): a line per cell
 HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
 MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
 MIN_SLOW_PAIRS = 5  # speedup_paired_slow only from at least this many slow pairs
@@ -217,7 +217,7 @@ def main(argv: list[str]) -> None:
     it too (alone, a cell that spends all its timing in a slow phase takes that for fast)."""
     import sys
 
-    from study.calibrate import cache_path
+    from study.cell.calibrate import cache_path
 
     try:
         seconds = float(argv[0]) if argv else 10.0

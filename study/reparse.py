@@ -3,7 +3,7 @@
 After a change to the trace reading, the kernel classes or the proof of backend, each cell's
 kernels.csv and the trace-derived columns of its run.csv are derived again from the saved
 ``trace.json.gz`` and generated code (the Inductor join is redone from ``generated/``), the
-pinned SDPA backend is proven again (study.proof), and runs.csv/revealed.csv are rebuilt. No
+pinned SDPA backend is proven again (study.observe.proof), and runs.csv/revealed.csv are rebuilt. No
 GPU needed: a GPU sweep can be re-read on a laptop. Cells without a trace are left as they
 are. A proof decides only between ``ok`` and ``invalid``: a row that is ``mismatch``, or
 ``invalid`` for another reason than its proof, keeps its status.
@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from study import inductor, io, proof, trace
+from study.observe import inductor, proof, trace
+from study.rows import io
 from study.workloads.registry import get
 
 KEEP = ("source_file", "fused_ops", "inductor_kind")

@@ -23,8 +23,8 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.config import plain, register_configs  # noqa: E402
-from study.usage import fail  # noqa: E402
+from study.rows.config import plain, register_configs  # noqa: E402
+from study.rows.usage import fail  # noqa: E402
 
 _SWEEP_IDS: dict = {}
 SAFE = re.compile(r"[^A-Za-z0-9_.,=+\-@:]")
@@ -54,7 +54,7 @@ def _age(d: Path) -> float:
     return (f if f.exists() else d).stat().st_mtime
 
 
-# +expect.<column>=<value> items of an override dirname (study.expect): not part of a run's name
+# +expect.<column>=<value> items of an override dirname (study.rows.expect): not part of a run's name
 PREDICTION = re.compile(
     r"(?:^|,)[+~]{0,2}expect(?:\.[^=,]*)?(?:=(?:\"[^\"]*\"|'[^']*'|[^,]*))?(?=,|$)"
 )
@@ -95,7 +95,7 @@ def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
     from study.sweep.scheduler import Scheduler, clock
     from study.sweep.sweepdir import summary
-    from study.sweep.validate import check_config
+    from study.sweep.validate import check_config, say_renamed
 
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"
@@ -103,6 +103,7 @@ def main(cfg: DictConfig) -> None:
         why = check_config(cfg)
         if why:
             fail(why)
+        say_renamed([cfg])
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if multirun else run_dir
     launcher = hc.launcher
@@ -120,7 +121,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    from study.usage import hydra_errors_are_config_errors
+    from study.rows.usage import hydra_errors_are_config_errors
 
     hydra_errors_are_config_errors()
     try:

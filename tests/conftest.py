@@ -70,8 +70,8 @@ def run_inline(tmp_path):
     """Run one cell in this process (no subprocess) and return (row, kernels, autotune)."""
     from omegaconf import OmegaConf
 
-    from study.cell import run_cell
-    from study.config import CellConf
+    from study.cell.phases import run_cell
+    from study.rows.config import CellConf
 
     def _run(*overrides: str, name: str = "cell"):
         cfg = compose(*TINY, *overrides)

@@ -1,4 +1,4 @@
-"""Targets the tests ask the warm parent to fork (study.sweep.server), like study.worker's."""
+"""Targets the tests ask the warm parent to fork (study.sweep.server), like study.cell.worker's."""
 
 import json
 from pathlib import Path
@@ -22,7 +22,7 @@ def dynamo_flag(out: str, set_to: bool | None = None) -> None:
     import torch
     import torch._dynamo
 
-    from study.compiling import compiles
+    from study.cell.compiling import compiles
 
     if set_to is not None:
         torch._dynamo.config.suppress_errors = set_to

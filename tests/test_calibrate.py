@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from study import calibrate, cell
+from study.cell import calibrate, phases
 
 
 @pytest.mark.slow
@@ -35,13 +35,13 @@ ROW = {
 def test_rows_get_percentages_only_from_a_calibrated_ceiling(tmp_path, monkeypatch):
     monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "none.json"))
     row = dict(ROW)
-    cell._rates(row)
+    phases._rates(row)
     assert row["tflops"] == pytest.approx(2e9 / 100e-6 / 1e12)
     assert row["gbps"] == pytest.approx(2000 / 100e-6 / 1e9)
     assert row["pct_peak_compute"] is None and row["pct_peak_bw"] is None and row["bound"] is None
     monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "ceilings.json"))
     calibrate.store("dev", "bf16", "t", {"tflops": 40.0, "gbps": 100.0})
     row = dict(ROW)
-    cell._rates(row)
+    phases._rates(row)
     assert row["pct_peak_compute"] == pytest.approx(100 * 20.0 / 40.0)
     assert row["bound"] == "compute"  # 1e6 FLOP/B against a ridge of 400

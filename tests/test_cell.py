@@ -2,7 +2,7 @@
 
 import pytest
 
-from study.errors import classify_error
+from study.cell.errors import classify_error
 from study.workloads.registry import get, names
 from tests.conftest import ROOT
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study.classify import CLASSES, classify, is_generated, short_name
+from study.observe.classify import CLASSES, classify, is_generated, short_name
 
 H200_NAMES = [
     ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "gemm_cublas"),

@@ -3,7 +3,7 @@
 import pytest
 from omegaconf import OmegaConf
 
-from study.config import COMPILE_MODES, ConfigError, validate
+from study.rows.config import COMPILE_MODES, ConfigError, validate
 from study.workloads.registry import get, names, variant_yaml
 from tests.conftest import ROOT, TINY, cli, compose
 
@@ -94,7 +94,7 @@ def test_overrides_reach_the_config():
         ("shape.seq_len=0", "shape.seq_len"),
         ("shape.head_dim=-8", "shape.head_dim"),
         ("compile.mode=turbo", "compile.mode"),
-        ("timing.repeat=1", "timing.repeat"),
+        ("timing.calls=1", "timing.calls"),
         ("timing.graph_calls=0", "timing.graph_calls"),
         ("tolerance=0", "tolerance"),
         ("ncu.top_n=0", "ncu.top_n"),
@@ -143,10 +143,25 @@ def test_cli_unknown_inductor_key_fails_at_start(tmp_path):
 
 
 def test_resolved_config_round_trips(tmp_path):
-    from study.config import load_cell_config, to_plain
+    from study.rows.config import load_cell_config, to_plain
 
     cfg = compose("variant=mlp", "compile=max-autotune")
     p = tmp_path / "cell.yaml"
     OmegaConf.save(OmegaConf.create(to_plain(cfg)), p)
     back = load_cell_config(str(p))
     assert back.variant.name == "mlp" and back.compile.mode == "max-autotune"
+
+
+def test_a_renamed_key_still_works_for_one_release_and_says_so():
+    """timing.repeat is now timing.calls (``repeat`` also named the fresh processes and the
+    repeat index): the old key is read as the new one, with one line."""
+    from study.rows.config import renamed_keys, to_plain
+
+    d = to_plain(compose("timing.repeat=7"))
+    said = renamed_keys(d)
+    assert d["timing"]["calls"] == 7 and d["timing"]["repeat"] is None
+    assert said == ["timing.repeat is deprecated: use timing.calls (read as it for now)"]
+    d = to_plain(compose("timing.calls=9"))
+    assert renamed_keys(d) == [] and d["timing"]["calls"] == 9
+    with pytest.raises(ConfigError, match=r"timing\.repeat \(now timing\.calls\)=2"):
+        validate(compose("timing.repeat=2"))

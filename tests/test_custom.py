@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from study import io
+from study.rows import io
 from tests.conftest import ROOT, TINY, cli, compose
 
 EXAMPLE = ["variant=custom", "variant.target=examples.norm_mlp.NormMLP"]
@@ -145,14 +145,14 @@ def test_a_factory_that_builds_the_wrong_thing_is_an_error_row_saying_so(
     ],
 )
 def test_bad_custom_config_is_a_config_error(overrides, says):
-    from study.config import ConfigError, validate
+    from study.rows.config import ConfigError, validate
 
     with pytest.raises(ConfigError, match=re.escape(says)):
         validate(compose(*TINY, "variant=custom", *overrides))
 
 
 def test_missing_shape_keys_are_listed_in_one_message():
-    from study.config import ConfigError, validate
+    from study.rows.config import ConfigError, validate
 
     with pytest.raises(ConfigError) as e:
         validate(compose(*EXAMPLE, "shape.dim=8", "device=cpu"))
@@ -217,7 +217,7 @@ def test_a_users_module_on_their_own_path_runs_eager_and_compiled(tmp_path):
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         "variant=my_norm",
         "compile=off,default",
-        "timing.repeat=5",
+        "timing.calls=5",
         f"out_root={out}",
         cwd=tmp_path,  # the user's own directory: nothing of theirs is in study/
     )
@@ -239,7 +239,6 @@ def test_a_module_named_whole_is_found_whatever_was_imported_before(monkeypatch)
     import types
 
     import examples
-
     from study.workloads.custom import locate
 
     monkeypatch.delitem(sys.modules, "examples.norm_mlp", raising=False)

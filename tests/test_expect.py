@@ -1,12 +1,12 @@
-"""Predict, then look (study.expect): predictions parsed at start, checked against every row,
+"""Predict, then look (study.rows.expect): predictions parsed at start, checked against every row,
 broken ones first in the row, revealed.csv, the console summary and the report."""
 
 import json
 
 import pytest
 
-from study import expect, revealed
-from study.config import COMPILE_MODES
+from study.rows import expect, revealed
+from study.rows.config import COMPILE_MODES
 from tests.conftest import TINY, cli
 
 
@@ -169,7 +169,7 @@ def test_the_blog_predictions_ship_with_the_attention_variants():
 
 
 def test_a_prediction_is_no_part_of_a_cells_identity():
-    from study.config import config_hash
+    from study.rows.config import config_hash
 
     base = {"variant": {"name": "naive"}, "compile": {"mode": "off"}}
     assert config_hash(base) == config_hash({**base, "expect": {"kernels_per_step": 6}})
@@ -180,7 +180,7 @@ def test_a_sweep_shows_the_broken_prediction_first_everywhere(tmp_path):
     r = cli("-m", "variant=naive", "compile=off", f"out_root={tmp_path}", *TINY,
             "+expect.status=ok", "+expect.kernels_per_step=999")  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
-    from study import io
+    from study.rows import io
 
     (sweep,) = (tmp_path / "sweeps").iterdir()
     assert [p.name for p in sweep.iterdir() if p.is_dir()] == ["compile=off,variant=naive"]

@@ -44,7 +44,7 @@ def _cell(source, variant, mode, lat, **kw):
 
 
 def test_repeats_give_the_median_and_the_interval_that_covers_processes():
-    from study.stats import across_processes
+    from study.observe.stats import across_processes
 
     rows = [_cell("part3", "flash", "off", 100.0, repeat=i) for i in range(3)]
     for i, (sp, lo, hi) in enumerate(((0.90, 0.88, 0.92), (1.02, 0.99, 1.05), (0.95, 0.93, 0.97))):
@@ -63,7 +63,7 @@ def test_repeats_give_the_median_and_the_interval_that_covers_processes():
 
 def test_processes_that_disagree_beyond_their_own_intervals_widen_the_cells_interval():
     """cudnn/default in three processes of one H200 sweep (issue 32): disjoint intervals."""
-    from study.stats import across_processes
+    from study.observe.stats import across_processes
 
     sp, lo, hi = across_processes([0.717, 0.524, 0.424], [0.652, 0.506, 0.410],
                                   [0.782, 0.542, 0.439])  # fmt: skip
@@ -330,7 +330,7 @@ def test_the_training_tables_give_repeats_the_interval_that_covers_processes():
     import pandas as pd
 
     from analysis import training
-    from study.stats import across_processes
+    from study.observe.stats import across_processes
 
     rows = pd.DataFrame([{"run_id": f"r{i}", "config_hash": "c", "status": "ok",
                           "repeat": i, "speedup_paired": sp,

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, create_mask
 
-from study import io
+from study.rows import io
 from study.workloads import masks
 from study.workloads.flex import sparsity
 from tests.conftest import cli
@@ -70,7 +70,7 @@ FX_GRAPH = """class <lambda>(torch.nn.Module):
 def test_the_mods_fused_into_flex_are_named_by_their_ops(tmp_path):
     # The post-grad graph (Inductor's debug dir, torch 2.13 CPU) keeps score_mod and mask_mod as
     # subgraphs; provenance names those subgraphs, so fused_ops lists their ops too.
-    from study import inductor
+    from study.observe import inductor
 
     (tmp_path / "g").mkdir()
     (tmp_path / "g" / "fx_graph_transformed.py").write_text(FX_GRAPH)
@@ -139,7 +139,7 @@ def test_sdpa_takes_any_mask_as_attn_mask_or_says_what_it_cannot(run_inline):
 
 
 def test_mask_keys_are_checked_at_start():
-    from study.config import ConfigError, validate
+    from study.rows.config import ConfigError, validate
     from tests.conftest import compose
 
     with pytest.raises(ConfigError, match="family.window=0"):

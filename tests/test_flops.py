@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from study import flops
+from study.observe import flops
 from study.workloads.registry import Entry, Workload, get, names, reference_of
 
 TINY = {"n": 24, "batch": 2, "in_features": 8, "out_features": 6, "seq_len": 16, "dim": 16}

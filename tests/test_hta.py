@@ -1,6 +1,6 @@
 """An independent reader of the profiler traces: HolisticTraceAnalysis (HTA) parses the H200
 fixture traces on its own, and kernels per step counted from its events agree with
-``study.trace``. HTA's own iteration column assigns GPU events by their GPU-side time (naive
+``study.observe.trace``. HTA's own iteration column assigns GPU events by their GPU-side time (naive
 eager: 21 kernels in one step), so the count here does what the field notes say: CPU-side
 ``ProfilerStep#N`` rows by category, each device event matched to its launch by correlation id.
 Test-only: HTA is in the ``dev`` extra."""
@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from study import trace
+from study.observe import trace
 from tests.conftest import FIXTURES
 
 pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed: pip install -e '.[dev]'")
@@ -62,7 +62,7 @@ def test_hta_agrees_on_kernels_per_step(name, tmp_path):
     totals = [sum(c.values()) for c in steps]
     assert len(set(totals)) == 1, f"{name}: HTA sees {totals} per step"
     assert totals[0] == summary["kernels_per_step"], (
-        f"{name}: HTA {totals[0]}, study.trace {summary['kernels_per_step']}"
+        f"{name}: HTA {totals[0]}, study.observe.trace {summary['kernels_per_step']}"
     )
     ours = Counter()
     for r in rows:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study import io
+from study.rows import io
 from study.sweep.scheduler import run_one
 from tests.conftest import TINY, compose
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from study import io
+from study.rows import io
 from study.run import _SWEEP_IDS, sweep_id
 from study.sweep import sweepdir
 from study.sweep.validate import check_config
@@ -94,7 +94,7 @@ def test_a_new_sweep_into_a_dir_that_holds_one_is_refused(one_cell):
 
 def test_a_cut_row_is_run_again_and_a_cut_header_is_named(tmp_path):
     """Case 4: a row cut after ',ok,' stayed 'ok already, skipped' on every resume; a cut
-    header made study.io drop the cell without a word."""
+    header made study.rows.io drop the cell without a word."""
     out = tmp_path / "o"
     sweep = ("-m", "variant=linear,naive", "compile=off", f"out_root={out}", *TINY)
     assert cli(*sweep).returncode == 0
@@ -159,7 +159,7 @@ SAID = {
 def test_hydras_composition_errors_are_said_in_one_line(override):
     """Cases 7 and 13, the message: Hydra's text (and its advice +shape.seqlen=32) made one
     line that names the value and what is allowed."""
-    from study.usage import explain
+    from study.rows.usage import explain
 
     with pytest.raises(Exception) as e:
         compose(*TINY, override)

@@ -10,8 +10,8 @@ import pytest
 
 from analysis.compare import build, main
 from analysis.load import expand, load
-from study import io as study_io
-from study.schema import columns
+from study.rows import io as study_io
+from study.rows.schema import columns
 from tests import synth
 from tests.conftest import without_torch
 
@@ -254,7 +254,7 @@ def test_a_sweep_that_cannot_be_rebuilt_stops_saying_what_is_missing(sweep, monk
     assert "\n" not in msg
     assert msg.startswith(f"analysis: {sweep}/runs.csv listed 1 of 8 finished cells, and it ")
     assert "Permission denied" in msg and "missing: compile=" in msg and " and 2 more." in msg
-    assert msg.endswith(f"python -m study.io {sweep}")
+    assert msg.endswith(f"python -m study.rows.io {sweep}")
 
 
 def test_an_intact_sweep_and_a_results_dir_are_read_as_they_are(sweep, capsys):

@@ -4,7 +4,7 @@ import pytest
 from hydra import compose as hcompose
 from hydra import initialize_config_dir
 
-from study import io
+from study.rows import io
 from tests.conftest import ROOT, TINY, cli
 
 
@@ -154,7 +154,7 @@ def test_a_cell_on_another_gpu_than_its_slot_fails_loudly(monkeypatch):
 
     import torch
 
-    from study import worker
+    from study.cell import worker
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study import metrics
+from study.observe import metrics
 
 
 def test_rates_are_amount_over_latency():
@@ -37,7 +37,7 @@ def test_payback_blank_unless_compiled_is_faster():
 def test_a_compiled_row_divides_by_its_own_eager_twin():
     """Two window sizes, eager and compiled each, repeated: each compiled row pairs with the
     eager row of its own window (eager_hash), over the median of that twin's repeats."""
-    from study.io import with_speedups
+    from study.rows.io import with_speedups
 
     rows = [
         {"compile": "off", "status": "ok", "config_hash": "e128", "latency_median_us": "100"},

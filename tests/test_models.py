@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from study import check, passes
-from study.errors import Unsupported, classify_error
+from study.cell import correctness, passes
+from study.cell.errors import Unsupported, classify_error
 from study.workloads import models
 
 
@@ -29,25 +29,28 @@ def test_every_leaf_is_compared_and_integers_exactly():
     ids = torch.arange(6)
     ref = {"a": x, "b": (x * 2, ids), "c": None}
     out = {"a": x.bfloat16(), "b": ((x * 2).bfloat16(), ids.clone()), "c": None}
-    got = check.compare_tree(out, ref, "bf16")
+    got = correctness.compare_tree(out, ref, "bf16")
     assert got["ok"] and got["max_rel_err"] > 0 and got["skipped"] == []
     bad = {"a": x.bfloat16(), "b": ((x * 2).bfloat16(), ids + 1), "c": None}
-    got = check.compare_tree(bad, ref, "bf16")
+    got = correctness.compare_tree(bad, ref, "bf16")
     assert not got["ok"] and "compared exactly" in got["reason"] and "int64" in got["reason"]
     worse = {"a": x.bfloat16() + 1, "b": ((x * 2).bfloat16(), ids), "c": None}
-    got = check.compare_tree(worse, ref, "bf16")
+    got = correctness.compare_tree(worse, ref, "bf16")
     assert not got["ok"] and "leaf 0" in got["reason"] and "tolerance" in got["reason"]
 
 
 def test_a_dataclass_output_and_a_leaf_that_is_not_a_tensor():
     x = torch.randn(3, dtype=torch.float64)
-    got = check.compare_tree(
+    got = correctness.compare_tree(
         Out(x.float(), torch.ones(2), "cache"), Out(x, torch.ones(2), "c"), "fp32"
     )
     assert got["ok"] and got["skipped"] == ["leaf 2: str"]
-    one = check.compare_tree(x.float(), x, "fp32")  # a plain tensor: compare's own result
-    assert one == {**check.compare(x.float(), x, "fp32"), "skipped": []}
-    assert check.out_bytes({"a": torch.ones(4), "b": [torch.ones(2, dtype=torch.int8), None]}) == 18
+    one = correctness.compare_tree(x.float(), x, "fp32")  # a plain tensor: compare's own result
+    assert one == {**correctness.compare(x.float(), x, "fp32"), "skipped": []}
+    assert (
+        correctness.out_bytes({"a": torch.ones(4), "b": [torch.ones(2, dtype=torch.int8), None]})
+        == 18
+    )
 
 
 def test_a_training_pass_needs_a_differentiable_output_and_says_so():
@@ -133,7 +136,7 @@ def test_the_models_table_and_pass_rate_read_rows():
 
 
 def test_inputs_of_the_wrong_type_are_refused_at_start_naming_the_type():
-    from study.config import ConfigError, validate
+    from study.rows.config import ConfigError, validate
     from tests.conftest import compose
 
     cfg = compose(

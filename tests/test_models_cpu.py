@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from study import io
+from study.rows import io
 from tests.conftest import ROOT, cli
 from tests.test_sweep import sweep_dir
 
@@ -24,7 +24,7 @@ def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
         "pass=fwd,fwd_bwd",
         "+variant.kwargs.layers=1",  # the CPU shapes, one layer: compiling is most of the time
         "timing.max_s=0.25",
-        "timing.repeat=5",
+        "timing.calls=5",
         "timing.warmup=1",
         f"out_root={tmp_path}",
     )
@@ -60,7 +60,7 @@ DEEP = ["variant=custom", "variant.target=tests.deep_model.Deep", "variant.name=
 def test_the_tolerance_rule_keeps_a_deep_bf16_model_ok_and_catches_a_wrong_compile(tmp_path):
     # tolerance=0.002: below what bf16 holds over 8 layers (eager's own error is about
     # 0.01-0.03), as a deeper real network's is below its bf16 drift (ResNet-18: 0.234)
-    common = ["pass=fwd_bwd", "timing.max_s=0.25", "timing.repeat=5", "shape.batch=8",
+    common = ["pass=fwd_bwd", "timing.max_s=0.25", "timing.calls=5", "shape.batch=8",
               "shape.dim=32", "+variant.kwargs.layers=8", "tolerance=0.002"]  # fmt: skip
     by_dtype = cli("-m", *DEEP, "compile=off", *common, "tolerance_rule=dtype",
                    f"out_root={tmp_path / 'a'}")  # fmt: skip

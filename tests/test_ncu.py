@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from study import ncu
+from study.observe import ncu
 from study.sweep.scheduler import run_one
 from tests.conftest import FIXTURES, TINY, compose
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study import stats
+from study.observe import stats
 
 
 def test_ratio_of_medians_and_its_interval():
@@ -32,7 +32,8 @@ def test_noise_widens_the_interval_until_it_holds_one():
 def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     """A block's first call pays a start-up (from an idle device: its launch; here a fake clock
     advanced by the step). The lead-in takes that call out of the timed ones."""
-    from study import phase, timing
+    from study import phase
+    from study.cell import timing
 
     clock = {"ns": 0, "calls": 0}
 
@@ -59,7 +60,8 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     row, _, _ = run_inline("variant=naive", "compile=default", "timing.pairs=12", name="paired")
     assert row["status"] == "ok", row["reason"]
     assert row["pair_calls"] >= 3 and row["pair_lead_in"] == 1  # a block is a steady state
-    from study import phase, timing
+    from study import phase
+    from study.cell import timing
 
     # the cell's own rule (Cell._settle_phase): enough fast rounds for the latency's samples
     enough = min(phase.MIN_FAST_PAIRS, timing.latency_rounds(5))  # +experiment=tiny: repeat=5
@@ -81,7 +83,7 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
 def test_a_recompile_while_timing_makes_the_row_invalid(run_inline, monkeypatch):
     import torch
 
-    from study import timing
+    from study.cell import timing
 
     real = timing.per_call
 
@@ -99,7 +101,7 @@ def test_an_eager_baseline_that_fails_costs_the_paired_columns_not_the_row(run_i
     """flex's unfused eager fallback runs out of memory where its compiled kernel does not
     (seen on the H200 at seq_len 16384): the compiled cell stays ok, and says why it has no
     paired speedup."""
-    from study import passes
+    from study.cell import passes
 
     real = passes.make_step
 
@@ -122,7 +124,7 @@ def test_an_eager_baseline_that_fails_costs_the_paired_columns_not_the_row(run_i
 
 def _failing_after(monkeypatch, which: str, calls: int):
     """make_step whose eager (or compiled) step raises a CUDA OOM after ``calls`` calls."""
-    from study import passes
+    from study.cell import passes
 
     real = passes.make_step
 

@@ -5,7 +5,7 @@ import csv
 
 import pytest
 
-from study import trace
+from study.observe import trace
 from tests.conftest import cli
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def test_fwd_bwd_checks_every_gradient_and_splits_kernels_by_phase(run_inline):
 
 
 def test_a_wrong_gradient_is_a_mismatch_that_names_the_tensor(run_inline, monkeypatch):
-    from study import passes
+    from study.cell import passes
 
     real = passes.Reference.run
 
@@ -117,7 +117,7 @@ def test_backward_kernels_launched_from_autograds_thread_belong_to_their_step():
 def test_the_training_tables_read_a_sweep(tmp_path):
     """analysis.training on rows as a sweep writes them (runs.csv, shapes.csv), CSVs alone."""
     from analysis import training
-    from study import io
+    from study.rows import io
 
     base = {"status": "ok", "device": "cuda", "dtype": "bf16", "variant": "naive"}
     runs = [

@@ -1,11 +1,12 @@
 """The host's phase: a gauge around every timed round, a fast level, and only fast rounds
-counted (study.phase, study.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
+counted (study.phase, study.cell.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
 
 import itertools
 
 import pytest
 
-from study import phase, timing
+from study import phase
+from study.cell import timing
 
 
 def fake(readings, ratio=1.3, host_level=None):
@@ -103,7 +104,7 @@ TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "repeat": 30}  # 10 rounds of
 def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
     """A cell's _settle_phase over fake rounds: compiled host-bound (100 us fast, 200 slow),
     eager barely moving (110, 120)."""
-    from study.cell import Cell
+    from study.cell.phases import Cell
 
     cell = Cell.__new__(Cell)
     cell.row, cell.notes, cell.pair_calls = {"host_loaded": loaded}, [], 4
@@ -175,7 +176,7 @@ def test_a_contended_host_is_said_and_not_a_fast_phase_figure(monkeypatch):
 def test_a_survey_records_the_hosts_fast_level_for_the_first_cells(monkeypatch, tmp_path, capsys):
     """On a new machine the first cells know no host level: one that times in a slow phase
     alone takes it for fast (seen on the H200: 21.6 us, where the rest read 12.9)."""
-    from study import calibrate
+    from study.cell import calibrate
 
     levels = itertools.cycle([10.0] * 7 + [17.0] * 3)
     monkeypatch.setattr(phase, "gauge_us", lambda: next(levels))

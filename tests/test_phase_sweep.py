@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from study import io
+from study.rows import io
 from tests.conftest import TINY, cli
 from tests.test_sweep import sweep_dir
 

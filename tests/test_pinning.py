@@ -2,7 +2,7 @@
 
 import pytest
 
-from study import pinning
+from study.cell import pinning
 
 
 def test_core_lists_parse_and_print():
@@ -100,7 +100,7 @@ def test_the_host_probe_reads_the_host_not_a_constant(monkeypatch):
 
     import torch
 
-    from study import pinning
+    from study.cell import pinning
 
     fast = pinning.host_probe_us(rounds=5, ops=20)
     real_add = torch.Tensor.__add__

@@ -4,7 +4,9 @@ from functools import cache
 
 import pytest
 
-from study import io, proof, reparse, trace
+from study import reparse
+from study.observe import proof, trace
+from study.rows import io
 from tests.conftest import FIXTURES
 
 

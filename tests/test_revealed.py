@@ -2,8 +2,9 @@
 
 import csv
 
-from study import revealed, trace
-from study.classify import classify
+from study.observe import trace
+from study.observe.classify import classify
+from study.rows import revealed
 from tests.conftest import FIXTURES
 
 

@@ -3,7 +3,7 @@ started, so several GPUs can be faked on the CPU box (study.sweep.scheduler)."""
 
 import pytest
 
-from study import io
+from study.rows import io
 from study.sweep.scheduler import Scheduler
 from study.sweep.server_pipe import ServerError
 from tests.conftest import TINY
@@ -13,7 +13,7 @@ def cell_cfg(tmp_path, *overrides):
     """One tiny cell's config as the launcher hands it over (no Hydra key)."""
     from omegaconf import OmegaConf
 
-    from study.config import CellConf
+    from study.rows.config import CellConf
     from tests.conftest import compose
 
     cfg = compose(*TINY, *overrides)

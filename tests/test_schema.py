@@ -1,14 +1,14 @@
-"""One schema: SCHEMA.md is generated from study/schema.py, and writers refuse other columns."""
+"""One schema: SCHEMA.md is generated from study/rows/schema.py, and writers refuse other columns."""
 
 import pytest
 
-from study import io, schema
+from study.rows import io, schema
 from tests.conftest import ROOT
 
 
 def test_schema_md_is_in_sync():
     assert (ROOT / "SCHEMA.md").read_text() == schema.markdown(), (
-        "SCHEMA.md is stale: run `python -m study.schema > SCHEMA.md`"
+        "SCHEMA.md is stale: run `python -m study.rows.schema > SCHEMA.md`"
     )
 
 
@@ -20,7 +20,7 @@ def test_columns_are_unique_and_documented():
 
 
 def test_writer_rejects_undeclared_columns(tmp_path):
-    with pytest.raises(KeyError, match="not in study/schema.py"):
+    with pytest.raises(KeyError, match="not in study/rows/schema.py"):
         io.write_csv(tmp_path / "x.csv", [{"run_id": "a", "bogus": 1}], "runs")
     p = io.write_csv(
         tmp_path / "x.csv",

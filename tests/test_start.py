@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from study import io
+from study.rows import io
 from study.run import job_dirname
 from tests.conftest import ROOT, TINY, cli, root_env
 
@@ -222,13 +222,13 @@ def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path):
 @pytest.mark.slow
 def test_study_io_help_makes_no_directory(tmp_path):
     r = subprocess.run(
-        [sys.executable, "-m", "study.io", "--help"],
+        [sys.executable, "-m", "study.rows.io", "--help"],
         cwd=tmp_path,
         env=root_env(),
         capture_output=True,
         text=True,
     )
-    assert r.returncode != 0 and "usage: python -m study.io SWEEP_DIR" in r.stderr
+    assert r.returncode != 0 and "usage: python -m study.rows.io SWEEP_DIR" in r.stderr
     assert not list(tmp_path.iterdir())
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from study import io
+from study.rows import io
 from tests.conftest import ROOT, TINY, cli, root_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sweep")]  # one module fixture per worker
@@ -224,7 +224,7 @@ def test_a_cpu_cell_past_its_memory_cap_is_an_oom_row_and_the_sweep_goes_on(tmp_
 @pytest.mark.slow
 def test_the_sweeps_own_process_needs_no_torch(tmp_path):
     """The sweep's main process (sweeper, launcher, scheduler) writes the timeout or crash row
-    of a cell that wrote none; it imported study.cell for that, and with it torch (issue 33)."""
+    of a cell that wrote none; it imported study.cell.phases for that, and with it torch (issue 33)."""
     code = (
         "import sys\n"
         "class NoTorch:\n"

@@ -1,4 +1,4 @@
-"""Compile targets (study/targets.py): what makes no sense is refused at start, each target's
+"""Compile targets (study/rows/targets.py): what makes no sense is refused at start, each target's
 claim is proven from its trace, C++ sources are harvested, and the analysis subtracts layers.
 No compile, no process: the CPU runs are in tests/test_targets_cpu.py (slow)."""
 
@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from analysis import targets as atargets
-from study import inductor, proof, targets
-from study.config import ConfigError, validate
+from study.observe import inductor, proof
+from study.rows import targets
+from study.rows.config import ConfigError, validate
 from tests.conftest import compose
 
 
@@ -203,8 +204,8 @@ def test_the_table_marks_a_slow_phase_figure():
 
 
 def test_a_cpp_wrappers_aten_shim_reads_as_the_aten_op_it_runs():
-    from study.classify import classify
-    from study.trace import aten_name
+    from study.observe.classify import classify
+    from study.observe.trace import aten_name
 
     e = aten_name({"name": "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"})
     assert e["name"] == "aten::_scaled_dot_product_flash_attention_for_cpu"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from study import io, targets
+from study.rows import io, targets
 from tests.conftest import TINY, cli
 from tests.test_sweep import sweep_dir
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study import trace
+from study.observe import trace
 from tests.conftest import FIXTURES
 
 

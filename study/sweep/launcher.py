@@ -44,7 +44,7 @@ class Launcher(HydraLauncher):
             if int(self.config.get("gpu_slots") or 0) > 0:
                 print("[study] gpu_slots=N is deprecated: use hydra/launcher=gpus "
                       "hydra.launcher.n_jobs=N", flush=True)  # fmt: skip
-            from study.pinning import check_spec
+            from study.cell.pinning import check_spec
 
             cores = str(self.config.cores)  # a bad core list is the check's to report
             cores = cores if check_spec(cores) is None else "auto"
@@ -58,7 +58,7 @@ class Launcher(HydraLauncher):
 
     def slots_error(self, configs) -> str | None:
         """Why the slots cannot run this sweep's CUDA cells (more slots than GPUs), or None."""
-        from study.config import plain
+        from study.rows.config import plain
         from study.sweep.scheduler import gpu_id
 
         slots = self.slots()
@@ -83,7 +83,7 @@ class Launcher(HydraLauncher):
         self.composed = {tuple(p): c for p, c in zip(pts, configs, strict=True)}
         self.start()
         self.scheduler.total, self.scheduler.t0 = len(pts), t0
-        from study.config import plain
+        from study.rows.config import plain
 
         auto = any(c is not None and plain(c.device) == "auto" for c in configs)
         if auto and not self.scheduler.status["cuda_available"]:

@@ -26,8 +26,8 @@ WARM = (
     "torch._inductor.select_algorithm",
     "torch._inductor.codecache",
     "torch.nn.attention.flex_attention",
-    "study.cell",
-    "study.worker",
+    "study.cell.phases",
+    "study.cell.worker",
 )
 # What a cell imports the first time it compiles (sys.modules after a compiled cell, against
 # the server's, on the H200 VM: 180 modules). Where the installed packages have no bytecode
@@ -80,9 +80,9 @@ WARM_COMPILE = (
     "triton.tools.tensor_descriptor",
     "numpy.ma",
     "sympy.combinatorics",
-    "study.calibrate",
-    "study.io",
-    "study.revealed",
+    "study.cell.calibrate",
+    "study.rows.io",
+    "study.rows.revealed",
 )  # the workloads themselves the server imports always (its status names their variants)
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from study import io
-from study.config import config_hash, eager_hash, to_plain
-from study.expect import block_of
+from study.rows import io
+from study.rows.config import config_hash, eager_hash, renamed_keys, to_plain
+from study.rows.expect import block_of
 
 STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
 # The phases a cell measures; everything else of its wall time is the sweep's overhead.
@@ -38,6 +38,7 @@ def inside(path: Path, root: Path) -> bool:
 def resolve(cfg, cuda: bool, shape_keys: list[str]) -> dict:
     """The cell's config as it will run: plain data, device and the family's shape resolved."""
     d = to_plain(cfg)
+    renamed_keys(d)  # an old key's value under its new name (the check said so)
     if d["device"] == "auto":
         d["device"] = "cuda" if cuda else "cpu"
     sw = d.get("shape_sweep") or {}

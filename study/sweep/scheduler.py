@@ -22,8 +22,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from study import compiling, io, pinning
-from study.config import plain
+from study.cell import compiling, pinning
+from study.rows import io
+from study.rows.config import plain
 from study.sweep import rundir
 from study.sweep.server_pipe import Server, ServerError
 
@@ -144,7 +145,7 @@ class Scheduler:
         known = self.status.get("variants") or {}
         if not variant.get("target") and variant.name in known:
             return list(known[variant.name])
-        from study.workloads.registry import resolve as entry_of
+        from study.workloads.variants import resolve as entry_of
 
         return list(entry_of(variant).shape_keys)
 
@@ -194,7 +195,7 @@ class Scheduler:
         kwargs = {"run_dir": str(cell.run_dir), "gpu": gpu, "asked_at": asked_at}
         try:
             rid, pid = self.server().spawn(
-                "study.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
+                "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
                 cell.run_dir / "cell.log",
             )  # fmt: skip
         except ServerError as e:
@@ -268,7 +269,7 @@ class Scheduler:
     def _inline(self, cell: rundir.Cell, asked: float) -> None:
         """Debug only (``isolation=inline``): the cell in this process. Dynamo/CUDA state is
         not isolated."""
-        from study import worker
+        from study.cell import worker
 
         saved = dict(os.environ)
         os.environ.update(self._env(cell, None))

@@ -164,7 +164,7 @@ def _warm_up(prewarm_on: bool) -> dict:
             print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
     import torch
 
-    from study.env import git_revision
+    from study.rows.env import git_revision
     from study.workloads import registry
 
     git_revision()  # once here, inherited by every cell

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from study.rows.usage import fail
 from study.sweep.validate import overrides
-from study.usage import fail
 
 # Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
 RUNTIME = {
@@ -177,7 +177,7 @@ SHOW_SURPRISES = 5  # broken predictions printed at the end of a sweep (the rest
 
 def summary(sweep_dir: Path) -> int:
     """Print what the sweep gave; 1 when a cell failed for a reason of the harness, else 0."""
-    from study import io
+    from study.rows import io
 
     path = sweep_dir / "runs.csv"
     rows = io.read_csv(path) if path.exists() else []

@@ -62,8 +62,8 @@ class Sweeper(BasicSweeper):
         """The composed config of every point; stops the run (exit 2) if any cannot run."""
         from omegaconf import flag_override
 
+        from study.rows.usage import fail
         from study.sweep import validate
-        from study.usage import fail
 
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
         if launcher is not None:
@@ -84,6 +84,7 @@ class Sweeper(BasicSweeper):
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
                 whys[i] = validate.point_error(cell, variants)
+        validate.say_renamed([c for c in configs if c is not None])
         if launcher is not None and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
         message = validate.bad_points(pts, whys)
@@ -92,8 +93,8 @@ class Sweeper(BasicSweeper):
         return configs
 
     def sweep(self, arguments: list[str]):
+        from study.rows.usage import fail
         from study.sweep import sweepdir
-        from study.usage import fail
 
         sweep_dir = Path(self.config.hydra.sweep.dir)
         try:
@@ -115,7 +116,7 @@ class Sweeper(BasicSweeper):
             failed = self._launch(pts, configs, t0)
         except KeyboardInterrupt:
             self._abandon()
-            from study import io
+            from study.rows import io
 
             sweepdir.interrupted(sweep_dir, len(io.run_csvs(sweep_dir)), len(pts))
             sys.exit(130)

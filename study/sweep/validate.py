@@ -67,7 +67,7 @@ def check_config(cfg: DictConfig) -> str | None:
 def _config_error(cfg: DictConfig, registry: bool) -> str | None:
     from omegaconf.errors import ConfigKeyError, ValidationError
 
-    from study.config import CellConf, ConfigError, validate
+    from study.rows.config import CellConf, ConfigError, validate
 
     try:
         OmegaConf.merge(_schema(CellConf), {k: v for k, v in cfg.items() if k != "hydra"})
@@ -79,8 +79,8 @@ def _config_error(cfg: DictConfig, registry: bool) -> str | None:
         )
     except ValidationError as e:
         return " ".join(str(e).split()[:40])
-    from study.config import unknown_nested_keys
-    from study.usage import unknown_key
+    from study.rows.config import unknown_nested_keys
+    from study.rows.usage import unknown_key
 
     stray = unknown_nested_keys(cfg)
     if stray:
@@ -96,7 +96,7 @@ def _inductor_error(cfg: DictConfig) -> str | None:
     """Unknown keys in ``compile.inductor`` (imports torch's Inductor config), or None."""
     if not cfg.compile.inductor:
         return None
-    from study.inductor import unknown_keys
+    from study.observe.inductor import unknown_keys
 
     bad = unknown_keys(dict(cfg.compile.inductor))
     if bad:
@@ -110,7 +110,7 @@ def _inductor_error(cfg: DictConfig) -> str | None:
 def point_error(cfg: DictConfig, variants: dict | None = None) -> str | None:
     """Why a point of a sweep cannot run, or None. ``variants``: the registered variants and
     their shape keys, as the warm parent knows them (None: the registry, which imports torch)."""
-    from study.config import registered_variant_error
+    from study.rows.config import registered_variant_error
 
     why = _config_error(cfg, registry=False)
     if why is None and not (cfg.variant.get("target") or cfg.variant.name == "custom"):
@@ -120,9 +120,18 @@ def point_error(cfg: DictConfig, variants: dict | None = None) -> str | None:
     return why or _inductor_error(cfg)
 
 
+def say_renamed(configs) -> None:
+    """One line for each renamed key a sweep still gives by its old name."""
+    from study.rows.config import renamed_keys, to_plain
+
+    said = {line for cfg in configs for line in renamed_keys(to_plain(cfg))}
+    for line in sorted(said):
+        print(f"[study] note: {line}", flush=True)
+
+
 def composition_error(e: Exception) -> str:
     """Hydra's own message, which names the bad override, in one line."""
-    from study.usage import explain
+    from study.rows.usage import explain
 
     return explain(e) or " ".join(str(e).split("Config search path")[0].split())
 

@@ -6,7 +6,7 @@
 Input x is (batch, seq_len, dim); heads = ``heads``, head_dim = dim / heads. On the GPU the
 default shape (conf/family/block.yaml) has the attention rung's B8 H16 S1024 D64 and a 4x MLP.
 No SDPA backend is pinned: inside a block the dispatcher chooses, as in a model. The float64
-reference is a float64 copy of the module; FLOPs are counted on it (study.flops).
+reference is a float64 copy of the module; FLOPs are counted on it (study.observe.flops).
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@
 - ``variant.target``: a factory's dotted path, called once through Hydra's ``instantiate``
   with ``variant.kwargs`` (so ``_partial_`` and nested ``_target_`` work). Its parameters named
   like a shape key (``batch``, ``seq_len``, ``dim``, ``hidden``, ``heads``, ...; see
-  study.schema.SHAPE_KEYS) that ``kwargs`` leaves out get the cell's shape. It returns an
+  study.rows.schema.SHAPE_KEYS) that ``kwargs`` leaves out get the cell's shape. It returns an
   ``nn.Module`` (seeded, then moved to the cell's device and dtype) or any callable.
 - ``variant.inputs``: ``fn(<shape keys>, *, dtype, device, gen)`` returning a tensor or a tuple
   of tensors, built once outside every timed region; default: ``inputs`` beside the target.
 - ``variant.reference``: ``ref(*inputs)`` on float64 inputs; default: a float64 copy of the
   module, or the same callable on float64 inputs.
 - ``variant.flops``: ``fn(<shape keys>) -> FLOPs per call``, used only where flop_counter
-  cannot count the call (study.flops).
+  cannot count the call (study.observe.flops).
 
 ``check(cfg)`` runs at ``python -m study.run`` start, before any cell: every path imports, and
 every shape key the factories ask for has a value; one ConfigError says all that is wrong.
@@ -25,8 +25,8 @@ import importlib
 import inspect
 import types
 
-from study.config import ConfigError
-from study.schema import SHAPE_KEYS
+from study.rows.config_error import ConfigError
+from study.rows.schema import SHAPE_KEYS
 from study.workloads.registry import Entry, Workload, get, names
 
 INPUT_EXTRAS = ("dtype", "device", "gen")  # what an inputs factory may ask for beside shapes
@@ -344,7 +344,7 @@ def Keywords(inner, keys):  # noqa: N802 - a class made on demand (no torch at i
 
 def missing_shape_keys(keys, cfg, device: str) -> list[str]:
     """The shape keys without a value for ``device``: not in ``shape.*`` nor in the family's
-    shapes (the same lookup as study.cell.resolve_shape)."""
+    shapes (the same lookup as study.cell.phases.resolve_shape)."""
     shapes = cfg.family.shapes
     base = shapes.get(device) or shapes.get("cpu")
     return [k for k in keys if cfg.shape.get(k) is None and (base is None or base.get(k) is None)]

@@ -13,7 +13,7 @@ materialises the scores (torch warns; the row says so).
 - The reference is float64 dense attention with the same mask and score mod
   (study.workloads.attention.reference), FLOPs the full matrix like every attention variant.
 - ``prove`` finds the generated kernel that Inductor fused from ``flex_attention`` in the trace,
-  with its source and the ops of the mods it fused (study.inductor's provenance).
+  with its source and the ops of the mods it fused (study.observe.inductor's provenance).
 """
 
 from __future__ import annotations

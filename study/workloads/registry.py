@@ -4,7 +4,7 @@ A variant is a builder function registered with ``@register(name, family, shape_
 builder gets the resolved shape, dtype and device and returns a ``Workload``: the callable to
 compile and time, its seeded inputs, and a reference in float64. Adding a variant = one builder
 in a family module + one YAML in ``conf/variant/`` (see the README). A variant's analytic FLOP
-formula, if any, is its own (``flops=``): never a family's (study.flops).
+formula, if any, is its own (``flops=``): never a family's (study.observe.flops).
 
 A user's own module or function needs no builder: ``variant.target`` names a factory, and
 ``resolve`` turns that config into an entry (study.workloads.custom).
@@ -117,16 +117,6 @@ def get(name: str) -> Entry:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown variant {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def resolve(variant) -> Entry:
-    """The entry a variant config asks for: a registered name, or, with ``variant.target``
-    set, the user's own factory (study.workloads.custom)."""
-    if variant.get("target"):
-        from study.workloads import custom
-
-        return custom.entry(variant)
-    return get(variant.name)
 
 
 def variant_yaml(entry: Entry) -> str:

@@ -6,7 +6,7 @@
    monotonic clock (perf_counter_ns) around each call.
 2. Device time (``device_time_*``, CUDA only): events around a CUDA-graph replay of many
    calls (no launch overhead), or ``triton.testing.do_bench`` (L2 flushed between calls).
-3. Kernel time (``kernel_us_per_step``) comes from the profiler, in ``study.trace``.
+3. Kernel time (``kernel_us_per_step``) comes from the profiler, in ``study.observe.trace``.
 
 They answer different questions and differ by tens of percent on small cells: never
 compare across them. Every number reports its method next to it, and device time says

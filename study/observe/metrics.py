@@ -1,7 +1,7 @@
 """Pure metric functions: numbers in, numbers out. No torch, no I/O.
 
 Conventions (also in SCHEMA.md):
-- FLOPs come from the call itself (study.flops): flop_counter, or the variant's own formula.
+- FLOPs come from the call itself (study.observe.flops): flop_counter, or the variant's own formula.
   A multiply-add is 2; bias adds, softmax, norms and elementwise ops are not counted.
 - Causal attention counts the FULL score matrix, 4*B*H*S^2*D (q@k^T and p@v), not half.
   This is flop_counter's convention for SDPA. The naive and math variants do compute the
@@ -81,7 +81,7 @@ def payback_calls(
 
 def rates(row: dict, peaks: dict) -> dict:
     """A row's rates from its FLOPs, bytes and times, and its place against ``peaks``
-    ({'tflops', 'gbps'} from study.calibrate; empty: unknown, never guessed)."""
+    ({'tflops', 'gbps'} from study.cell.calibrate; empty: unknown, never guessed)."""
     out = {
         "arith_intensity": arith_intensity(row.get("flops"), row.get("bytes_min")),
         "tflops": rate(row.get("flops"), row.get("latency_median_us"), 1e12),

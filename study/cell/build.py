@@ -1,7 +1,7 @@
 """Build a cell's workload: the device, the shape, seeded inputs, and the SDPA pin.
 
 The one way to build it, shared by the cell, the Nsight pass that must replay exactly the
-same work (study.ncu) and the harness benchmark. The sweep resolves ``device=auto`` and the
+same work (study.observe.ncu) and the harness benchmark. The sweep resolves ``device=auto`` and the
 family's default shape before the cell starts (``cell.yaml`` holds what the cell ran); the
 resolvers here also serve cells built in-process (tests, benchmarks).
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from study.config import plain, to_plain
-from study.errors import Unsupported
-from study.workloads import registry
+from study.cell.errors import Unsupported
+from study.rows.config import plain, to_plain
+from study.workloads import variants
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 SDPA_BACKENDS = {
@@ -65,7 +65,7 @@ def build_workload(cfg: DictConfig, device: str):
     """(registry entry, resolved shape, seeded workload) for a cell."""
     import torch
 
-    entry = registry.resolve(cfg.variant)
+    entry = variants.resolve(cfg.variant)
     shape = resolve_shape(entry, cfg, device)
     dtype = plain(cfg.dtype)
     torch.manual_seed(cfg.seed)

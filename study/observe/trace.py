@@ -26,8 +26,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from study.classify import classify, is_generated, short_name
-from study.revealed import FP32_GEMM
+from study.observe.classify import classify, is_generated, short_name
+from study.rows.revealed import FP32_GEMM
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
@@ -35,7 +35,7 @@ LAUNCH_RE = re.compile(
     r"^(cuda|cu)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|Memcpy|Memset)"
 )
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-PHASE_RE = re.compile(r"^study::(fwd|bwd|optim)$")  # study.passes' record_function ranges
+PHASE_RE = re.compile(r"^study::(fwd|bwd|optim)$")  # study.cell.passes' record_function ranges
 REGION_RE = re.compile(r"^Torch-Compiled Region|CompiledFxGraph|^CUDAGraphNode|cudagraph", re.I)
 # aten ops that only make views, allocate or inspect: they launch no kernel.
 METADATA_OPS = {

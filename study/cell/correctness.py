@@ -138,7 +138,7 @@ def compare_tree(out, ref, dtype: str, tolerance: float | None = None) -> dict:
 def reference(wl) -> tuple:
     """The workload's float64 forward (on a slice where the full reference would not fit), and
     the FLOPs flop_counter counts on it: computed once a cell, whatever it is compared with."""
-    from study import flops
+    from study.observe import flops
     from study.workloads import registry
 
     ins = wl.inputs

@@ -20,7 +20,7 @@ naive and SDPA, the unmasked elements (causal: S(S+1)/2 of S^2, about half). Els
 equals ``flops``. ``tflops_useful`` over the per-call latency is the rate to hold against the
 calibrated peak: a fused kernel that skips masked tiles cannot read above it there.
 
-``cell_flops`` is pure: the counting happens in the cell's check (study.cell._check).
+``cell_flops`` is pure: the counting happens in the cell's check (study.cell.phases._check).
 """
 
 from __future__ import annotations

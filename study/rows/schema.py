@@ -1,6 +1,6 @@
 """Every column of every CSV the study writes: name, unit, meaning. The one place.
 
-``python -m study.schema`` prints SCHEMA.md (a test keeps the two in sync). Writers refuse
+``python -m study.rows.schema`` prints SCHEMA.md (a test keeps the two in sync). Writers refuse
 columns that are not declared here, and ``analysis/`` reads these same names. No torch.
 """
 
@@ -39,7 +39,7 @@ KEYS = [
     Col(
         "compile",
         "",
-        "compile target (study/targets.py): off (eager); Inductor's modes default, "
+        "compile target (study/rows/targets.py): off (eager); Inductor's modes default, "
         "reduce-overhead, max-autotune, max-autotune-no-cudagraphs; torch.compile taken apart: "
         "dynamo_eager, aot_eager, cudagraphs; deployment paths: cpp_wrapper, aot_inductor",
     ),
@@ -98,7 +98,7 @@ RUN = (
             "pass",
             "",
             "what one call is (pass=): fwd, fwd_bwd (forward, (out*g).sum(), backward) or "
-            "train_step (fwd_bwd + AdamW.step); study/passes.py",
+            "train_step (fwd_bwd + AdamW.step); study/cell/passes.py",
         ),
         Col(
             "compiled_autograd",
@@ -124,7 +124,7 @@ RUN = (
             "",
             "the cell's predictions (the expect block of its variant and the command line), "
             "as JSON: a column and a value (=, <, <=, >, >=, a..b, ~regex), or a scope (eager, "
-            "compiled, a mode, a pass) holding such pairs (study.expect)",
+            "compiled, a mode, a pass) holding such pairs (study.rows.expect)",
         ),
         Col(
             "expectations",
@@ -144,7 +144,7 @@ RUN = (
         Col(
             "target_proof",
             "",
-            "what proves the compile target ran as it claims (study.proof.prove_target): "
+            "what proves the compile target ran as it claims (study.observe.proof.prove_target): "
             "a captured graph and no generated kernel (dynamo_eager, aot_eager, cudagraphs), a "
             "C++ wrapper (cpp_wrapper), every generated kernel in the package (aot_inductor), "
             "frozen parameters (compile.freezing); empty for eager and plain Inductor modes",
@@ -176,7 +176,7 @@ RUN = (
             "latency_median_us",
             "us",
             "per-call latency, median, calls back to back, timed in the host's fast phase "
-            "(timing_phase; study.phase). CUDA: events around chunks of timing.repeat/10 calls, "
+            "(timing_phase; study.phase). CUDA: events around chunks of timing.calls/10 calls, "
             "one sample per chunk (events around each call add host time of their own: "
             "compiled cuDNN read 80 us against 60 back to back on the H200 host); CPU: a "
             "monotonic clock around each call",
@@ -216,7 +216,7 @@ RUN = (
             "speedup_ci_low",
             "x",
             "95% interval of speedup_paired, low end (percentile bootstrap over pairs, "
-            "2000 resamples, seeded; study.stats). An interval holding 1.0: no measurable difference",
+            "2000 resamples, seeded; study.observe.stats). An interval holding 1.0: no measurable difference",
         ),
         Col("speedup_ci_high", "x", "95% interval of speedup_paired, high end"),
         Col(
@@ -330,7 +330,7 @@ RUN = (
             "GPU only: latency_median_us > 1.1 x gpu_us_per_step (the profiler's device busy "
             "time, the same notion in every mode): the host sets the pace, so the absolute "
             "latency moves with CPU placement, load and the host's phase. The one definition "
-            "(study.metrics.host_bound): the Findings, figures and report apply the same rule "
+            "(study.observe.metrics.host_bound): the Findings, figures and report apply the same rule "
             "to a cell's figures",
         ),
         Col("dominant_kernel", "", "full name of the kernel with the most device time"),
@@ -476,9 +476,13 @@ RUN = (
         Col(
             "peak_tflops",
             "TFLOP/s",
-            "measured matmul ceiling for this device, dtype and torch (study.calibrate)",
+            "measured matmul ceiling for this device, dtype and torch (study.cell.calibrate)",
         ),
-        Col("peak_gbps", "GB/s", "measured device copy bandwidth, read + write (study.calibrate)"),
+        Col(
+            "peak_gbps",
+            "GB/s",
+            "measured device copy bandwidth, read + write (study.cell.calibrate)",
+        ),
         Col("pct_peak_compute", "%", "achieved TFLOP/s (device time when measured) / peak_tflops"),
         Col("pct_peak_bw", "%", "achieved GB/s (device time when measured) / peak_gbps"),
         Col("bound", "", "compute or memory, from arith_intensity against the ridge point"),
@@ -544,7 +548,7 @@ RUN = (
             "host_probe_us",
             "us",
             "the host's own speed while the cell was timed: median time of 50 tiny CPU tensor "
-            "additions, probed before and after the timed phases (study.pinning); it moves "
+            "additions, probed before and after the timed phases (study.cell.pinning); it moves "
             "between processes when the host's own speed does (on the H200's VM: 2.3x over one "
             "session), and host-bound latencies move with it",
         ),
@@ -744,8 +748,8 @@ def markdown() -> str:
     out = [
         "# Schema",
         "",
-        "Every CSV the study writes. Generated by `python -m study.schema > SCHEMA.md`;",
-        "`tests/test_schema.py` fails when this file and `study/schema.py` disagree.",
+        "Every CSV the study writes. Generated by `python -m study.rows.schema > SCHEMA.md`;",
+        "`tests/test_schema.py` fails when this file and `study/rows/schema.py` disagree.",
         "Empty cells mean unknown or not applicable, never zero.",
         "",
     ]
@@ -760,7 +764,7 @@ if __name__ == "__main__":
     print(markdown(), end="")
 
 # runs.csv columns that hold text or booleans (everything else is a number): analysis.load
-# reads these as they are, study.expect checks them as text or true/false.
+# reads these as they are, study.rows.expect checks them as text or true/false.
 NON_NUMERIC = frozenset(
     {
         "run_id",

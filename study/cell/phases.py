@@ -2,17 +2,17 @@
 
 ``run_cell`` reads like the method, one phase per step:
 
-1. build: device, environment, seeded inputs (study.build), outside every timed region.
+1. build: device, environment, seeded inputs (study.cell.build), outside every timed region.
 2. compile: Inductor's capture settings, ``torch.compile`` in the cell's mode, under the SDPA
-   pin (study.compiling); Dynamo starts fresh (the cell is a fresh process).
+   pin (study.cell.compiling); Dynamo starts fresh (the cell is a fresh process).
 3. first call on its own (``first_call_s``: compile included); then what Inductor generated
-   and what compiling cost (study.inductor).
-4. check: the output against a float64 reference (study.check); FLOPs counted on it.
+   and what compiling cost (study.observe.inductor).
+4. check: the output against a float64 reference (study.cell.correctness); FLOPs counted on it.
 5. measure, with no garbage collection, nothing recompiling and the host's load sampled:
-   per-call latency, device time (study.timing), and for a compiled cell the paired speedup
-   against eager in the same process, with its 95% interval (study.stats).
-6. profile: one profiler pass; kernels attributed per step (study.trace) and joined to the
-   generated code; the pinned SDPA backend proven from the trace (study.proof).
+   per-call latency, device time (study.cell.timing), and for a compiled cell the paired speedup
+   against eager in the same process, with its 95% interval (study.observe.stats).
+6. profile: one profiler pass; kernels attributed per step (study.observe.trace) and joined to the
+   generated code; the pinned SDPA backend proven from the trace (study.observe.proof).
 
 Anything that goes wrong becomes the row's status and reason; nothing escapes.
 """
@@ -30,28 +30,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study import (
-    build,
-    calibrate,
-    check,
-    compiling,
-    flops,
-    io,
-    memory,
-    metrics,
-    passes,
-    phase,
-    pinning,
-    proof,
-    stats,
-    targets,
-    timing,
-)
-from study import env as envinfo
-from study import inductor as ind
-from study import trace as tr
-from study.config import plain
-from study.errors import Unsupported, classify_error
+from study import phase
+from study.cell import build, calibrate, compiling, correctness, memory, passes, pinning, timing
+from study.cell.errors import Unsupported, classify_error
+from study.observe import flops, metrics, proof, stats
+from study.observe import inductor as ind
+from study.observe import trace as tr
+from study.rows import env as envinfo
+from study.rows import io, targets
+from study.rows.config import plain
 
 
 class Cell:
@@ -171,14 +158,16 @@ class Cell:
     # 4 ------------------------------------------------------------------------------------
     def check(self) -> None:
         t = time.perf_counter()
-        out = check.detach(self.out)
+        out = correctness.detach(self.out)
         del self.out
         tol = self.cfg.tolerance
-        self.ref = check.reference(self.wl) if self.trained is None else None  # once a cell
-        if self.cfg.tolerance_rule == "eager":  # judged by eager's own error (study.check)
+        self.ref = correctness.reference(self.wl) if self.trained is None else None  # once a cell
+        if (
+            self.cfg.tolerance_rule == "eager"
+        ):  # judged by eager's own error (study.cell.correctness)
             tol = self._eager_tolerance(out)
         if self.trained is None:
-            res = check.output(self.wl, out, self.row["dtype"], tol, self.ref)
+            res = correctness.output(self.wl, out, self.row["dtype"], tol, self.ref)
         else:
             res = self._check_training(out, tol)
         self.row["check_s"] = time.perf_counter() - t
@@ -204,27 +193,30 @@ class Cell:
     def _eager_tolerance(self, out) -> float:
         """tolerance_rule=eager: eager's own error against the same float64 reference, in this
         process, on the first call's inputs and parameters (output and gradients), times
-        check.EAGER_MULTIPLIER, and never below the dtype's tolerance. An eager row is its own
+        correctness.EAGER_MULTIPLIER, and never below the dtype's tolerance. An eager row is its own
         baseline (only NaN/Inf, shapes and integer leaves can fail it)."""
-        dtype, base = self.row["dtype"], check.tolerance(self.row["dtype"], self.cfg.tolerance)
+        dtype, base = (
+            self.row["dtype"],
+            correctness.tolerance(self.row["dtype"], self.cfg.tolerance),
+        )
         if self.mode == "off":
             own = out
         elif self.trained is None:
-            own = check.detach(self.eager())
+            own = correctness.detach(self.eager())
         else:  # eager's first step, on the parameters the compiled first step started from
             own = passes.first_step_again(self.trained, self.wl, self.step.grad_out)
         if self.trained is None:
-            err = check.output(self.wl, own, dtype, base, self.ref)["max_rel_err"]
+            err = correctness.output(self.wl, own, dtype, base, self.ref)["max_rel_err"]
         else:
             errs = self._check_training(own, base, record=False)
             err = max(errs["max_rel_err"] or 0.0, errs["grad_max_rel_err"] or 0.0)
             if self.mode != "off":
                 passes.restore_first_step(self.trained)  # the compiled step's grads and params
         self.row["eager_max_rel_err"] = err
-        tol = max(base, check.EAGER_MULTIPLIER * (err or 0.0))
+        tol = max(base, correctness.EAGER_MULTIPLIER * (err or 0.0))
         if tol > base:
             self.notes.append(
-                f"tolerance_rule=eager: eager's own error {err:.3g} x {check.EAGER_MULTIPLIER:g} "
+                f"tolerance_rule=eager: eager's own error {err:.3g} x {correctness.EAGER_MULTIPLIER:g} "
                 f"= tolerance {tol:.3g} (the dtype's: {base:g})"
             )
         return tol
@@ -238,7 +230,7 @@ class Cell:
             self.ref = (ref_out, ref_grads, float(counter.get_total_flops()))
         ref_out, ref_grads, counted = self.ref
         index = self.wl.ref_index
-        res = check.compare_tree(
+        res = correctness.compare_tree(
             out[index] if index is not None else out, ref_out, self.row["dtype"], tol
         )
         g = passes.check_grads(self.trained, ref_grads, index, self.row["dtype"], tol)
@@ -252,7 +244,7 @@ class Cell:
         if res["ok"] and not g["ok"]:
             res["ok"], res["reason"] = False, g["reason"]
         res["flops"] = counted
-        res["out_bytes"] = check.out_bytes(out)
+        res["out_bytes"] = correctness.out_bytes(out)
         return res
 
     # 5 ------------------------------------------------------------------------------------
@@ -310,9 +302,9 @@ class Cell:
 
     def _rounds(self, warm: int, paired: bool) -> None:
         """Per-call chunks, and for a compiled cell eager/compiled block pairs in the same
-        rounds, each round between two gauges of the host's phase (study.timing.rounds)."""
+        rounds, each round between two gauges of the host's phase (study.cell.timing.rounds)."""
         t = self.cfg.timing
-        est = timing.per_call(self.step, self.device, warm, max(3, t.repeat // timing.CHUNKS))
+        est = timing.per_call(self.step, self.device, warm, max(3, t.calls // timing.CHUNKS))
         self.pair_calls = timing.block_calls(est["median"], t.block_ms)
 
         def eager():  # its failures are the baseline's, not the cell's
@@ -325,7 +317,7 @@ class Cell:
             self.step,
             self.device,
             self.phases,
-            t.repeat,
+            t.calls,
             t.max_s,
             t.lead_in,
             eager if paired else None,
@@ -347,7 +339,7 @@ class Cell:
         row, t, ph, r = self.row, self.cfg.timing, self.phases, self.timed
         fast, slow = phase.split(r.gauges, ph)
         size = len(r.chunks[0])  # samples a round adds (CUDA: one, the chunk's mean)
-        enough = len(fast) >= min(phase.MIN_FAST_PAIRS, timing.latency_rounds(t.repeat))
+        enough = len(fast) >= min(phase.MIN_FAST_PAIRS, timing.latency_rounds(t.calls))
         use = fast if enough else range(len(r.gauges))
         state = "fast" if enough else ("mixed" if fast else "slow")
         lat = timing.summarize([x for k in use for x in r.chunks[k]])
@@ -382,7 +374,7 @@ class Cell:
                     f"phase (against the cell's final fast level; timing.max_s={t.max_s:g} s)"
                     + ("" if enough else f": the figures use all {len(r.gauges)} rounds")
                 )
-        elif len(fast) * size < t.repeat:
+        elif len(fast) * size < t.calls:
             self.notes.append(
                 f"only {len(fast)} of {len(r.gauges)} rounds ran in the host's fast phase "
                 f"(timing.max_s={t.max_s:g} s)"
@@ -516,9 +508,9 @@ class Cell:
 
     # 8 ------------------------------------------------------------------------------------
     def shapes(self) -> None:
-        """shape_sweep: the same compiled function over several shapes (study.shape_sweep)."""
+        """shape_sweep: the same compiled function over several shapes (study.cell.shape_sweep)."""
         if self.cfg.shape_sweep.key is not None:
-            from study import shape_sweep
+            from study.cell import shape_sweep
 
             shape_sweep.run(self)
 
@@ -621,7 +613,7 @@ def _device_time(step, cfg, mode, notes, kind="fwd") -> dict:
 
 
 def _rates(row: dict, calibration_file: str | None = None) -> None:
-    from study import calibrate
+    from study.cell import calibrate
 
     peaks = calibrate.lookup(
         row.get("device_name"), row.get("dtype"), row.get("torch_version"), calibration_file

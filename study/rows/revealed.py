@@ -216,7 +216,7 @@ def reveal(run: dict, kernels: list[dict], ctx: list[dict] | None = None) -> lis
 
 
 def table(runs: list[dict], kernels_by_run: dict[str, list[dict]]) -> list[dict]:
-    """One row per run: broken predictions first (study.expect), then what the rules found;
+    """One row per run: broken predictions first (study.rows.expect), then what the rules found;
     the runs with surprises come first."""
     out = []
     for r in runs:

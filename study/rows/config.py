@@ -17,16 +17,13 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from study import expect, targets
-from study.schema import SHAPE_KEYS
+from study.rows import expect, targets
+from study.rows.config_error import ConfigError
+from study.rows.schema import SHAPE_KEYS
 
-# Every compile target (study.targets): the five Inductor modes, the layers of torch.compile
+# Every compile target (study.rows.targets): the five Inductor modes, the layers of torch.compile
 # taken apart and the deployment paths.
 COMPILE_MODES = tuple(targets.TARGETS)
-
-
-class ConfigError(ValueError):
-    """A config value that cannot run. The message names the key and what is allowed."""
 
 
 class Device(Enum):
@@ -139,7 +136,8 @@ class CompileConf:
 @dataclass
 class TimingConf:
     warmup: int = 10  # calls after the first call, before anything is timed
-    repeat: int = 100  # timed calls for the per-call latency
+    calls: int = 100  # timed calls for the per-call latency
+    repeat: int | None = None  # the old name of calls: still read for one release (DEPRECATED)
     device_time: DeviceTime = DeviceTime.graph
     graph_calls: int = 20  # calls captured in one CUDA graph (device_time=graph)
     graph_replays: int = 10  # replays timed (device_time=graph)
@@ -182,7 +180,7 @@ PASSES = ("fwd", "fwd_bwd", "train_step")
 
 @dataclass
 class StepConf:
-    """What one call is: pick it with pass=fwd|fwd_bwd|train_step (conf/pass/, study.passes)."""
+    """What one call is: pick it with pass=fwd|fwd_bwd|train_step (conf/pass/, study.cell.passes)."""
 
     kind: str = "fwd"
     lr: float = 1e-3  # train_step: AdamW's learning rate
@@ -212,9 +210,9 @@ class CellConf:
     dtype: Dtype = Dtype.bf16
     cache: Cache = Cache.cold
     seed: int = 0
-    tolerance: float | None = None  # null: the dtype's default (see study.check)
+    tolerance: float | None = None  # null: the dtype's default (see study.cell.correctness)
     # dtype: max_rel_err within `tolerance`; eager: within max(tolerance, 3 x eager's own error
-    # against the same float64 reference, in the same process) - deep bf16 models (study.check)
+    # against the same float64 reference, in the same process) - deep bf16 models (study.cell.correctness)
     tolerance_rule: str = "dtype"
     isolation: Isolation = Isolation.subprocess
     timeout_s: float = 900.0
@@ -224,9 +222,9 @@ class CellConf:
     resume: bool = False
     # CPU cores the cells may use: auto (all this process may use, one group per slot, the
     # first core kept for the sweep itself, or one per slot with 4+ cores per slot) or a list
-    # like 0-7 or 2,3,5 (study.pinning).
+    # like 0-7 or 2,3,5 (study.cell.pinning).
     cores: str = "auto"
-    # Predictions checked against every row (study.expect): a runs.csv column and a value
+    # Predictions checked against every row (study.rows.expect): a runs.csv column and a value
     # ('=', '<', '<=', '>', '>=', 'a..b', '~regex'), or a scope (eager, compiled, a mode, a pass)
     # holding such pairs. The attention variants ship the blog's (conf/variant/*.yaml).
     expect: dict[str, Any] = field(default_factory=dict)
@@ -234,7 +232,7 @@ class CellConf:
     repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)
     out_root: str = "outputs"
     calibration_file: str | None = (
-        None  # ceilings (study.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
+        None  # ceilings (study.cell.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
     )
     gpu_slots: int = 0  # >0: share this many GPUs among the running cells, one cell per GPU
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
@@ -285,7 +283,7 @@ def positive(key: str, value: Any) -> None:
 def _memory_bytes() -> int | None:
     """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
     cell's inputs are built there first), or None where /proc/meminfo is not."""
-    from study.env import proc_kb
+    from study.rows.env import proc_kb
 
     kb = proc_kb("/proc/meminfo", "MemTotal")
     return None if kb is None else int(kb * 1024)
@@ -395,8 +393,10 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
         val = c.timing[key] if isinstance(c, DictConfig) else getattr(c.timing, key)
         if val < 0:
             raise ConfigError(f"timing.{key}={val} is not allowed: it must be >= 0.")
-    if c.timing.repeat < 3:
-        raise ConfigError(f"timing.repeat={c.timing.repeat} is too few: need >= 3 for p10/p90.")
+    calls = c.timing.calls if c.timing.repeat is None else c.timing.repeat
+    if calls < 3:
+        key = "timing.calls" if c.timing.repeat is None else "timing.repeat (now timing.calls)"
+        raise ConfigError(f"{key}={calls} is too few: need >= 3 for p10/p90.")
     if c.profile.active < 1 or c.profile.wait < 0 or c.profile.warmup < 0:
         raise ConfigError("profile.active must be >= 1, profile.wait and profile.warmup >= 0.")
     if c.timeout_s <= 0:
@@ -479,7 +479,7 @@ def validate(cfg: DictConfig | CellConf, registry: bool = True) -> None:
         )
     if c.compile.threads < 1:
         raise ConfigError(f"compile.threads={c.compile.threads} is not allowed: it must be >= 1.")
-    from study.pinning import check_spec
+    from study.cell.pinning import check_spec
 
     bad = check_spec(str(c.cores))
     if bad:
@@ -536,6 +536,21 @@ NOT_IDENTITY = (
     "calibration_file",
     "expect",  # a prediction changes what is checked, never what is measured
 )
+
+
+RENAMED = {("timing", "repeat"): ("timing", "calls")}  # old key -> new key, kept for one release
+
+
+def renamed_keys(d: dict) -> list[str]:
+    """Move each renamed key's value to its new name, in place, in a plain config; one
+    deprecation line for each old key given."""
+    said = []
+    for (node, old), (node2, new) in RENAMED.items():
+        if (d.get(node) or {}).get(old) is not None:
+            d.setdefault(node2, {})[new] = d[node].pop(old)
+            d[node][old] = None
+            said.append(f"{node}.{old} is deprecated: use {node2}.{new} (read as it for now)")
+    return said
 
 
 def config_hash(plain_cfg: dict) -> str:

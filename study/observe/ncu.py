@@ -5,7 +5,7 @@ profiling, the worker starts a separate process under ncu, so ncu's kernel repla
 touch the cell's numbers:
 
     ncu --clock-control none --nvtx --nvtx-include study_ncu/ -k regex:<top-N kernels> ...
-        python -m study.ncu --target RUN_DIR
+        python -m study.observe.ncu --target RUN_DIR
 
 The target rebuilds the cell's workload (same seed, same compile mode, same SDPA pin and the
 cell's still-present compile cache), warms up outside the NVTX range, then calls it
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from study.classify import short_name
+from study.observe.classify import short_name
 
 SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis"]
 EXTRA_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
@@ -156,7 +156,7 @@ def _message(text: str) -> str:
 
 def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
     """The ncu pass (and the nsys pass) for a finished cell. Returns run-row columns."""
-    from study import io
+    from study.rows import io
 
     out = {"ncu_status": None, "ncu_note": None}
     if cfg.ncu.enabled:
@@ -186,7 +186,7 @@ def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
                 ",".join(EXTRA_METRICS),
                 sys.executable,
                 "-m",
-                "study.ncu",
+                "study.observe.ncu",
                 "--target",
                 str(run_dir),
             ]
@@ -215,7 +215,7 @@ def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
             str(run_dir / "nsys"),
             sys.executable,
             "-m",
-            "study.ncu",
+            "study.observe.ncu",
             "--target",
             str(run_dir),
         ]
@@ -252,10 +252,11 @@ def target(run_dir: Path) -> None:
     """The process ncu/nsys profile: the cell's workload, warm-up, then calls in an NVTX range."""
     import torch
 
-    from study import compiling, targets
-    from study import inductor as ind
-    from study.build import build_workload, resolve_device, sdpa_pin
-    from study.config import load_cell_config, plain
+    from study.cell import compiling
+    from study.cell.build import build_workload, resolve_device, sdpa_pin
+    from study.observe import inductor as ind
+    from study.rows import targets
+    from study.rows.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     device = resolve_device(plain(cfg.device))
@@ -281,5 +282,5 @@ if __name__ == "__main__":
         target(Path(sys.argv[2]))
     else:
         sys.exit(
-            "usage: python -m study.ncu --target RUN_DIR   (run under ncu by the cell's worker)"
+            "usage: python -m study.observe.ncu --target RUN_DIR   (run under ncu by the cell's worker)"
         )

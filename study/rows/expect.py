@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from study.schema import NON_NUMERIC, SHAPE_KEYS, columns, unit
+from study.rows.schema import NON_NUMERIC, SHAPE_KEYS, columns, unit
 
 EAGER, COMPILED = "eager", "compiled"
 PASSES = ("fwd", "fwd_bwd", "train_step")

@@ -35,7 +35,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from study import targets
+from study.rows import targets
 
 CUDAGRAPH_MODES = {n for n, t in targets.TARGETS.items() if t.cudagraphs}
 # What identifies a compiled artefact: everything that can change the code Inductor emits.
@@ -47,7 +47,7 @@ def uses_cudagraphs(mode: str) -> bool:
 
 
 def make(fn, mode: str, fullgraph: bool, dynamic, package: Path | None = None):
-    """The callable to time for target ``mode`` (study.targets): ``fn`` itself for ``off``,
+    """The callable to time for target ``mode`` (study.rows.targets): ``fn`` itself for ``off``,
     an AOTInductor package for ``aot_inductor`` (built at the first call, into ``package``),
     else ``torch.compile(fn, backend=..., mode=...)``."""
     t = targets.get(mode)

@@ -2,7 +2,7 @@
 
 A run dir's ``run.csv`` is written last, so its presence means the cell finished (with any
 status). The sweep's ``runs.csv`` is rebuilt from the run dirs' ``run.csv`` files under a
-file lock each time a cell ends; it can always be rebuilt again (``python -m study.io DIR``).
+file lock each time a cell ends; it can always be rebuilt again (``python -m study.rows.io DIR``).
 Speedup and payback are filled in here, against the eager row of the same configuration.
 """
 
@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
-from study import expect, metrics, revealed
-from study.config import to_plain
-from study.schema import SHAPE_KEYS, columns
+from study.observe import metrics
+from study.rows import expect, revealed
+from study.rows.config import to_plain
+from study.rows.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
 PAIR_KEYS = (
@@ -77,7 +78,7 @@ def write_csv(path: Path, rows: list[dict], table: str) -> Path:
     for r in rows:
         extra = set(r) - set(cols)
         if extra:
-            raise KeyError(f"{table}: columns not in study/schema.py: {sorted(extra)}")
+            raise KeyError(f"{table}: columns not in study/rows/schema.py: {sorted(extra)}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -254,7 +255,7 @@ def aggregate(sweep_dir: Path) -> Path | None:
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1].startswith("-") or not Path(sys.argv[1]).is_dir():
         sys.exit(
-            "usage: python -m study.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its run "
+            "usage: python -m study.rows.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its run "
             "dirs; SWEEP_DIR is an existing dir such as outputs/sweeps/<time>)"
         )
     out = aggregate(Path(sys.argv[1]))

@@ -1,7 +1,7 @@
 """Device ceilings, measured: dense matmul rate per dtype and device copy bandwidth.
 
-    python -m study.calibrate                 # this machine's device (cuda if present)
-    python -m study.calibrate device=cpu dtypes=[fp32]
+    python -m study.cell.calibrate                 # this machine's device (cuda if present)
+    python -m study.cell.calibrate device=cpu dtypes=[fp32]
 
 Results are cached per device name, dtype and torch version in ~/.cache/study/ceilings.json
 (or STUDY_CEILINGS). Cells read them for ``pct_peak_*`` and ``bound``; with no entry those
@@ -139,7 +139,7 @@ def measure(device: str, dtype: str) -> dict:
 def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
     import torch
 
-    from study import env
+    from study.rows import env
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -172,7 +172,7 @@ def main(argv: list[str]) -> None:
             dtypes = [x for x in a.split("=", 1)[1].strip("[]").split(",") if x]
         else:
             sys.exit(
-                f"unknown argument {a!r}; usage: python -m study.calibrate [device=cuda|cpu|auto] [dtypes=[bf16,fp32]]"
+                f"unknown argument {a!r}; usage: python -m study.cell.calibrate [device=cuda|cpu|auto] [dtypes=[bf16,fp32]]"
             )
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:

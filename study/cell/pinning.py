@@ -12,7 +12,7 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
 - The warm parent (study.sweep.server) pins each forked cell to its group before it runs anything
   (``os.sched_setaffinity``; the server itself sits on the sweep's cores), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
-  (study.compiling), so no compile workers share the cores.
+  (study.cell.compiling), so no compile workers share the cores.
 - ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time
   that other processes took on them (busy time minus this process's own), the 1-minute load
   average, the time the hypervisor gave the cell's virtual CPUs to someone else (steal), and
@@ -117,9 +117,8 @@ def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], li
     """(housekeeping cores, one core group per slot). Groups are disjoint (contiguous physical
     cores) unless there are fewer cores than slots, when slots share them.
 
-    The housekeeping cores run the sweep's own processes: the main process, a multi-GPU
-    sweep's job processes and the warm cell servers, once they serve (they import before
-    that, unpinned, while the sweep is checked). With cores to spare (4 or more per slot,
+    The housekeeping cores run the sweep's own processes: the main process and the warm
+    parent, pinned there from its start. With cores to spare (4 or more per slot,
     counting the housekeeping one) there is one housekeeping core per slot.
 
     Cores are handed out in whole physical cores: SMT siblings (two logical CPUs of one core)

@@ -4,7 +4,7 @@ A row that claims a backend must show that backend's work in its profiled steps 
 other backend's**: a flash row whose trace also holds a cuDNN kernel proves nothing about
 flash. Evidence, per backend:
 
-- flash, efficient, cuDNN: a kernel of that class (study.classify) in the profiled steps; on
+- flash, efficient, cuDNN: a kernel of that class (study.observe.classify) in the profiled steps; on
   the CPU, the backend's aten op, which the trace records as the "kernel".
 - math, eager: the ``aten::_scaled_dot_product_attention_math`` op in the trace.
 - math, compiled: Inductor decomposes the op into generated kernels. Inductor's provenance
@@ -18,7 +18,7 @@ Every failure reason starts with ``PREFIX``, so ``study.reparse`` can tell a pro
 
 from __future__ import annotations
 
-from study.classify import BACKEND_CLASS
+from study.observe.classify import BACKEND_CLASS
 
 PREFIX = "proof: "
 LEGACY_PREFIXES = ("pinned backend ",)  # reasons written before PREFIX existed
@@ -28,7 +28,7 @@ MATH_OP = "_scaled_dot_product_attention_math"
 def _generated_in_trace(kernel_rows: list[dict], generated: dict) -> tuple[list, list]:
     """(decomposed kernels found in the trace, those missing): the generated kernels that
     Inductor's provenance maps to the SDPA call, matched to trace names (CPU: graph_N_...)."""
-    from study.inductor import match_kernel
+    from study.observe.inductor import match_kernel
 
     gk = generated.get("kernels", {})
     decomposed = sorted(k for k, v in gk.items() if v.get("from_sdpa"))
@@ -133,7 +133,7 @@ def prove_pass(
 
 
 def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dict, row: dict):
-    """{ok, reason, proof} for what a compile target claims (study.targets), from the trace and
+    """{ok, reason, proof} for what a compile target claims (study.rows.targets), from the trace and
     what the cell harvested: a row that claims a layer must show it, and no other layer's work.
 
     - dynamo_eager, aot_eager, cudagraphs: Dynamo captured a graph, and no Inductor-generated
@@ -142,8 +142,8 @@ def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dic
     - aot_inductor: every generated kernel that ran is in the package's source.
     - freezing: the generated wrapper holds frozen (constant) parameters.
     """
-    from study import targets
-    from study.inductor import match_kernel
+    from study.observe.inductor import match_kernel
+    from study.rows import targets
 
     t = targets.get(mode)
     gk = generated.get("kernels", {})

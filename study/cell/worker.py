@@ -2,7 +2,7 @@
 
 Normally the cell is a child the warm parent forked (study.sweep.server calls ``cell_main``),
 already pinned to its CPU cores, with ``CUDA_VISIBLE_DEVICES`` set to its GPU before CUDA starts
-and its compile caches chosen by its environment (study.sweep.scheduler). ``python -m study.worker RUN_DIR``
+and its compile caches chosen by its environment (study.sweep.scheduler). ``python -m study.cell.worker RUN_DIR``
 runs one cell in a plain process, by hand.
 
 Files: ``kernels.csv`` and ``autotune.csv`` first, ``run.csv`` last, each atomically, so a run
@@ -31,7 +31,7 @@ def check_pinned(gpu: str | None) -> None:
             f"CUDA_VISIBLE_DEVICES={gpu}: is there a GPU {gpu} on this host? (gpu_slots=N "
             "must not exceed the GPUs the sweep sees)"
         )
-    from study.env import nvidia_smi
+    from study.rows.env import nvidia_smi
 
     got = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
     want = (nvidia_smi("uuid") or "").removeprefix("GPU-")  # blank without nvidia-smi
@@ -51,9 +51,9 @@ def cap_host_memory(cfg) -> str | None:
     ``cpu_mem_limit_gb=0``)."""
     import resource
 
-    from study.build import resolve_device
-    from study.config import plain
-    from study.errors import Unsupported
+    from study.cell.build import resolve_device
+    from study.cell.errors import Unsupported
+    from study.rows.config import plain
 
     try:
         if resolve_device(plain(cfg.device)) != "cpu":
@@ -63,7 +63,7 @@ def cap_host_memory(cfg) -> str | None:
     limit = cfg.cpu_mem_limit_gb
     if limit is not None and limit <= 0:
         return None
-    from study.env import proc_kb
+    from study.rows.env import proc_kb
 
     mapped = proc_kb("/proc/self/status", "VmSize")
     if mapped is None:
@@ -87,9 +87,10 @@ def cap_host_memory(cfg) -> str | None:
 def main(run_dir: Path, extra: dict | None = None) -> dict:
     import torch
 
-    from study import compiling, io
-    from study.cell import run_cell
-    from study.config import load_cell_config, plain
+    from study.cell import compiling
+    from study.cell.phases import run_cell
+    from study.rows import io
+    from study.rows.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     if (extra or {}).get("gpu_index") is not None and plain(cfg.device) != "cpu":
@@ -106,7 +107,7 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
         io.write_csv(run_dir / "autotune.csv", autotune, "autotune")
     if cfg.ncu.enabled or cfg.nsys.enabled:
         if row["status"] == "ok" and row["device"] == "cuda":
-            from study import ncu
+            from study.observe import ncu
 
             t = time.time()
             row.update(ncu.run(cfg, run_dir, kernels))
@@ -131,6 +132,6 @@ def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = Non
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m study.worker RUN_DIR   (RUN_DIR holds cell.yaml)")
+        sys.exit("usage: python -m study.cell.worker RUN_DIR   (RUN_DIR holds cell.yaml)")
     main(Path(sys.argv[1]))
     sys.exit(0)

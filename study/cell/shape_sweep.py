@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 
-from study import build, compiling, io, passes, timing
-from study import inductor as ind
-from study.errors import classify_error
+from study.cell import build, compiling, passes, timing
+from study.cell.errors import classify_error
+from study.observe import inductor as ind
+from study.rows import io
 
 
 def run(cell) -> None:
-    """The sweep for a cell that has run its first shape (study.cell.Cell)."""
+    """The sweep for a cell that has run its first shape (study.cell.phases.Cell)."""
     import torch
 
     sw = cell.cfg.shape_sweep
@@ -33,7 +34,7 @@ def run(cell) -> None:
                 step, r["first_call_s"], r["compiled"] = _new_shape(cell, sw.key, value)
             with compiling.no_recompile(cell.mode), timing.quiet():
                 lat = timing.per_call(
-                    step, cell.device, cell.cfg.timing.warmup, cell.cfg.timing.repeat
+                    step, cell.device, cell.cfg.timing.warmup, cell.cfg.timing.calls
                 )
             r.update(
                 latency_median_us=lat["median"],

@@ -11,7 +11,7 @@ What is trained: the module's parameters and the floating-point inputs (their gr
 checked too). A workload with no parameters (matmul_add's tensors, attention's q, k, v)
 trains its inputs: AdamW updates them in place, which changes values, not shapes, so nothing
 recompiles. Each phase runs inside ``record_function("study::fwd|bwd|optim")``, so the trace
-says which kernels belong to which (study.trace); backward kernels, launched from autograd's
+says which kernels belong to which (study.observe.trace); backward kernels, launched from autograd's
 own thread, are placed by their launch time inside the main thread's range.
 
 Correctness of a training pass: the first call's output and every gradient against float64
@@ -51,7 +51,7 @@ def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
     """Make the workload's parameters and floating-point inputs require grad; None for fwd."""
     import torch
 
-    from study.errors import Unsupported
+    from study.cell.errors import Unsupported
 
     if kind == "fwd":
         return None
@@ -130,8 +130,8 @@ def grad_leaves(out) -> list:
     pass differentiates (``(y * g).sum()`` over each). None of them: ``Unsupported``."""
     import torch
 
-    from study.check import leaves
-    from study.errors import Unsupported
+    from study.cell.correctness import leaves
+    from study.cell.errors import Unsupported
 
     ys = [
         t
@@ -166,7 +166,7 @@ def first_step_again(tr: Trained, wl, grad_out: list):
     Returns eager's output; the leaves' ``.grad`` are then eager's."""
     import torch
 
-    from study.check import detach
+    from study.cell.correctness import detach
 
     tr.after = [(t.detach().clone(), t.grad) for _, t in tr.leaves]
     with torch.no_grad():
@@ -230,14 +230,14 @@ class Reference:
             grads |= {
                 f"param:{n}": p.grad for n, p in self.fn.named_parameters() if p.grad is not None
             }
-        from study.check import detach
+        from study.cell.correctness import detach
 
         return detach(out), grads
 
 
 def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> dict:
     """Every leaf's gradient against the float64 one; the worst, and the first that fails."""
-    from study import check
+    from study.cell import correctness
 
     worst, worst_name, bad = 0.0, None, None
     for name, t in tr.leaves:
@@ -249,7 +249,7 @@ def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> d
             )
             continue
         got = t.grad[index] if index is not None and t.grad.dim() == 4 else t.grad
-        res = check.compare(got, want, dtype, tolerance)
+        res = correctness.compare(got, want, dtype, tolerance)
         err = res["max_rel_err"]
         if err is not None and err >= worst:
             worst, worst_name = err, name

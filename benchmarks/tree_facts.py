@@ -1,0 +1,178 @@
+"""Facts about the source tree, measured from the code: prints figures; asserts nothing.
+
+    python benchmarks/tree_facts.py            # the table benchmarks/README.md quotes
+
+Modules and lines per folder; import cycles between the project's modules (every import,
+the ones inside functions included); private names (``_x``) one module takes from another;
+the lines of process plumbing (the sweep's own processes: study/sweep, the entry, the Hydra
+plugins, the cell's process); modules over 300 lines and functions over 60 lines; and which
+modules of the sweep's own process import torch at module level (none should).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("study", "analysis", "hydra_plugins")
+PLUMBING = ("study/sweep/", "study/run.py", "hydra_plugins/", "study/cell/worker.py")
+# The issue's count of process plumbing (2,352 lines in v2: server, client, jobs, part of sweep,
+# sweep_check, callbacks, prewarm, pycache, the sweeper plugin), file by file in this tree.
+GROUPS = {
+    "transport and scheduling": ("study/sweep/server.py", "study/sweep/server_pipe.py",
+                                 "study/sweep/scheduler.py", "study/sweep/launcher.py",
+                                 "study/sweep/sweeper.py", "hydra_plugins/study_plugins/__init__.py"),
+    "the warm parent's extras": ("study/sweep/prewarm.py", "study/sweep/pycache.py"),
+    "the sweep's check and its dir": ("study/sweep/validate.py", "study/sweep/sweepdir.py"),
+}  # fmt: skip
+WARM_PARENT = ("study/sweep/server.py", "study/sweep/prewarm.py")  # they import torch on purpose
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            parts = p.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = p
+    return out
+
+
+def imports(name: str, path: Path, known: dict) -> list[tuple[str, list[str], bool]]:
+    """(module imported, names taken from it, at module level?) for each import of a project module."""
+    tree = ast.parse(path.read_text())
+    top = set(map(id, tree.body))
+    out = []
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in known:
+                    out.append((a.name, [], id(node) in top))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1] + [base])
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                if sub in known:
+                    out.append((sub, [], id(node) in top))
+                elif base in known:
+                    out.append((base, [a.name], id(node) in top))
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def functions(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text())
+    return [
+        (node.end_lineno - node.lineno + 1, node.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def torch_at_top(path: Path) -> bool:
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        if any(n == "torch" or n.startswith("torch.") for n in names):
+            return True
+    return False
+
+
+def main() -> None:
+    known = modules()
+    rel = {m: p.relative_to(ROOT).as_posix() for m, p in known.items()}
+    graph: dict[str, set[str]] = defaultdict(set)
+    private = []
+    for m, p in known.items():
+        for target, names, _ in imports(m, p, known):
+            if target != m and not (known[target].name == "__init__.py" and m.startswith(target)):
+                graph[m].add(target)
+            private += [f"{rel[m]}: {target}.{x}" for x in names if x.startswith("_")]
+    folders: dict[str, list[int]] = defaultdict(list)
+    for p in known.values():
+        folders[str(p.parent.relative_to(ROOT))].append(len(p.read_text().splitlines()))
+    print("| folder | modules | lines |\n|---|---:|---:|")
+    for f in sorted(folders):
+        print(f"| `{f}/` | {len(folders[f])} | {sum(folders[f]):,} |")
+    plumbing = {r: len(known[m].read_text().splitlines()) for m, r in rel.items()
+                if r.startswith(PLUMBING)}  # fmt: skip
+    print("\nprocess plumbing, by the issue's count:")
+    total = 0
+    for group, files in GROUPS.items():
+        n = sum(plumbing.get(f, 0) for f in files)
+        total += n
+        print(
+            f"  {group}: {n:,} lines ("
+            + ", ".join(f"{f.rsplit('/', 1)[-1]} {plumbing.get(f, 0)}" for f in files)
+            + ")"
+        )
+    print(
+        f"  all: {total:,} lines; beside them the entry and the cell's process: "
+        + ", ".join(
+            f"{f} {plumbing[f]}"
+            for f in ("study/run.py", "study/cell/worker.py", "study/sweep/rundir.py")
+        )
+    )
+    cyc = cycles(graph)
+    print(f"import cycles: {len(cyc)}" + "".join(f"\n  {' <-> '.join(c)}" for c in cyc))
+    print(
+        f"private names used across modules: {len(private)}" + "".join(f"\n  {x}" for x in private)
+    )
+    sweep_torch = [r for m, r in rel.items() if r.startswith(PLUMBING) and r not in WARM_PARENT
+                   and r != "study/cell/worker.py" and torch_at_top(known[m])]  # fmt: skip
+    print(f"modules of the sweep's own process importing torch at module level: {len(sweep_torch)}"
+          + "".join(f"\n  {x}" for x in sweep_torch))  # fmt: skip
+    big = sorted(((n, r) for r, n in ((r, len(known[m].read_text().splitlines()))
+                  for m, r in rel.items()) if n > 300), reverse=True)  # fmt: skip
+    print(f"modules over 300 lines: {len(big)}" + "".join(f"\n  {r}: {n}" for n, r in big))
+    funcs = sorted(((n, f"{rel[m]}:{name}") for m, p in known.items() for n, name in functions(p)),
+                   reverse=True)  # fmt: skip
+    long = [f for f in funcs if f[0] > 60]
+    print(f"functions over 60 lines: {len(long)}" + "".join(f"\n  {w}: {n}" for n, w in long))
+    print("longest functions: " + ", ".join(f"{w} ({n})" for n, w in funcs[:5]))
+
+
+if __name__ == "__main__":
+    main()

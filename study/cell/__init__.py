@@ -1,0 +1,1 @@
+"""One cell, in its own process: build, compile, check, time, profile, prove."""

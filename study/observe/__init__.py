@@ -1,0 +1,1 @@
+"""What ran: the trace, kernel classes, proofs, generated code, counters, FLOPs, intervals."""

@@ -1,0 +1,1 @@
+"""The rows layer: the one schema, the CSVs, the config and what a row says."""
