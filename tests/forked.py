@@ -71,3 +71,21 @@ def open_fds(out: str) -> None:
         except OSError:
             pass  # the listing's own fd, closed by now
     _write(out, fds=fds)
+
+
+def cuda_use(out: str, gpu: str | None = None) -> None:
+    """Use CUDA in a forked cell (its parent never initialised it); with ``gpu``, prove the pin."""
+    import os
+
+    import torch
+
+    from study.cell.worker import check_pinned
+
+    check_pinned(gpu)
+    x = torch.ones(1024, device="cuda")
+    _write(
+        out,
+        total=float(x.sum().item()),
+        name=torch.cuda.get_device_name(0),
+        visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
+    )

@@ -1,0 +1,54 @@
+"""What only a GPU can show: the warm parent never initialises CUDA and its forked cells use it,
+a cell proves its GPU pin, and the quickstart proves each backend it claims. Skipped without
+CUDA; run them on the GPU machine: ``python -m pytest -m cuda -p no:xdist``."""
+
+import json
+
+import pytest
+
+from study.rows import io
+from tests.conftest import cli
+
+pytestmark = [pytest.mark.cuda, pytest.mark.xdist_group("cuda")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gpu():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+
+
+def test_the_warm_parent_never_initialises_cuda_and_its_cells_use_it(tmp_path):
+    from study.sweep.server_pipe import Server
+    from tests.test_server import wait
+
+    server = Server()
+    try:
+        st = server.status
+        assert st["device_count"] >= 1 and st["cuda_available"] is True
+        assert st["cuda_initialized"] is False and st["cuda_driver_initialized"] is False
+        out = tmp_path / "cuda.json"
+        env = {"CUDA_VISIBLE_DEVICES": "0"}
+        rid, _ = server.spawn("tests.forked:cuda_use", {"out": str(out), "gpu": "0"}, env, None,
+                              tmp_path / "cuda.log")  # fmt: skip
+        assert wait(server, rid, 120) == 0, (tmp_path / "cuda.log").read_text()[-2000:]
+        got = json.loads(out.read_text())
+        assert got["total"] == 1024.0 and got["visible"] == "0" and got["name"]
+        assert server.query()["cuda_initialized"] is False  # still: the next cell can fork
+    finally:
+        server.close()
+
+
+def test_the_quickstart_on_a_gpu_proves_the_backend_each_row_claims(tmp_path):
+    r = cli("-m", "variant=naive,flash", "compile=off,default", f"out_root={tmp_path}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    sweep = next((tmp_path / "sweeps").iterdir())
+    rows = io.read_csv(sweep / "runs.csv")
+    assert len(rows) == 4 and all(x["status"] == "ok" for x in rows), rows
+    assert all(x["device"] == "cuda" and x["gpu_index"] in ("", None) for x in rows)
+    flash = [x for x in rows if x["variant"] == "flash"]
+    assert all(x["backend_seen"] == "flash" and x["backend_proof"] for x in flash), flash
+    compiled = [x for x in rows if x["compile"] == "default"]
+    assert all(float(x["speedup_paired"]) > 0 for x in compiled)
