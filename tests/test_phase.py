@@ -98,7 +98,7 @@ def test_block_calls_time_a_steady_state_even_for_slow_steps():
     assert timing.block_calls(None, block_ms=2.0) == 3
 
 
-TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "repeat": 30}  # 10 rounds of 3 calls
+TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 3 calls
 
 
 def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
