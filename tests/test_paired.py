@@ -63,7 +63,7 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     from study import phase
     from study.cell import timing
 
-    # the cell's own rule (Cell._settle_phase): enough fast rounds for the latency's samples
+    # the cell's own rule (study.cell.figures.settle): enough fast rounds for the latency's samples
     enough = min(phase.MIN_FAST_PAIRS, timing.latency_rounds(5))  # +experiment=tiny: repeat=5
     if row["pairs_fast"] >= enough:  # the fast rounds: timing.pairs of them unless max_s came first
         assert row["pairs"] == row["pairs_fast"]

@@ -102,8 +102,9 @@ TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 
 
 
 def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
-    """A cell's _settle_phase over fake rounds: compiled host-bound (100 us fast, 200 slow),
-    eager barely moving (110, 120)."""
+    """A cell's figures (study.cell.figures.settle) over fake rounds: compiled host-bound
+    (100 us fast, 200 slow), eager barely moving (110, 120)."""
+    from study.cell import figures
     from study.cell.phases import Cell
 
     cell = Cell.__new__(Cell)
@@ -121,7 +122,7 @@ def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
     )
     recorded = []
     monkeypatch.setattr(phase, "record_host_level", lambda *a: recorded.append(a))
-    cell._settle_phase()
+    figures.settle(cell)
     return cell, recorded
 
 

@@ -31,10 +31,20 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from study import phase
-from study.cell import build, calibrate, compiling, correctness, memory, passes, pinning, timing
+from study.cell import (
+    build,
+    calibrate,
+    compiling,
+    figures,
+    memory,
+    passes,
+    pinning,
+    timing,
+    verdict,
+)
 from study.cell.errors import Unsupported, classify_error
-from study.observe import flops, metrics, proof, stats
 from study.observe import inductor as ind
+from study.observe import metrics, proof
 from study.observe import trace as tr
 from study.rows import env as envinfo
 from study.rows import io, targets
@@ -157,95 +167,7 @@ class Cell:
 
     # 4 ------------------------------------------------------------------------------------
     def check(self) -> None:
-        t = time.perf_counter()
-        out = correctness.detach(self.out)
-        del self.out
-        tol = self.cfg.tolerance
-        self.ref = correctness.reference(self.wl) if self.trained is None else None  # once a cell
-        if (
-            self.cfg.tolerance_rule == "eager"
-        ):  # judged by eager's own error (study.cell.correctness)
-            tol = self._eager_tolerance(out)
-        if self.trained is None:
-            res = correctness.output(self.wl, out, self.row["dtype"], tol, self.ref)
-        else:
-            res = self._check_training(out, tol)
-        self.row["check_s"] = time.perf_counter() - t
-        if res.get("skipped"):
-            self.notes.append(
-                "not compared (not tensors): "
-                + ", ".join(res["skipped"][:4])
-                + " (a library's cache object? switch it off, e.g. +variant.kwargs.use_cache=false)"
-            )
-        self.row["bytes_min"] = build.input_bytes(self.wl) + res["out_bytes"]
-        for k in ("max_abs_err", "max_rel_err", "norm_rel_err", "tolerance"):
-            self.row[k] = res[k]
-        counted = None if self.wl.ref_index else res["flops"]
-        f = flops.cell_flops(self.entry, self.wl, self.shape, counted)
-        factor = passes.flops_factor(self.kind)
-        if f["flops_source"] == "analytic" and factor != 1.0:  # a forward formula, scaled
-            f["flops"] *= factor
-            f["flops_useful"] = f["flops_useful"] * factor if f["flops_useful"] else None
-            f["flops_source"] = f"analytic x{factor:g} ({self.kind})"
-        self.row.update(f)
-        self.check_ok, self.check_reason = res["ok"], res["reason"]
-
-    def _eager_tolerance(self, out) -> float:
-        """tolerance_rule=eager: eager's own error against the same float64 reference, in this
-        process, on the first call's inputs and parameters (output and gradients), times
-        correctness.EAGER_MULTIPLIER, and never below the dtype's tolerance. An eager row is its own
-        baseline (only NaN/Inf, shapes and integer leaves can fail it)."""
-        dtype, base = (
-            self.row["dtype"],
-            correctness.tolerance(self.row["dtype"], self.cfg.tolerance),
-        )
-        if self.mode == "off":
-            own = out
-        elif self.trained is None:
-            own = correctness.detach(self.eager())
-        else:  # eager's first step, on the parameters the compiled first step started from
-            own = passes.first_step_again(self.trained, self.wl, self.step.grad_out)
-        if self.trained is None:
-            err = correctness.output(self.wl, own, dtype, base, self.ref)["max_rel_err"]
-        else:
-            errs = self._check_training(own, base, record=False)
-            err = max(errs["max_rel_err"] or 0.0, errs["grad_max_rel_err"] or 0.0)
-            if self.mode != "off":
-                passes.restore_first_step(self.trained)  # the compiled step's grads and params
-        self.row["eager_max_rel_err"] = err
-        tol = max(base, correctness.EAGER_MULTIPLIER * (err or 0.0))
-        if tol > base:
-            self.notes.append(
-                f"tolerance_rule=eager: eager's own error {err:.3g} x {correctness.EAGER_MULTIPLIER:g} "
-                f"= tolerance {tol:.3g} (the dtype's: {base:g})"
-            )
-        return tol
-
-    def _check_training(self, out, tol=None, record=True) -> dict:
-        """The first step's output and every gradient, against the float64 reference."""
-        if self.ref is None:  # the float64 step once a cell (tolerance_rule=eager asks twice)
-            counter = flops.counter()
-            with counter:
-                ref_out, ref_grads = self.reference.run(self.step.grad_out)
-            self.ref = (ref_out, ref_grads, float(counter.get_total_flops()))
-        ref_out, ref_grads, counted = self.ref
-        index = self.wl.ref_index
-        res = correctness.compare_tree(
-            out[index] if index is not None else out, ref_out, self.row["dtype"], tol
-        )
-        g = passes.check_grads(self.trained, ref_grads, index, self.row["dtype"], tol)
-        res["grad_max_rel_err"] = g["grad_max_rel_err"]
-        if not record:
-            return res
-        self.row["grad_max_rel_err"], self.row["grad_worst"] = (
-            g["grad_max_rel_err"],
-            g["grad_worst"],
-        )
-        if res["ok"] and not g["ok"]:
-            res["ok"], res["reason"] = False, g["reason"]
-        res["flops"] = counted
-        res["out_bytes"] = correctness.out_bytes(out)
-        return res
+        verdict.check(self)
 
     # 5 ------------------------------------------------------------------------------------
     def measure(self) -> None:
@@ -297,7 +219,7 @@ class Cell:
         load.at_least(pinning.MIN_WATCH_S)
         probe.append(pinning.host_probe_us())
         row.update(load.row(), host_probe_us=statistics.median(probe))
-        self._settle_phase()
+        figures.settle(self)
         row["measure_s"] = time.perf_counter() - t
 
     def _rounds(self, warm: int, paired: bool) -> None:
@@ -332,78 +254,6 @@ class Cell:
             self.row["compression_ratio"] = metrics.speedup(
                 eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")
             )
-
-    def _settle_phase(self) -> None:
-        """The row's latency and paired figures from the rounds that ran in the host's fast
-        phase, judged against one level for the whole cell (study.phase): one story."""
-        row, t, ph, r = self.row, self.cfg.timing, self.phases, self.timed
-        fast, slow = phase.split(r.gauges, ph)
-        size = len(r.chunks[0])  # samples a round adds (CUDA: one, the chunk's mean)
-        enough = len(fast) >= min(phase.MIN_FAST_PAIRS, timing.latency_rounds(t.calls))
-        use = fast if enough else range(len(r.gauges))
-        state = "fast" if enough else ("mixed" if fast else "slow")
-        lat = timing.summarize([x for k in use for x in r.chunks[k]])
-        row.update(
-            latency_median_us=lat["median"],
-            latency_p10_us=lat["p10"],
-            latency_p90_us=lat["p90"],
-            latency_samples=lat["n"],
-            latency_method=r.method,
-        )
-        if r.eager:
-            eu, cu = [r.eager[k] for k in use], [r.compiled[k] for k in use]
-            sp, lo, hi = stats.ratio_of_medians(eu, cu)
-            row.update(
-                eager_latency_paired_us=statistics.median(eu),
-                speedup_paired=sp,
-                speedup_ci_low=lo,
-                speedup_ci_high=hi,
-                pairs=len(eu),
-                pair_calls=self.pair_calls,
-                pair_lead_in=t.lead_in,
-                pairs_fast=len(fast),
-                pairs_slow=len(slow),
-            )
-            if len(slow) >= phase.MIN_SLOW_PAIRS:
-                row["speedup_paired_slow"] = stats.ratio_of_medians(
-                    [r.eager[k] for k in slow], [r.compiled[k] for k in slow]
-                )[0]
-            if len(fast) < t.pairs:
-                self.notes.append(
-                    f"only {len(fast)} of timing.pairs={t.pairs} pairs ran in the host's fast "
-                    f"phase (against the cell's final fast level; timing.max_s={t.max_s:g} s)"
-                    + ("" if enough else f": the figures use all {len(r.gauges)} rounds")
-                )
-        elif len(fast) * size < t.calls:
-            self.notes.append(
-                f"only {len(fast)} of {len(r.gauges)} rounds ran in the host's fast phase "
-                f"(timing.max_s={t.max_s:g} s)"
-                + ("" if enough else f": the latency uses all {len(r.gauges)} rounds")
-            )
-        if state != "fast":
-            self.notes.append(
-                "no timed round ran in the host's fast phase"
-                if state == "slow"
-                else "too few timed rounds ran in the host's fast phase"
-            )
-        if row.get("host_loaded"):
-            state = "contended"
-            self.notes.append(
-                "the host was contended while timing (others' CPU on the cell's cores): "
-                "not a fast-phase figure"
-            )
-        own = ph.own_level()
-        row.update(
-            timing_phase=state,
-            phase_fast_share=len(fast) / len(r.gauges),
-            gauge_fast_us=ph.level(),
-            gauge_slow_us=ph.slow_level(),
-            gauge_level_source="host" if ph.level() < own else "cell",
-        )
-        if state != "contended" and len(ph.readings) >= phase.MIN_LEVEL_READINGS:
-            why = phase.record_host_level(self.levels, own)
-            if why:
-                self.notes.append(why)
 
     def _eager_baseline(self, run) -> bool:
         """Run part of the eager baseline of a compiled cell. Eager failing (flex's unfused
