@@ -165,3 +165,18 @@ def test_a_renamed_key_still_works_for_one_release_and_says_so():
     assert renamed_keys(d) == [] and d["timing"]["calls"] == 9
     with pytest.raises(ConfigError, match=r"timing\.repeat \(now timing\.calls\)=2"):
         validate(compose("timing.repeat=2"))
+
+
+def test_the_rename_keeps_a_cells_identity():
+    """config_hash hashes timing.calls under its old name: a resume of a sweep made before the
+    rename keeps its finished cells."""
+    from study.rows.config import config_hash, renamed_keys, to_plain
+
+    old = to_plain(compose("timing.repeat=7"))
+    old["timing"].pop("calls")  # as a cell.yaml written before the rename
+    new = to_plain(compose("timing.calls=7"))
+    assert config_hash(new) == config_hash(old)
+    via = to_plain(compose("timing.repeat=7"))
+    renamed_keys(via)
+    assert config_hash(via) == config_hash(new)
+    assert config_hash(to_plain(compose("timing.calls=8"))) != config_hash(new)

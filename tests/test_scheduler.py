@@ -170,3 +170,45 @@ def test_a_resumed_sweep_keeps_an_ok_cell_of_the_same_config_and_forks_nothing(
         sched.submit(cfg, sweep / "b", sweep)
     assert len(made[0].spawned) == 1  # only b
     assert sched.statuses == ["ok", "crash"]
+
+
+def write_ok_row(cfg, sweep, name):
+    """The cell ``name`` wrote its own ok row (what a cell does last)."""
+    row = {**io.base_row(cfg, name), "status": "ok", "latency_median_us": 12.5}
+    io.write_csv(sweep / name / "run.csv", [row], "runs")
+
+
+def test_a_row_a_cell_wrote_survives_its_warm_parent_dying(tmp_path, monkeypatch):
+    """The review's case: the cell wrote run.csv, then the parent died before its exit was
+    read. The cell's own row stands (it was overwritten by a crash row)."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sweep = tmp_path / "sweep"
+
+    cfg = cell_cfg(tmp_path)
+
+    def write_then_die(fake):
+        write_ok_row(cfg, sweep, "a")
+        fake.dead = True
+
+    make, made = factory(script=write_then_die)
+    with Scheduler(1, make_server=make) as sched:
+        sched.submit(cfg, sweep / "a", sweep)
+    got = rows(sweep)["a"]
+    assert got["status"] == "ok" and got["config_hash"], got
+
+
+def test_ctrl_c_keeps_the_rows_cells_wrote_and_completes_them(tmp_path, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    make, made = factory(gpus=2)
+    sweep = tmp_path / "sweep"
+    cfg = cell_cfg(tmp_path, "device=cuda")
+    with pytest.raises(KeyboardInterrupt):
+        with Scheduler(2, make_server=make) as sched:
+            sched.submit(cfg, sweep / "a", sweep)
+            sched.submit(cfg, sweep / "b", sweep)
+            write_ok_row(cfg, sweep, "a")  # a finished its row; b did not
+            raise KeyboardInterrupt
+    assert not sched.running and sched._server is None
+    got = rows(sweep)
+    assert list(got) == ["a"] and got["a"]["config_hash"] and got["a"]["gpu_wait_s"] != ""
+    assert not (sweep / "b" / "run.csv").exists()  # a resume runs b again

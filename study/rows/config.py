@@ -560,6 +560,11 @@ def config_hash(plain_cfg: dict) -> str:
     import json
 
     ident = {k: v for k, v in plain_cfg.items() if k not in NOT_IDENTITY}
+    timing = dict(ident.get("timing") or {})
+    if "calls" in timing:  # hashed under its old name: a cell's identity survives the rename
+        old = timing.pop("repeat", None)
+        timing["repeat"] = timing.pop("calls") if old is None else old
+        ident["timing"] = timing
     if (ident.get("compile") or {}).get("mode") == "off":  # eager ignores every compile setting
         ident["compile"] = {"mode": "off"}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -117,10 +117,7 @@ class Launcher(HydraLauncher):
                     job_subdir_key="hydra.sweep.subdir",
                 )
             )
-        try:
-            self.scheduler.wait()
-        finally:
-            self.close()
+        self.scheduler.wait()  # the sweeper closes the launcher after its last batch
         return runs
 
     def _submit(self, cfg) -> None:

@@ -58,21 +58,37 @@ def group_alive(pgid: int) -> bool:
 
 def kill_group(pgid: int, limit_s: float = 120.0) -> None:
     """Kill what is left of a cell's process group and wait until none of it lives (its slot
-    is free only then); say so when a process outlives the wait (stuck in the driver)."""
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    is free only then)."""
+    kill_groups([pgid], limit_s)
+
+
+def kill_groups(pgids: list[int], limit_s: float = 120.0) -> None:
+    """SIGKILL every group first, then wait for them all together; say so when a process
+    outlives the wait (stuck in the driver)."""
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     deadline = time.monotonic() + limit_s
-    while group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if group_alive(pgid):
+    left = list(pgids)
+    while left and time.monotonic() < deadline:
+        left = [g for g in left if group_alive(g)]
+        if left:
+            time.sleep(0.05)
+    for pgid in left:
         print(
             f"[study] warning: process group {pgid} still lives {limit_s:g} s after SIGKILL; "
             "the next cell on its slot may meet its memory",
             file=sys.stderr,
             flush=True,
         )
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 @dataclass
@@ -250,18 +266,15 @@ class Scheduler:
         self._finish(run.cell, why, time.perf_counter() - run.asked, run.waited, run.gpu)
 
     def _lost(self, why: str) -> None:
-        """The warm parent died: each running cell gets its row; the next cell starts a new one."""
-        for run in self.running.values():
-            kill_group(run.pid)
-            wall = time.perf_counter() - run.asked
-            self._finish(
-                run.cell,
-                ("crash", f"the cell server died while the cell ran: {why}"),
-                wall,
-                run.waited,
-                run.gpu,
-            )
+        """The warm parent died: each running cell gets its row (its own, if it wrote one
+        before the parent died; else a crash row); the next cell starts a new parent."""
+        runs = list(self.running.values())
         self.running.clear()
+        kill_groups([run.pid for run in runs])
+        for run in runs:
+            done = (run.cell.run_dir / "run.csv").exists()
+            failed = None if done else ("crash", f"the cell server died while the cell ran: {why}")
+            self._finish(run.cell, failed, time.perf_counter() - run.asked, run.waited, run.gpu)
         if self._server is not None:
             self._server.close()
         self._server = None
@@ -305,13 +318,24 @@ class Scheduler:
             self.poll(0.5)
 
     def close(self) -> None:
-        """Kill what still runs (its rows are lost: Ctrl-C) and end the warm parent."""
-        for run in self.running.values():
-            kill_group(run.pid)
-        self.running.clear()
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        """Kill what still runs and end the warm parent (Ctrl-C, or the sweep's end). A cell
+        that wrote its row before it was killed keeps it, completed; the others have none, and
+        a resume runs them again. Ctrl-C waits until this is done."""
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        try:
+            runs = list(self.running.values())
+            self.running.clear()
+            kill_groups([run.pid for run in runs])
+            for run in runs:
+                if (run.cell.run_dir / "run.csv").exists():
+                    wall = time.perf_counter() - run.asked
+                    self._finish(run.cell, None, wall, run.waited, run.gpu)
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
 
     def __enter__(self) -> Scheduler:
         return self

@@ -125,6 +125,8 @@ class Server:
 
     def close(self) -> None:
         """End the server: it kills the cells it still has."""
+        if self._status is None:  # still importing (a bad point, Ctrl-C): it forked nothing
+            self.proc.kill()
         try:
             self.proc.stdin.close()
         except OSError:

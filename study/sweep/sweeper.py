@@ -130,6 +130,14 @@ class Sweeper(BasicSweeper):
             self.launcher.plan(pts, configs, t0)
         size = self.max_batch_size or len(pts) or 1
         failed = 0
+        try:
+            failed = self._batches(pts, size)
+        finally:
+            self._abandon()  # the study's launcher: kill nothing left, end its warm parent
+        return failed
+
+    def _batches(self, pts, size: int) -> int:
+        failed = 0
         for i in range(0, len(pts), size):
             for ret in self.launcher.launch(pts[i : i + size], initial_job_idx=i):
                 if getattr(ret.status, "name", "") == "FAILED":
