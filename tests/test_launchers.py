@@ -177,3 +177,15 @@ def test_a_cell_on_another_gpu_than_its_slot_fails_loudly(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(SystemExit, match="CUDA sees no GPU"):  # a slot past the host's GPUs
         worker.check_pinned("5")
+
+
+@pytest.mark.slow
+def test_batches_of_a_sweep_share_one_warm_parent_and_one_count(tmp_path):
+    """hydra.sweeper.max_batch_size=1: each batch is a launch; the scheduler (its warm parent,
+    its [k/N]) lives from the first to the last."""
+    r = cli("-m", "variant=naive,naive_inplace", "hydra.sweeper.max_batch_size=1",
+            f"out_root={tmp_path}", *TINY)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    sweep = next((tmp_path / "sweeps").iterdir())
+    assert [x["status"] for x in io.read_csv(sweep / "runs.csv")] == ["ok", "ok"]
+    assert "[1/2] " in r.stdout and "[2/2] " in r.stdout, r.stdout[-1500:]
