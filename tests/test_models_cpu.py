@@ -21,7 +21,7 @@ def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
         "-m",
         "variant=gpt2,bert",
         "compile=off,default",
-        "pass=fwd_bwd",  # its forward is pass=fwd's (run on the H200 in every mode)
+        "pass=fwd,fwd_bwd",  # issue 34's acceptance: both passes, eager and compiled, on the CPU
         "+variant.kwargs.layers=1",  # the CPU shapes, one layer: compiling is most of the time
         "timing.max_s=0.25",
         "timing.calls=5",
@@ -30,7 +30,7 @@ def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-3000:]
     rows = io.read_csv(sweep_dir(tmp_path) / "runs.csv")
-    assert len(rows) == 4
+    assert len(rows) == 8
     for x in rows:
         assert x["status"] == "ok", (x["run_id"], x["reason"])
         assert x["family"] == "custom" and x["variant"] in ("gpt2", "bert")
