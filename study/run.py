@@ -90,6 +90,13 @@ def _say_device(sched, cfg: DictConfig) -> None:
         )
 
 
+def finished_since(sweep_dir: Path, t0: float) -> int:
+    """Cells of the sweep finished since it started (their run.csv's age)."""
+    from study.rows import io
+
+    return sum(p.stat().st_mtime >= t0 - 1 for p in io.run_csvs(sweep_dir))
+
+
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
@@ -113,6 +120,8 @@ def main(cfg: DictConfig) -> None:
         "pycache": str(launcher.get("pycache", "auto")),
     }
     with Scheduler(1, str(cfg.cores), total=total, t0=t0, **opts) as sched:
+        if multirun:  # one job of another launcher (slurm): its [k/N] counts the whole sweep
+            sched.sweep_done = finished_since
         if not multirun:
             _say_device(sched, cfg)
         sched.submit(cfg, run_dir, sweep_dir)

@@ -189,3 +189,28 @@ def test_batches_of_a_sweep_share_one_warm_parent_and_one_count(tmp_path):
     sweep = next((tmp_path / "sweeps").iterdir())
     assert [x["status"] for x in io.read_csv(sweep / "runs.csv")] == ["ok", "ok"]
     assert "[1/2] " in r.stdout and "[2/2] " in r.stdout, r.stdout[-1500:]
+
+
+def test_inline_cells_cannot_share_slots():
+    from hydra_plugins.study_plugins import StudyLauncher
+
+    launcher = StudyLauncher(n_jobs=2)
+    launcher.config = compose_hydra()
+    why = launcher.slots_error([compose_hydra("isolation=inline")])
+    assert why and "isolation=inline" in why and "n_jobs" in why
+
+
+def test_a_job_of_another_launcher_counts_the_whole_sweeps_cells(tmp_path):
+    """Under slurm each job runs one cell: its [k/N] counts the sweep's finished cells."""
+    import os
+    import time
+
+    from study.run import finished_since
+
+    t0 = time.time()
+    for i, age in enumerate((t0 - 3600, t0 + 1, t0 + 2)):  # one from an earlier run of the dir
+        d = tmp_path / f"c{i}"
+        d.mkdir()
+        (d / "run.csv").write_text("run_id\n")
+        os.utime(d / "run.csv", (age, age))
+    assert finished_since(tmp_path, t0) == 2

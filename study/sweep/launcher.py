@@ -62,6 +62,11 @@ class Launcher(HydraLauncher):
         from study.sweep.scheduler import gpu_id
 
         slots = self.slots()
+        if slots > 1 and any(c is not None and plain(c.isolation) == "inline" for c in configs):
+            return (
+                f"isolation=inline runs each cell in the sweep's own process, one at a time: "
+                f"drop it, or run {slots} cells at once (hydra.launcher.n_jobs) without it"
+            )
         if slots <= 1 or not any(c is not None and plain(c.device) != "cpu" for c in configs):
             return None
         gpus = self.scheduler.gpus()

@@ -131,6 +131,7 @@ class Scheduler:
         self._server: Server | None = None
         self.running: dict[int, Running] = {}  # request id -> cell
         self.total, self.t0, self.done = total, t0 or time.time(), 0
+        self.sweep_done = None  # a job of another launcher: count the sweep's finished cells
         self.statuses: list[str] = []
 
     # -- the warm parent ------------------------------------------------------------------
@@ -214,7 +215,8 @@ class Scheduler:
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
                 cell.run_dir / "cell.log",
             )  # fmt: skip
-        except ServerError as e:
+        except ServerError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
+            self._lost(str(e))
             wall = time.perf_counter() - asked
             self._finish(
                 cell, ("crash", f"the cell server failed to fork the cell: {e}"), wall, waited, gpu
@@ -303,6 +305,8 @@ class Scheduler:
         """Rebuild ``runs.csv`` and print '[k/N] cell: what  elapsed, ~left'."""
         io.aggregate(cell.sweep_dir)
         self.done += 1
+        if self.sweep_done is not None:  # every job of the sweep, not just this one's cell
+            self.done = self.sweep_done(cell.sweep_dir, self.t0)
         self.statuses.append(status)
         head = f"[{self.done}/{self.total}] " if self.total else ""
         el = time.time() - self.t0
