@@ -37,7 +37,7 @@ PAIR_KEYS = (
 
 def base_row(cfg, run_id: str) -> dict:
     """A cell's row before it is measured, from its config alone (no torch: the sweep writes
-    it for a cell that wrote none, in a job process that never imports torch)."""
+    it for a cell that wrote none, in the sweep's own process, which never imports torch)."""
     p = to_plain(cfg)
     c = p["compile"]
     return {
