@@ -122,7 +122,7 @@ def main(cfg: DictConfig) -> None:
     with Scheduler(1, str(cfg.cores), total=total, t0=t0, **opts) as sched:
         if multirun:  # one job of another launcher (slurm): its [k/N] counts the whole sweep
             sched.sweep_done = finished_since
-        if not multirun:
+        else:
             _say_device(sched, cfg)
         sched.submit(cfg, run_dir, sweep_dir)
     if not multirun:
