@@ -256,3 +256,23 @@ def test_repeats_run_every_cell_again_in_fresh_processes_after_all_others(tmp_pa
         assert sorted(x["repeat"] for x in xs) == ["0", "1"], v
         assert len({x["config_hash"] for x in xs}) == 1, "repeats of one cell share its hash"
     assert by["naive"][0]["config_hash"] != by["flash"][0]["config_hash"]
+
+
+def test_a_bad_point_is_said_without_waiting_for_the_warm_parent():
+    """The registered variants come from the warm parent (torch imported, seconds); a point
+    that is bad anyway is said without asking for them: a typo stops at start at once."""
+    from study.sweep.validate import point_error
+    from tests.conftest import compose
+
+    def never():
+        raise AssertionError("the check waited for the warm parent")
+
+    assert "shape.seq_len" in point_error(compose("shape.seq_len=0"), never)
+    asked = []
+
+    def known():
+        asked.append(1)
+        return {"naive": ["batch", "heads", "seq_len", "head_dim"]}
+
+    assert point_error(compose("variant=naive"), known) is None and asked == [1]
+    assert "not registered" in point_error(compose("variant=naive", "variant.name=nope"), known)

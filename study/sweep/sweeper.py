@@ -77,7 +77,7 @@ class Sweeper(BasicSweeper):
             except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
                 configs.append(None)
                 whys.append(validate.composition_error(e))
-        variants = launcher.variants() if launcher is not None else None
+        variants = launcher.variants if launcher is not None else None  # waited for when needed
         for i, cfg in enumerate(configs):
             if cfg is not None:
                 cell = cfg.copy()
@@ -85,7 +85,7 @@ class Sweeper(BasicSweeper):
                     cell.pop("hydra", None)
                 whys[i] = validate.point_error(cell, variants)
         validate.say_renamed([c for c in configs if c is not None])
-        if launcher is not None and (why := launcher.slots_error(configs)):
+        if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
         message = validate.bad_points(pts, whys)
         if message:

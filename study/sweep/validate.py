@@ -107,14 +107,17 @@ def _inductor_error(cfg: DictConfig) -> str | None:
     return None
 
 
-def point_error(cfg: DictConfig, variants: dict | None = None) -> str | None:
+def point_error(cfg: DictConfig, variants=None) -> str | None:
     """Why a point of a sweep cannot run, or None. ``variants``: the registered variants and
-    their shape keys, as the warm parent knows them (None: the registry, which imports torch)."""
+    their shape keys, as the warm parent knows them, or a function that waits for them (asked
+    only for a point with no other error: a sweep of bad points stops before torch is imported);
+    None: the registry, which imports torch."""
     from study.rows.config import registered_variant_error
 
     why = _config_error(cfg, registry=False)
     if why is None and not (cfg.variant.get("target") or cfg.variant.name == "custom"):
-        why = registered_variant_error(str(cfg.variant.name), cfg.shape_sweep.key, variants)
+        known = variants() if callable(variants) else variants
+        why = registered_variant_error(str(cfg.variant.name), cfg.shape_sweep.key, known)
     elif why is None:  # a variant of your own: imported here
         why = _config_error(cfg, registry=True)
     return why or _inductor_error(cfg)
