@@ -100,8 +100,8 @@ def finished_since(sweep_dir: Path, t0: float) -> int:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
-    from study.sweep.scheduler import Scheduler, clock
-    from study.sweep.sweepdir import summary
+    from study.sweep.scheduler import Scheduler
+    from study.sweep.sweepdir import clock, summary
     from study.sweep.validate import check_config, say_renamed
 
     hc = HydraConfig.get()

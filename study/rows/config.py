@@ -560,11 +560,12 @@ def config_hash(plain_cfg: dict) -> str:
     import json
 
     ident = {k: v for k, v in plain_cfg.items() if k not in NOT_IDENTITY}
-    timing = dict(ident.get("timing") or {})
-    if "calls" in timing:  # hashed under its old name: a cell's identity survives the rename
-        old = timing.pop("repeat", None)
-        timing["repeat"] = timing.pop("calls") if old is None else old
-        ident["timing"] = timing
+    for (node, old), (node2, new) in RENAMED.items():  # under the old name: a cell's identity
+        if node == node2 and new in (ident.get(node) or {}):  # survives the rename (resume)
+            d = dict(ident[node])
+            was = d.pop(old, None)
+            d[old] = d.pop(new) if was is None else was
+            ident[node] = d
     if (ident.get("compile") or {}).get("mode") == "off":  # eager ignores every compile setting
         ident["compile"] = {"mode": "off"}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -20,8 +20,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from study.cell import compiling, pinning
 from study.rows import io
 from study.rows.config import plain
@@ -106,15 +104,6 @@ class Running:
 def _hms(s: float) -> str:
     s = int(round(s))
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
-
-
-def clock(sweep_dir: Path) -> tuple[int, float]:
-    """(cells in the sweep, its start) from its ``sweep.yaml``; (0, 0.0) if none."""
-    try:
-        saved = OmegaConf.load(sweep_dir / "sweep.yaml")
-        return int(saved.get("total") or 0), float(saved.get("t0") or 0)
-    except Exception:  # noqa: BLE001 - unreadable (YAML, OS, types): the line just has no [k/N]
-        return 0, 0.0
 
 
 class Scheduler:

@@ -181,8 +181,6 @@ def summary(sweep_dir: Path) -> int:
 
     path = sweep_dir / "runs.csv"
     rows = io.read_csv(path) if path.exists() else []
-    from study.sweep.scheduler import clock
-
     t0 = clock(sweep_dir)[1]
     took = f" in {time.time() - t0:.0f} s" if t0 else ""
     counts = Counter(r["status"] for r in rows)
@@ -234,6 +232,15 @@ def interrupted(sweep_dir: Path, done: int, total: int) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def clock(sweep_dir: Path) -> tuple[int, float]:
+    """(cells in the sweep, its start) from its ``sweep.yaml``; (0, 0.0) if none."""
+    try:
+        saved = OmegaConf.load(sweep_dir / "sweep.yaml")
+        return int(saved.get("total") or 0), float(saved.get("t0") or 0)
+    except Exception:  # noqa: BLE001 - unreadable (YAML, OS, types): the line just has no [k/N]
+        return 0, 0.0
 
 
 def write_sweep_yaml(config: DictConfig, sweep_dir: Path, total: int, t0: float) -> None:

@@ -39,6 +39,8 @@ class Sweeper(BasicSweeper):
     def _points(self, arguments: list[str]) -> list[list[str]]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
+        from study.sweep.validate import repeated_values
+
         params = self._parse_config()
         n = int(self.config.get("repeats", 1) or 1)
         if n > 1:  # the slowest-varying key: Hydra varies the first one slowest
@@ -47,13 +49,7 @@ class Sweeper(BasicSweeper):
             ]
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         parsed = parser.parse_overrides(params + list(arguments))
-        twice = []
-        for o in parsed:
-            if o.is_sweep_override() and o.is_discrete_sweep():
-                vals = list(o.sweep_string_iterator())
-                twice += [
-                    f"{o.get_key_element()}={v}" for v in dict.fromkeys(vals) if vals.count(v) > 1
-                ]
+        twice = repeated_values(parsed)
         if twice:
             print(f"[study] note: {', '.join(twice)} given more than once: each cell runs once.")
         return [p for batch in self.split_arguments(parsed, None) for p in batch]

@@ -33,23 +33,14 @@ def unique(pts: list[list[str]]) -> list[list[str]]:
     return [p for p in pts if not (tuple(p) in seen or seen.add(tuple(p)))]
 
 
-def repeated_values(config: DictConfig) -> list[str]:
-    """``key=value`` for each value a sweep override gives more than once."""
+def repeated_values(parsed) -> list[str]:
+    """``key=value`` for each value a sweep override (parsed by Hydra) gives more than once."""
     out = []
-    for o in overrides(config):
+    for o in parsed:
         if o.is_sweep_override() and o.is_discrete_sweep():
             vals = list(o.sweep_string_iterator())
             out += [f"{o.get_key_element()}={v}" for v in dict.fromkeys(vals) if vals.count(v) > 1]
     return out
-
-
-def points(config: DictConfig) -> list[list[str]]:
-    """Every job's overrides, in the order the study's sweeper runs them (Hydra's basic
-    sweeper's, each point once)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    pts = [p for batch in BasicSweeper.split_arguments(overrides(config), None) for p in batch]
-    return unique(pts)
 
 
 @functools.cache
