@@ -89,3 +89,11 @@ def cuda_use(out: str, gpu: str | None = None) -> None:
         name=torch.cuda.get_device_name(0),
         visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
     )
+
+
+def cpu_isa_state(out: str) -> None:
+    """Whether this cell inherited the CPU ISA probe (functools caches) from its warm parent."""
+    from torch._inductor import cpu_vec_isa
+
+    known = cpu_vec_isa.valid_vec_isa_list.cache_info().currsize
+    _write(out, known=known, cache_dir=__import__("os").environ.get("TORCHINDUCTOR_CACHE_DIR"))

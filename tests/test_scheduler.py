@@ -40,9 +40,11 @@ class FakeServer:
     def alive(self):
         return not self.dead
 
-    def spawn(self, target, kwargs, env, cores, log):
+    def spawn(self, target, kwargs, env, cores, log, cpu_compile=False):
         rid = len(self.spawned) + 1
-        self.spawned.append({"rid": rid, "kwargs": kwargs, "env": env, "cores": list(cores)})
+        self.spawned.append(
+            {"rid": rid, "kwargs": kwargs, "env": env, "cores": list(cores), "cpu": cpu_compile}
+        )
         return rid, 4_000_000 + rid  # no such process group: killing it is a no-op
 
     def read(self, timeout):
@@ -114,6 +116,21 @@ def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, devi
     assert spawned["env"].get("CUDA_VISIBLE_DEVICES") == want
     assert spawned["kwargs"]["gpu"] is None
     assert rows(sweep)["c"]["gpu_wait_s"] in ("", None)  # one slot: nobody waits for a GPU
+
+
+@pytest.mark.parametrize(
+    "overrides, cuda, want",
+    [(["compile=default"], False, True), (["compile=off"], False, False),
+     (["compile=default"], True, False), (["compile=default", "device=cpu"], True, True)],
+)  # fmt: skip
+def test_only_a_compiled_cpu_cell_asks_the_warm_parent_to_probe_the_cpu_first(
+    tmp_path, monkeypatch, overrides, cuda, want
+):
+    make, made = factory(gpus=1 if cuda else 0, script=end_oldest)
+    sweep = tmp_path / "sweep"
+    with Scheduler(1, make_server=make) as sched:
+        sched.submit(cell_cfg(tmp_path, *overrides), sweep / "c", sweep)
+    assert made[0].spawned[0]["cpu"] is want
 
 
 def test_timeout_counts_from_the_fork_not_from_the_wait_for_a_slot(tmp_path, monkeypatch):

@@ -31,11 +31,12 @@ def wait(server, rid, timeout):
     return server.exits.pop(rid, None)
 
 
-def run(server, tmp_path, target, timeout=120, **kwargs):
+def run(server, tmp_path, target, timeout=120, cpu_compile=False, **kwargs):
     out = tmp_path / f"{target}.json"
     rid, _ = server.spawn(
-        f"tests.forked:{target}", {"out": str(out), **kwargs}, {}, None, tmp_path / f"{target}.log"
-    )
+        f"tests.forked:{target}", {"out": str(out), **kwargs}, {}, None,
+        tmp_path / f"{target}.log", cpu_compile=cpu_compile,
+    )  # fmt: skip
     rc = wait(server, rid, timeout)
     assert rc == 0, (tmp_path / f"{target}.log").read_text()[-2000:]
     return json.loads(out.read_text())
@@ -99,3 +100,23 @@ def test_a_segfault_or_a_hang_costs_only_its_own_cell(server, tmp_path):
     assert wait(server, rid, 30) == -signal.SIGKILL
     assert server.alive()
     assert run(server, tmp_path, "inductor_flag")["value"] is False  # the next cell is fine
+
+
+def test_the_cpu_isa_probe_runs_once_in_the_parent_for_the_first_compiled_cpu_cell(
+    server, tmp_path, monkeypatch
+):
+    """Inductor's ISA probe (15 s on 2 cores in a cold cache dir) is the host's: the parent does it
+    once, lazily, and every compiled CPU cell forked after inherits the answer."""
+    from study.sweep import prewarm
+
+    if "cpu_isa" in server.query()["prewarm_s"]:
+        pytest.skip("another test of this server asked for the probe first")
+    assert run(server, tmp_path, "cpu_isa_state")["known"] == 0  # eager: nobody probed
+    first = run(server, tmp_path, "cpu_isa_state", cpu_compile=True)
+    assert first["known"] == 1  # inherited from the parent, not probed by the cell
+    assert first["cache_dir"] != str(prewarm.ISA_DIR)  # the probe's dir is not the cells' to use
+    took = server.query()["prewarm_s"]["cpu_isa"]
+    assert isinstance(took, float), took
+    run(server, tmp_path, "cpu_isa_state", cpu_compile=True)
+    assert server.query()["prewarm_s"]["cpu_isa"] == took  # once per parent
+    assert any(prewarm.ISA_DIR.rglob("*")), "the probe's programs are kept for the next sweep"

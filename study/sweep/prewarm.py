@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import os
 import time
+from pathlib import Path
 
 WARM = (
     "torch",
@@ -157,6 +159,34 @@ def prewarm(gpus: int) -> dict:
     else:
         did["triton_driver"] = "skipped: no GPU counted by NVML"
     return did
+
+
+# Where the CPU ISA probe keeps its test programs between sweeps: a host property, not a cell's.
+ISA_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "study" / "cpu-isa"
+
+
+def cpu_isa() -> float | str:
+    """Inductor's probe of the CPU's vector ISAs, done once in the warm parent, before it forks
+    the sweep's first compiled CPU cell (not at its start: an eager sweep never needs it).
+
+    ``pick_vec_isa`` builds a test program per ISA with the C++ compiler and loads each in a
+    fresh Python: 15 s in an empty cache dir, 3.3 s in a kept one (2-core CPU box). Each
+    cell has its own empty cache dir (cache=cold), so every compiled CPU cell paid the 15 s,
+    inside its ``compile_s`` (naive/default: 16.1 s, of which its own compile about 1 s). The
+    answer is the host's and is kept per process (functools caches), so forked cells inherit
+    it. Its test programs go to ``ISA_DIR``; the cells' own cache dirs are left alone.
+    """
+    saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(ISA_DIR)
+    try:
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        return _timed(pick_vec_isa)
+    finally:  # Inductor's cache_dir() writes the variable back: the parent's own stays as it was
+        if saved is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved
 
 
 def _triton_driver() -> None:

@@ -200,9 +200,10 @@ class Scheduler:
         gpu = gpu_id(slot) if self.slots > 1 and cell.resolved["device"] == "cuda" else None
         kwargs = {"run_dir": str(cell.run_dir), "gpu": gpu, "asked_at": asked_at}
         try:
+            r = cell.resolved
             rid, pid = self.server().spawn(
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
-                cell.run_dir / "cell.log",
+                cell.run_dir / "cell.log", cpu_compile=r["device"] == "cpu" and r["compile"]["mode"] != "off",
             )  # fmt: skip
         except ServerError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
             self._lost(str(e))

@@ -24,7 +24,8 @@ Protocol, one JSON object per line on stdin and stdout (the only transport):
 
     <- {"ready": {...}}    (once, after the imports)
     -> {"op": "spawn", "id": ID, "target": "pkg.mod:func", "kwargs": {...}, "env": {...},
-        "cores": [..] | null, "log": PATH}
+        "cores": [..] | null, "log": PATH, "cpu_compile": BOOL}
+                           (cpu_compile: probe the CPU's ISAs first, once; prewarm.cpu_isa)
     <- {"spawned": ID, "pid": PID}
     <- {"exit": ID, "pid": PID, "rc": RC}          # RC < 0: killed by signal -RC
     -> {"op": "status"}    <- {"status": {...}}
@@ -51,7 +52,7 @@ import time
 import traceback
 import warnings
 
-from study.sweep.prewarm import WARM, driver_initialised, prewarm
+from study.sweep.prewarm import WARM, cpu_isa, driver_initialised, prewarm
 
 PR_SET_PDEATHSIG = 1
 
@@ -243,6 +244,8 @@ def serve(prewarm_on: bool = True) -> None:
                     }
                 )
             elif req.get("op") == "spawn":
+                if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
+                    status["prewarm_s"]["cpu_isa"] = cpu_isa()
                 sys.stdout.flush()
                 me = os.getpid()
                 pid = os.fork()

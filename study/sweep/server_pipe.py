@@ -97,8 +97,10 @@ class Server:
         except OSError:  # BrokenPipeError
             raise ServerError("the cell server is gone") from None
 
-    def spawn(self, target: str, kwargs: dict, env: dict, cores, log: Path) -> tuple[int, int]:
-        """Fork a child running ``target(**kwargs)``: (request id, pid = its process group)."""
+    def spawn(self, target: str, kwargs: dict, env: dict, cores, log: Path,
+              cpu_compile: bool = False) -> tuple[int, int]:  # fmt: skip
+        """Fork a child running ``target(**kwargs)``: (request id, pid = its process group).
+        ``cpu_compile``: the child compiles on the CPU (the server probes the ISAs first, once)."""
         self.status  # noqa: B018 - ready first
         self._next += 1
         rid = self._next
@@ -111,11 +113,13 @@ class Server:
                 "env": env,
                 "cores": list(cores) if cores else None,
                 "log": str(log),
+                "cpu_compile": cpu_compile,
             }
         )
-        msg = self._read_until(lambda m: m.get("spawned") == rid, 60.0)
+        limit = 300.0 if cpu_compile else 60.0  # the first ISA probe: 15 s on 2 cores
+        msg = self._read_until(lambda m: m.get("spawned") == rid, limit)
         if msg is None:
-            raise ServerError("the cell server did not fork within 60 s")
+            raise ServerError(f"the cell server did not fork within {limit:g} s")
         return rid, msg["pid"]
 
     def query(self) -> dict:
