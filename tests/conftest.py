@@ -71,12 +71,12 @@ def run_inline(tmp_path):
     from omegaconf import OmegaConf
 
     from study.cell.phases import run_cell
-    from study.rows.config import CellConf
+    from study.rows.config import schema
 
     def _run(*overrides: str, name: str = "cell"):
         cfg = compose(*TINY, *overrides)
         cfg = OmegaConf.merge(
-            OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+            schema(), {k: v for k, v in cfg.items() if k != "hydra"}
         )
         run_dir = tmp_path / name
         run_dir.mkdir(parents=True, exist_ok=True)

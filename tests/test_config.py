@@ -3,7 +3,9 @@
 import pytest
 from omegaconf import OmegaConf
 
-from study.rows.config import COMPILE_MODES, ConfigError, validate
+from study.rows.config import COMPILE_MODES
+from study.rows.config_error import ConfigError
+from study.rows.config_rules import validate
 from study.workloads.registry import get, names, variant_yaml
 from tests.conftest import ROOT, TINY, cli, compose
 
@@ -155,7 +157,8 @@ def test_resolved_config_round_trips(tmp_path):
 def test_a_renamed_key_still_works_for_one_release_and_says_so():
     """timing.repeat is now timing.calls (``repeat`` also named the fresh processes and the
     repeat index): the old key is read as the new one, with one line."""
-    from study.rows.config import renamed_keys, to_plain
+    from study.rows.config import to_plain
+    from study.rows.identity import renamed_keys
 
     d = to_plain(compose("timing.repeat=7"))
     said = renamed_keys(d)
@@ -170,7 +173,8 @@ def test_a_renamed_key_still_works_for_one_release_and_says_so():
 def test_the_rename_keeps_a_cells_identity():
     """config_hash hashes timing.calls under its old name: a resume of a sweep made before the
     rename keeps its finished cells."""
-    from study.rows.config import config_hash, renamed_keys, to_plain
+    from study.rows.config import to_plain
+    from study.rows.identity import config_hash, renamed_keys
 
     old = to_plain(compose("timing.repeat=7"))
     old["timing"].pop("calls")  # as a cell.yaml written before the rename
@@ -180,3 +184,30 @@ def test_the_rename_keeps_a_cells_identity():
     renamed_keys(via)
     assert config_hash(via) == config_hash(new)
     assert config_hash(to_plain(compose("timing.calls=8"))) != config_hash(new)
+
+
+def test_the_pass_is_pass_kind_and_step_kind_still_works_for_one_release():
+    """pass=... sets pass.kind (it set step.kind, a name nothing else used); step.kind and
+    step.lr are read as pass.kind and pass.lr, with one line each, and keep a cell's identity."""
+    from study.rows.config import to_plain
+    from study.rows.identity import config_hash, renamed_keys
+
+    cfg = compose("pass=train_step")
+    assert cfg["pass"].kind == "train_step" and cfg["pass"].lr == 1e-3
+    validate(cfg)
+    d = to_plain(compose("step.kind=fwd_bwd", "step.lr=0.01"))
+    said = renamed_keys(d)
+    assert d["pass"] == {"kind": "fwd_bwd", "lr": 0.01}
+    assert said == [
+        "step.kind is deprecated: use pass.kind (read as it for now)",
+        "step.lr is deprecated: use pass.lr (read as it for now)",
+    ]
+    with pytest.raises(ConfigError, match=r"step\.kind \(now pass\.kind\)='bwd'"):
+        validate(compose("step.kind=bwd"))
+    with pytest.raises(ConfigError, match=r"^pass\.kind='bwd' is not a pass"):
+        validate(compose("pass.kind=bwd"))
+    new = to_plain(compose("pass=fwd_bwd"))
+    old = to_plain(compose("pass=fwd_bwd"))
+    old["step"] = old.pop("pass")  # as a cell.yaml written before the rename
+    assert config_hash(new) == config_hash(old) == config_hash(d | {"pass": new["pass"]})
+    assert config_hash(to_plain(compose("pass=fwd"))) != config_hash(new)

@@ -169,7 +169,7 @@ def test_the_blog_predictions_ship_with_the_attention_variants():
 
 
 def test_a_prediction_is_no_part_of_a_cells_identity():
-    from study.rows.config import config_hash
+    from study.rows.identity import config_hash
 
     base = {"variant": {"name": "naive"}, "compile": {"mode": "off"}}
     assert config_hash(base) == config_hash({**base, "expect": {"kernels_per_step": 6}})

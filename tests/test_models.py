@@ -136,7 +136,8 @@ def test_the_models_table_and_pass_rate_read_rows():
 
 
 def test_inputs_of_the_wrong_type_are_refused_at_start_naming_the_type():
-    from study.rows.config import ConfigError, validate
+    from study.rows.config_error import ConfigError
+    from study.rows.config_rules import validate
     from tests.conftest import compose
 
     cfg = compose(

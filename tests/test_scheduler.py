@@ -13,12 +13,12 @@ def cell_cfg(tmp_path, *overrides):
     """One tiny cell's config as the launcher hands it over (no Hydra key)."""
     from omegaconf import OmegaConf
 
-    from study.rows.config import CellConf
+    from study.rows.config import schema
     from tests.conftest import compose
 
     cfg = compose(*TINY, *overrides)
     cfg = OmegaConf.merge(
-        OmegaConf.structured(CellConf), {k: v for k, v in cfg.items() if k != "hydra"}
+        schema(), {k: v for k, v in cfg.items() if k != "hydra"}
     )
     cfg.out_root = str(tmp_path)
     return cfg

@@ -8,7 +8,8 @@ import pytest
 from analysis import targets as atargets
 from study.observe import inductor, proof
 from study.rows import targets
-from study.rows.config import ConfigError, validate
+from study.rows.config_error import ConfigError
+from study.rows.config_rules import validate
 from tests.conftest import compose
 
 

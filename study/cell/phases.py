@@ -60,7 +60,7 @@ class Cell:
         self.row = io.base_row(cfg, self.run_dir.name)
         self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.mode = cfg.compile.mode
-        self.kind = cfg.step.kind
+        self.kind = cfg["pass"].kind
         self.kernels: list[dict] = []
         self.generated: dict = {}
         self.caught: list[str] = []
@@ -109,7 +109,7 @@ class Cell:
         self.stack.enter_context(build.sdpa_pin(self.wl.sdpa_backend))
         if self.wl.sdpa_backend or self.entry.name == "sdpa":
             self.row["sdpa_choice"] = _sdp_choice(self.wl.inputs[:3])
-        self.trained = passes.prepare(self.kind, self.wl, self.cfg.step.lr)
+        self.trained = passes.prepare(self.kind, self.wl, self.cfg["pass"].lr)
         if self.trained is not None:
             self.notes += self.trained.notes
             self.reference = passes.Reference(self.wl)  # float64, before any step changes it

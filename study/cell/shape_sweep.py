@@ -75,7 +75,7 @@ def _new_shape(cell, key: str, value: int):
     _, _, wl = build.build_workload(cfg, cell.device)
     if cell.cfg.compile.dynamic == "mark":
         compiling.mark_dynamic(wl.inputs, value)
-    tr = passes.prepare(cell.kind, wl, cell.cfg.step.lr)
+    tr = passes.prepare(cell.kind, wl, cell.cfg["pass"].lr)
     step = passes.make_step(cell.kind, cell.fn, wl.inputs, tr, cell.cfg.seed, cell.backward_in)
     before = compiling.compiles()
     t = time.perf_counter()

@@ -49,7 +49,7 @@ def base_row(cfg, run_id: str) -> dict:
         "dynamic": c["dynamic"],
         "inductor_patches": ";".join(f"{k}={v}" for k, v in sorted(c["inductor"].items())),
         "compile_threads": c.get("threads"),
-        "pass": p.get("step", {}).get("kind", "fwd"),
+        "pass": (p.get("pass") or {}).get("kind") or (p.get("step") or {}).get("kind") or "fwd",
         "compiled_autograd": c.get("compiled_autograd"),
         "freezing": c.get("freezing"),
         "device": p["device"],

@@ -40,7 +40,7 @@ def _missing_group(text: str) -> str | None:
 
 
 def unknown_key(key: str) -> str:
-    from study.rows.config import known_keys
+    from study.rows.config_rules import known_keys
 
     parent = key.rsplit(".", 1)[0] if "." in key else ""
     keys = known_keys(parent)

@@ -44,9 +44,11 @@ def repeated_values(parsed) -> list[str]:
 
 
 @functools.cache
-def _schema(conf_class) -> DictConfig:
-    """The structured config of ``conf_class``, built once (merge copies it)."""
-    return OmegaConf.structured(conf_class)
+def _schema() -> DictConfig:
+    """The cell's typed schema, built once (merge copies it)."""
+    from study.rows.config import schema
+
+    return schema()
 
 
 def check_config(cfg: DictConfig) -> str | None:
@@ -58,10 +60,11 @@ def check_config(cfg: DictConfig) -> str | None:
 def _config_error(cfg: DictConfig, registry: bool) -> str | None:
     from omegaconf.errors import ConfigKeyError, ValidationError
 
-    from study.rows.config import CellConf, ConfigError, validate
+    from study.rows.config_error import ConfigError
+    from study.rows.config_rules import validate
 
     try:
-        OmegaConf.merge(_schema(CellConf), {k: v for k, v in cfg.items() if k != "hydra"})
+        OmegaConf.merge(_schema(), {k: v for k, v in cfg.items() if k != "hydra"})
     except ConfigKeyError as e:
         key = getattr(e, "full_key", None) or str(e).split("'")[1]
         return (
@@ -70,7 +73,7 @@ def _config_error(cfg: DictConfig, registry: bool) -> str | None:
         )
     except ValidationError as e:
         return " ".join(str(e).split()[:40])
-    from study.rows.config import unknown_nested_keys
+    from study.rows.config_rules import unknown_nested_keys
     from study.rows.usage import unknown_key
 
     stray = unknown_nested_keys(cfg)
@@ -103,7 +106,7 @@ def point_error(cfg: DictConfig, variants=None) -> str | None:
     their shape keys, as the warm parent knows them, or a function that waits for them (asked
     only for a point with no other error: a sweep of bad points stops before torch is imported);
     None: the registry, which imports torch."""
-    from study.rows.config import registered_variant_error
+    from study.rows.config_rules import registered_variant_error
 
     why = _config_error(cfg, registry=False)
     if why is None and not (cfg.variant.get("target") or cfg.variant.name == "custom"):
@@ -116,7 +119,8 @@ def point_error(cfg: DictConfig, variants=None) -> str | None:
 
 def say_renamed(configs) -> None:
     """One line for each renamed key a sweep still gives by its old name."""
-    from study.rows.config import renamed_keys, to_plain
+    from study.rows.config import to_plain
+    from study.rows.identity import renamed_keys
 
     said = {line for cfg in configs for line in renamed_keys(to_plain(cfg))}
     for line in sorted(said):

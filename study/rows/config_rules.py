@@ -1,0 +1,291 @@
+"""What types cannot say about a cell's config: sizes, the compile target, counts, the variant.
+
+``validate`` raises ConfigError with the key, the bad value and what is allowed. No torch
+import at module level: study.run validates before any cell process starts. A custom variant
+(``variant.target``) is imported by ``validate`` (study.workloads.custom.check), so a path that
+does not import, or a shape key its factories ask for and the config lacks, stops the run there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from study.rows import expect, targets
+from study.rows.config import COMPILE_MODES, PASSES, plain, schema
+from study.rows.config_error import ConfigError
+from study.rows.identity import given, given_as
+from study.rows.schema import SHAPE_KEYS
+
+# The largest size of one shape key: index arithmetic in int32 (many kernels), and a bound
+# that turns shape.n=10**20 into a config error instead of a crash in the cell.
+MAX_SIZE = 2**31 - 1
+
+
+def positive(key: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{key}={value!r} is not allowed: it must be a positive integer.")
+    if value > MAX_SIZE:
+        raise ConfigError(f"{key}={value} is too large: at most {MAX_SIZE} (2**31 - 1).")
+
+
+def _memory_bytes() -> int | None:
+    """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
+    cell's inputs are built there first), or None where /proc/meminfo is not."""
+    from study.rows.env import proc_kb
+
+    kb = proc_kb("/proc/meminfo", "MemTotal")
+    return None if kb is None else int(kb * 1024)
+
+
+def fits(shape: dict) -> None:
+    """Refuse a shape whose smallest possible tensor cannot fit: every workload holds at least
+    a matrix of two of its sizes (or one size squared), and its float64 reference needs 8
+    bytes an element. A lower bound, so it never refuses a shape that could run; a shape that
+    passes and still does not fit is a row with status oom, a result."""
+    sizes = sorted(((k, v) for k, v in shape.items() if v), key=lambda kv: kv[1])
+    if not sizes:
+        return
+    (k1, v1), (k2, v2) = sizes[-1], sizes[-2] if len(sizes) > 1 else sizes[-1]
+    need, have = 8 * v1 * v2, _memory_bytes()
+    if have and need > have:
+        raise ConfigError(
+            f"shape.{k1}={v1} with shape.{k2}={v2}: one {v1} x {v2} matrix in float64 (the "
+            f"reference) needs {need / 2**30:.0f} GiB, more than this host's "
+            f"{have / 2**30:.0f} GiB. Pick smaller shapes."
+        )
+
+
+
+def validate(cfg: DictConfig, registry: bool = True) -> None:
+    """Reject what types cannot: sizes, the compile target, counts, a variant that is not
+    registered (``registry=False``: left to the caller, study.sweep.validate). Raises ConfigError."""
+    for check in (_compile, _sizes, _timing, _rest, _shape_sweep):
+        check(cfg)
+    _variant(cfg, registry)
+
+
+def _get(node, key: str):
+    return node[key] if isinstance(node, DictConfig) else getattr(node, key)
+
+
+def _compile(c) -> None:
+    if c.compile.mode not in COMPILE_MODES:
+        raise ConfigError(
+            f"compile.mode={c.compile.mode!r} is not a compile target; allowed: "
+            f"{', '.join(COMPILE_MODES)} (pick one with compile=<target>)."
+        )
+    kind = given(c, "pass", "kind")
+    if kind not in PASSES:
+        raise ConfigError(
+            f"{given_as('pass', 'kind', c)}={kind!r} is not a pass; allowed: "
+            f"{', '.join(PASSES)} (pick one with pass=<name>)."
+        )
+    inductor = c.compile.inductor
+    inductor = dict(inductor) if inductor is not None else {}
+    clash = targets.conflicts(
+        c.compile.mode,
+        bool(c.compile.freezing),
+        inductor,
+        kind,
+        c.compile.dynamic,
+        bool(c.compile.compiled_autograd),
+    )
+    if clash:
+        raise ConfigError(clash)
+    if c.compile.dynamic not in (False, True, None, "mark"):
+        raise ConfigError(
+            f"compile.dynamic={c.compile.dynamic!r} is not allowed: false, true, null "
+            "(automatic) or mark (mark_dynamic on shape_sweep.key's dims)."
+        )
+    if c.compile.threads < 1:
+        raise ConfigError(f"compile.threads={c.compile.threads} is not allowed: it must be >= 1.")
+
+
+def _sizes(c) -> None:
+    for key in SHAPE_KEYS:
+        positive(f"shape.{key}", _get(c.shape, key))
+    fits({k: _get(c.shape, k) for k in SHAPE_KEYS})
+    if c.family.softcap <= 0:
+        raise ConfigError(f"family.softcap={c.family.softcap} is not allowed: it must be > 0.")
+    attention_only = c.family.mask is not None or plain(c.family.score_mod) != "none"
+    if attention_only and c.family.name != "attention":
+        raise ConfigError(
+            f"family.mask / family.score_mod apply to the attention family only, not "
+            f"{c.family.name!r}: drop them, or pick an attention variant."
+        )
+    for dev, shp in c.family.shapes.items():
+        for key in SHAPE_KEYS:
+            positive(f"family.shapes.{dev}.{key}", _get(shp, key))
+
+
+def _timing(c) -> None:
+    t = c.timing
+    for key in ("warmup", "graph_calls", "graph_replays"):
+        if _get(t, key) < (0 if key == "warmup" else 1):
+            need = ">= 0" if key == "warmup" else ">= 1"
+            raise ConfigError(f"timing.{key}={_get(t, key)} is not allowed: it must be {need}.")
+    calls = given(c, "timing", "calls")
+    if calls < 3:
+        raise ConfigError(
+            f"{given_as('timing', 'calls', c)}={calls} is too few: need >= 3 for p10/p90."
+        )
+    if t.pairs < 10:
+        raise ConfigError(
+            f"timing.pairs={t.pairs} is too few: need >= 10 eager/compiled pairs for a "
+            "95% interval (default 30)."
+        )
+    if t.lead_in < 0:
+        raise ConfigError(
+            f"timing.lead_in={t.lead_in} is not allowed: it must be >= 0 (untimed calls "
+            "before each paired block; default 1)."
+        )
+    if not t.block_ms > 0:
+        raise ConfigError(f"timing.block_ms={t.block_ms} is not allowed: it must be > 0.")
+    if not t.max_s > 0:
+        raise ConfigError(
+            f"timing.max_s={t.max_s} is not allowed: it must be > 0 seconds (how long a "
+            "timed phase may go on to collect blocks in the host's fast phase; default 8)."
+        )
+    if not 1.0 < t.fast_ratio <= 3.0:
+        raise ConfigError(
+            f"timing.fast_ratio={t.fast_ratio} is not allowed: it must be above 1 and at "
+            "most 3 (a block counts as fast when its host gauge is at most this times the fast "
+            "level; default 1.3, between the H200 host's fast and slow phases, x1.7 apart)."
+        )
+
+
+def _rest(c) -> None:
+    """The profile, limits, tolerance, predictions, repeats and cores."""
+    if c.profile.active < 1 or c.profile.wait < 0 or c.profile.warmup < 0:
+        raise ConfigError("profile.active must be >= 1, profile.wait and profile.warmup >= 0.")
+    if c.timeout_s <= 0:
+        raise ConfigError(f"timeout_s={c.timeout_s} is not allowed: it must be > 0 seconds.")
+    if c.tolerance is not None and not c.tolerance > 0:
+        raise ConfigError(f"tolerance={c.tolerance} is not allowed: it must be > 0 (or null).")
+    if c.tolerance_rule not in ("dtype", "eager"):
+        raise ConfigError(
+            f"tolerance_rule={c.tolerance_rule!r} is not allowed: dtype (the dtype's tolerance) "
+            "or eager (3x eager's own error against float64, at least the dtype's)."
+        )
+    if c.ncu.top_n < 1:
+        raise ConfigError(f"ncu.top_n={c.ncu.top_n} is not allowed: it must be >= 1.")
+    try:
+        block = c.expect
+        block = (
+            OmegaConf.to_container(block, resolve=True) if isinstance(block, DictConfig) else block
+        )
+        expect.parse(block, COMPILE_MODES)
+    except expect.ExpectError as e:
+        raise ConfigError(str(e)) from None
+    if c.repeats < 1:
+        raise ConfigError(
+            f"repeats={c.repeats} is not allowed: it must be a positive integer "
+            "(the number of fresh processes each cell runs in)."
+        )
+    from study.cell.pinning import check_spec
+
+    bad = check_spec(str(c.cores))
+    if bad:
+        raise ConfigError(bad)
+
+
+def _shape_sweep(c) -> None:
+    sw = c.shape_sweep
+    if sw.key is not None:
+        if sw.key not in SHAPE_KEYS:
+            raise ConfigError(
+                f"shape_sweep.key={sw.key!r} is not a shape key; allowed: {', '.join(SHAPE_KEYS)}."
+            )
+        if len(sw.sizes) < 2:
+            raise ConfigError(
+                "shape_sweep.sizes needs at least two shapes, e.g. shape_sweep.sizes=[512,1024]."
+            )
+        for v in sw.sizes:
+            positive(f"shape_sweep.sizes ({sw.key})", v)
+    elif c.compile.dynamic == "mark":
+        raise ConfigError(
+            "compile.dynamic=mark marks the dims of shape_sweep.key: set shape_sweep.key=<key> "
+            "and shape_sweep.sizes=[...]."
+        )
+
+
+def _variant(c, registry: bool) -> None:
+    if c.variant.target or c.variant.name == "custom":  # the user's own factory: imports it
+        from study.workloads import custom
+
+        custom.check(c)
+        return
+    if c.variant.get("kwargs") if isinstance(c, DictConfig) else c.variant.kwargs:
+        raise ConfigError(
+            f"variant.kwargs apply to a variant of your own (variant.target), not to "
+            f"variant={c.variant.name}: drop them, or use variant=custom variant.target=..."
+        )
+    if registry:
+        why = registered_variant_error(c.variant.name, c.shape_sweep.key)
+        if why:
+            raise ConfigError(why)
+
+
+def registered_variant_error(
+    name: str, sweep_key: str | None = None, known: dict | None = None
+) -> str | None:
+    """Why ``variant.name=name`` (with ``shape_sweep.key=sweep_key``) names no registered
+    variant, or None. ``known``: {variant: its shape keys}, as the warm parent lists them;
+    without it, the workloads are imported, and torch with them."""
+    if known is None:
+        from study.workloads.registry import get, names
+
+        known = {n: list(get(n).shape_keys) for n in names()}
+    if name not in known:
+        return f"variant.name={name!r} is not registered; known: {', '.join(known)}."
+    keys = known[name]
+    if sweep_key is not None and sweep_key not in keys:
+        return (
+            f"shape_sweep.key={sweep_key!r}: variant {name!r} has no such shape key; "
+            f"its keys: {', '.join(keys)}."
+        )
+    return None
+
+
+def known_keys(parent: str = "") -> list[str]:
+    """The settings under ``parent`` (``""``: the top level), from the schema."""
+    node = schema()
+    node = OmegaConf.select(node, parent) if parent else node
+    return [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
+
+
+def unknown_nested_keys(cfg: DictConfig) -> list[str]:
+    """Keys below a typed group (``+shape.seqlen=32``) that the schema does not have. Open
+    mappings (``variant.kwargs``, ``compile.inductor``, ``family.shapes``) take any key."""
+    found: list[str] = []
+
+    def walk(schema: DictConfig, node: DictConfig, prefix: str) -> None:
+        known = set(schema.keys())  # ``in`` says False for a MISSING value (variant.name)
+        for k in node.keys():
+            key = f"{prefix}{k}"
+            if k not in known:
+                found.append(key)
+                continue
+            sub = schema._get_node(k)
+            if (
+                isinstance(sub, DictConfig)
+                and OmegaConf.get_type(sub) not in (dict, None)
+                and isinstance(node._get_node(k), DictConfig)
+            ):
+                walk(sub, node._get_node(k), key + ".")
+
+    top = schema()
+    for k in top.keys():
+        sub = top._get_node(k)
+        if (
+            k in cfg
+            and isinstance(sub, DictConfig)
+            and OmegaConf.get_type(sub) not in (dict, None)
+            and isinstance(cfg._get_node(k), DictConfig)
+        ):
+            walk(sub, cfg._get_node(k), f"{k}.")
+    return found
