@@ -54,6 +54,7 @@ def table(repeats: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
     """One row per max-autotune cell and op. ``repeats``: every runs.csv row (``load``'s
     ``repeats``), so that a cell's repeats are read together. Times are floats (µs); rows of
     ``autotune.csv`` without a runs.csv row are left out."""
+    # Long: one table, per op: the pick over repeats, the best ATen and Triton times, the runner-up.
     if autotune is None or autotune.empty or repeats.empty or not NEED <= set(autotune):
         return pd.DataFrame()
     keys = [c for c in ("variant", "compile", "pass", *TELL) if c in repeats]

@@ -34,6 +34,9 @@ with the times behind both picks (``analysis.autotune_diff``): with the same tor
 of kernels that is the benchmark's, not the code's. Reads only CSVs; never imports torch.
 """
 
+# Long: one concern end to end: match the cells of two studies, judge each change against both
+# sides' noise, say it; each part is used only here.
+
 from __future__ import annotations
 
 import argparse

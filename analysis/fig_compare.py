@@ -21,6 +21,8 @@ def _state(m: pd.DataFrame) -> pd.Series:
 
 
 def changes(m: pd.DataFrame, a: str, b: str, band: float = 0.05) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     m = m.dropna(subset=["latency"]).copy()
     m["state"] = _state(m)
     shapes = [

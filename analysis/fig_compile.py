@@ -34,6 +34,8 @@ CALLS = [1e2, 1e3, 1e4, 1e5, 1e6, 1e7]
 
 
 def payback(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     r = ok(d["runs"])
     if r.empty or not (r["compile"] != "off").any():
         raise Skip("payback: no ok compiled cell")
@@ -113,6 +115,8 @@ KD_COLORS = {"removed": "#d62728", "fused": "#1f77b4", "added": "#ff7f0e", "kept
 
 
 def kernel_diff(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     runs, dropped = per_cell(ok(d["runs"]))
     summ, _ = kdiff.diff(runs, d["kernels"])
     if summ.empty:

@@ -27,6 +27,8 @@ VARIANTS = ["flex", "flash", "cudnn", "efficient"]
 
 
 def flex(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     r = d["runs"]
     if "mask" not in r or "tflops_useful" not in r or "variant" not in r:
         raise Skip("flex: no mask or tflops_useful column (a FlexAttention sweep has both)")

@@ -34,6 +34,8 @@ AXES = {
 
 
 def cpu_gpu(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     r = need(ok(d["runs"]), ["cpu_us_per_step", "gpu_us_per_step"], "CPU vs GPU")
     r, dropped = per_cell(r.dropna(subset=["cpu_us_per_step", "gpu_us_per_step"]))
     r = r[(r["cpu_us_per_step"] > 0) & (r["gpu_us_per_step"] > 0)]

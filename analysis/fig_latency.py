@@ -99,6 +99,8 @@ def latency(d) -> tuple:
 
 
 def speedup(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     r = ok(d["runs"])
     if r.empty or not (r["compile"] != "off").any():
         raise Skip("speedup: no ok compiled cell")

@@ -16,6 +16,8 @@ HOW = "run the sweep on a GPU with `ncu.enabled=true`"
 
 
 def ncu_occupancy(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     n = d.get("ncu", pd.DataFrame())
     if n.empty or "metric" not in n or "value" not in n:
         raise Skip(f"Nsight Compute: no ncu.csv rows; {HOW}")

@@ -29,6 +29,8 @@ MAX_COLS = 6  # variants per row block; more wrap into a second block
 
 
 def scaling(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     runs = d["runs"]
     groups = ["source", "variant", "compile"]
     counts = {

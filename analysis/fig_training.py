@@ -20,6 +20,8 @@ MAX_PANELS = 12
 
 
 def training(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     r = d["runs"]
     if "pass" not in r or "speedup_paired" not in r:
         raise Skip("training: no pass or speedup_paired column")

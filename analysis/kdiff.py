@@ -46,6 +46,8 @@ def _per_kernel(k: pd.DataFrame) -> pd.DataFrame:
 
 def diff(runs: pd.DataFrame, kernels: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary: one row per compiled cell, detail: one row per kernel that changed)."""
+    # Long: one table: each kernel of eager against compiled, removed, fused, added or kept, with
+    # its time.
     if runs.empty or kernels.empty or "kernel" not in kernels:
         return pd.DataFrame(), pd.DataFrame()
     ok = runs[runs["status"] == "ok"].copy()

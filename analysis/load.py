@@ -19,6 +19,9 @@ it cannot be rebuilt, the analysis stops and says which cells are missing. A res
 committed CSVs (no run dirs) is read as it is.
 """
 
+# Long: every way rows are read (sweeps, results dirs, repeats, old columns) behind one load(): the
+# analysis reads rows through nothing else.
+
 from __future__ import annotations
 
 import csv
@@ -293,6 +296,8 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
     ``autotune``, ``shapes`` (shape sweeps, one row per shape), ``revealed``, and
     ``run_dirs``: (source, run_id) -> the cell's own dir, where its generated code and trace lie
     (sweep dirs only)."""
+    # Long: every table of a study read and tidied in one pass, so that every figure sees the same
+    # rows.
     runs, kernels, ncu, autotune, shapes = [], [], [], [], []
     where: dict[tuple[str, str], Path] = {}
     for d, label in zip(dirs, _labels(dirs), strict=True):

@@ -15,6 +15,9 @@ first: where it misses a finished cell, lists a cell whose run dir is gone, or i
 missing, it is rebuilt from them, with one line on stderr saying so (``analysis.load``).
 """
 
+# Long: report.md and report.html are built together, section by section, so that the two never
+# disagree.
+
 from __future__ import annotations
 
 import argparse

@@ -6,6 +6,9 @@ Rules: a compile mode keeps its colour everywhere (``MODE_COLORS``); kernel name
 ``MAX_BARS`` bars per panel; its title is the question it answers; shapes sort as numbers.
 """
 
+# Long: the shared look of every figure (helpers all fig_*.py use), in one place so that a mode
+# keeps its colour everywhere.
+
 from __future__ import annotations
 
 import textwrap

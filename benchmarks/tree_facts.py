@@ -5,14 +5,20 @@
 Modules and lines per folder; import cycles between the project's modules (every import,
 the ones inside functions included); private names (``_x``) one module takes from another;
 the lines of process plumbing (the sweep's own processes: study/sweep, the entry, the Hydra
-plugins, the cell's process); modules over 300 lines and functions over 60 lines; and which
-modules of the sweep's own process import torch at module level (none should).
+plugins, the cell's process), in lines and in code lines (no blank line, comment or
+docstring), with v2's files measured the same way from git; modules over 300 lines and
+functions over 60 lines, and which of them say why (a ``# Long:`` comment at the top of the
+module or function); and which modules of the sweep's own process import torch at module level
+(none should).
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import subprocess
 import sys
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,6 +35,39 @@ GROUPS = {
     "the sweep's check and its dir": ("study/sweep/validate.py", "study/sweep/sweepdir.py"),
 }  # fmt: skip
 WARM_PARENT = ("study/sweep/server.py", "study/sweep/prewarm.py")  # they import torch on purpose
+# v2's plumbing, as the issue listed it (sweep.py whole: its lines 52-157 were the count's part)
+V2 = ("1f7468f", ("study/server.py", "study/client.py", "study/jobs.py", "study/sweep.py",
+                  "study/sweep_check.py", "study/callbacks.py", "study/prewarm.py",
+                  "study/pycache.py", "hydra_plugins/study_sweeper/__init__.py"))  # fmt: skip
+WHY = "# Long:"  # a long module or function says why at its top
+
+
+def code_lines(src: str) -> int:
+    """Lines holding code: no blank line, comment or docstring."""
+    tree = ast.parse(src)
+    docs = set()
+    for n in ast.walk(tree):
+        body = getattr(n, "body", None)
+        if (
+            isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+        ):
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+                    and isinstance(first.value.value, str):  # fmt: skip
+                docs.update(range(first.lineno, first.end_lineno + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENDMARKER}  # fmt: skip
+    lines = set()
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type not in skip:
+            lines.update(x for x in range(tok.start[0], tok.end[0] + 1) if x not in docs)
+    return len(lines)
+
+
+def says_why(lines: list[str], start: int) -> bool:
+    """A ``# Long:`` comment within the first 12 lines from ``start`` (0-based)."""
+    return any(x.strip().startswith(WHY) for x in lines[start : start + 12])
 
 
 def modules() -> dict[str, Path]:
@@ -98,11 +137,21 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def functions(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text())
+def doc_end(path: Path) -> int:
+    """The line after the module's docstring (0-based), or 0."""
+    body = ast.parse(path.read_text()).body
+    first = body[0] if body else None
+    is_doc = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant)
+    return first.end_lineno if is_doc else 0
+
+
+def functions(path: Path) -> list[tuple[int, str, bool]]:
+    """(lines, name, says why) of every function."""
+    text = path.read_text()
+    lines = text.splitlines()
     return [
-        (node.end_lineno - node.lineno + 1, node.name)
-        for node in ast.walk(tree)
+        (node.end_lineno - node.lineno + 1, node.name, says_why(lines, node.lineno))
+        for node in ast.walk(ast.parse(text))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
 
@@ -138,18 +187,29 @@ def main() -> None:
         print(f"| `{f}/` | {len(folders[f])} | {sum(folders[f]):,} |")
     plumbing = {r: len(known[m].read_text().splitlines()) for m, r in rel.items()
                 if r.startswith(PLUMBING)}  # fmt: skip
+    code = {r: code_lines(known[m].read_text()) for m, r in rel.items() if r in plumbing}
     print("\nprocess plumbing, by the issue's count:")
-    total = 0
+    total = total_code = 0
     for group, files in GROUPS.items():
         n = sum(plumbing.get(f, 0) for f in files)
-        total += n
+        c = sum(code.get(f, 0) for f in files)
+        total, total_code = total + n, total_code + c
         print(
-            f"  {group}: {n:,} lines ("
+            f"  {group}: {n:,} lines, {c:,} code lines ("
             + ", ".join(f"{f.rsplit('/', 1)[-1]} {plumbing.get(f, 0)}" for f in files)
             + ")"
         )
+    rev, old = V2
+    try:
+        srcs = [subprocess.run(["git", "show", f"{rev}:{f}"], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout for f in old]  # fmt: skip
+        print(f"  all: {total:,} lines, {total_code:,} code lines; v2's ({rev}, same files as "
+              f"the issue, sweep.py whole): {sum(len(x.splitlines()) for x in srcs):,} lines, "
+              f"{sum(code_lines(x) for x in srcs):,} code lines")  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        print(f"  all: {total:,} lines, {total_code:,} code lines (v2's: no git history here)")
     print(
-        f"  all: {total:,} lines; beside them the entry and the cell's process: "
+        "  beside them the entry and the cell's process: "
         + ", ".join(
             f"{f} {plumbing[f]}"
             for f in ("study/run.py", "study/cell/worker.py", "study/sweep/rundir.py")
@@ -164,14 +224,17 @@ def main() -> None:
                    and r != "study/cell/worker.py" and torch_at_top(known[m])]  # fmt: skip
     print(f"modules of the sweep's own process importing torch at module level: {len(sweep_torch)}"
           + "".join(f"\n  {x}" for x in sweep_torch))  # fmt: skip
-    big = sorted(((n, r) for r, n in ((r, len(known[m].read_text().splitlines()))
-                  for m, r in rel.items()) if n > 300), reverse=True)  # fmt: skip
-    print(f"modules over 300 lines: {len(big)}" + "".join(f"\n  {r}: {n}" for n, r in big))
-    funcs = sorted(((n, f"{rel[m]}:{name}") for m, p in known.items() for n, name in functions(p)),
-                   reverse=True)  # fmt: skip
+    big = sorted(((len(t), r, says_why(t, doc_end(known[m]))) for m, r in rel.items()
+                  if len(t := known[m].read_text().splitlines()) > 300), reverse=True)  # fmt: skip
+    mark = {True: " (says why)", False: ""}
+    print(f"modules over 300 lines: {len(big)}, {sum(not w for *_, w in big)} without a why"
+          + "".join(f"\n  {r}: {n}{mark[w]}" for n, r, w in big))  # fmt: skip
+    funcs = sorted(((n, f"{rel[m]}:{name}", w) for m, p in known.items()
+                    for n, name, w in functions(p)), reverse=True)  # fmt: skip
     long = [f for f in funcs if f[0] > 60]
-    print(f"functions over 60 lines: {len(long)}" + "".join(f"\n  {w}: {n}" for n, w in long))
-    print("longest functions: " + ", ".join(f"{w} ({n})" for n, w in funcs[:5]))
+    print(f"functions over 60 lines: {len(long)}, {sum(not w for *_, w in long)} without a why"
+          + "".join(f"\n  {f}: {n}{mark[w]}" for n, f, w in long))  # fmt: skip
+    print("longest functions: " + ", ".join(f"{f} ({n})" for n, f, _ in funcs[:5]))
 
 
 if __name__ == "__main__":

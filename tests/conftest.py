@@ -75,11 +75,13 @@ def run_inline(tmp_path):
 
     def _run(*overrides: str, name: str = "cell"):
         cfg = compose(*TINY, *overrides)
-        cfg = OmegaConf.merge(
-            schema(), {k: v for k, v in cfg.items() if k != "hydra"}
-        )
+        cfg = OmegaConf.merge(schema(), {k: v for k, v in cfg.items() if k != "hydra"})
         run_dir = tmp_path / name
         run_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.compile.mode != "off":  # once per test process, as the warm parent does it
+            from study.sweep.prewarm import cpu_isa
+
+            cpu_isa()
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor_cache"))
         return run_cell(cfg, run_dir)
 

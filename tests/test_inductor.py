@@ -3,17 +3,24 @@
 import pytest
 
 from study.rows import io
-from study.sweep.scheduler import run_one
+from study.sweep.scheduler import Scheduler
 from tests.conftest import TINY, compose
 
 pytestmark = pytest.mark.slow
 
 
 def run(tmp_path, name, *overrides):
-    cfg = compose(*TINY, *overrides, f"out_root={tmp_path}")
-    run_dir = tmp_path / "sweep" / name
-    run_one(cfg, run_dir, tmp_path / "sweep")
-    return io.read_csv(run_dir / "run.csv")[0], run_dir
+    return run_all(tmp_path, {name: overrides})[name]
+
+
+def run_all(tmp_path, cells: dict):
+    """Each cell in turn, in order, from one warm parent: {name: (row, run dir)}."""
+    with Scheduler() as sched:
+        for name, overrides in cells.items():
+            cfg = compose(*TINY, *overrides, f"out_root={tmp_path}")
+            sched.submit(cfg, tmp_path / "sweep" / name, tmp_path / "sweep")
+    return {n: (io.read_csv(tmp_path / "sweep" / n / "run.csv")[0], tmp_path / "sweep" / n)
+            for n in cells}  # fmt: skip
 
 
 def test_deliberate_graph_break_is_reported_with_its_reason(tmp_path):
@@ -32,9 +39,10 @@ def test_warm_cache_never_serves_one_backend_to_another_and_keeps_its_proof(tmp_
     versions key the cache without the backend (pytorch#185449), so the second would silently
     reuse the first. Then math again: a cache hit, whose provenance (written only while
     compiling) comes back from beside the cache, so the decomposed math is still proven."""
-    flash, _ = run(tmp_path, "flash", "variant=flash", "compile=default", "cache=warm")
-    math, _ = run(tmp_path, "math", "variant=math", "compile=default", "cache=warm")
-    again, run_dir = run(tmp_path, "math2", "variant=math", "compile=default", "cache=warm")
+    warm = ("compile=default", "cache=warm")  # one slot: in this order, one after the other
+    got = run_all(tmp_path, {"flash": ("variant=flash", *warm), "math": ("variant=math", *warm),
+                             "math2": ("variant=math", *warm)})  # fmt: skip
+    (flash, _), (math, _), (again, run_dir) = got["flash"], got["math"], got["math2"]
     assert flash["status"] == "ok" and flash["backend_seen"] == "flash", flash["reason"]
     assert math["status"] == "ok", math["reason"]
     assert math["backend_seen"] == "math" and int(math["fxgraph_cache_hits"]) == 0

@@ -17,9 +17,7 @@ def cell_cfg(tmp_path, *overrides):
     from tests.conftest import compose
 
     cfg = compose(*TINY, *overrides)
-    cfg = OmegaConf.merge(
-        schema(), {k: v for k, v in cfg.items() if k != "hydra"}
-    )
+    cfg = OmegaConf.merge(schema(), {k: v for k, v in cfg.items() if k != "hydra"})
     cfg.out_root = str(tmp_path)
     return cfg
 

@@ -14,6 +14,8 @@ from study.observe import stats
 def settle(cell) -> None:
     """The row's latency and paired figures from the rounds that ran in the host's fast
     phase, judged against one level for the whole cell (study.phase): one story."""
+    # Long: one decision, which rounds count (fast, slow, contended) and what the row says about it;
+    # its cases read best together.
     row, t, ph, r = cell.row, cell.cfg.timing, cell.phases, cell.timed
     fast, slow = phase.split(r.gauges, ph)
     size = len(r.chunks[0])  # samples a round adds (CUDA: one, the chunk's mean)

@@ -17,6 +17,9 @@
 Anything that goes wrong becomes the row's status and reason; nothing escapes.
 """
 
+# Long: the cell's phases in order, each a short method of Cell, so that run_cell reads like the
+# method.
+
 from __future__ import annotations
 
 import datetime as dt
@@ -276,6 +279,8 @@ class Cell:
 
     # 6 ------------------------------------------------------------------------------------
     def profile(self) -> None:
+        # Long: the profiler pass and what is read from it (kernels, proof, phases), in the order of
+        # the method.
         cfg, row = self.cfg, self.row
         t = time.perf_counter()
         p = cfg.profile

@@ -18,6 +18,9 @@
 - ``Autotune``: every choice max-autotune benchmarked, its time and the winner.
 """
 
+# Long: Inductor's capture settings and the harvest of what they capture (debug dirs, provenance,
+# kernels, autotune) must agree on the same files.
+
 from __future__ import annotations
 
 import json

@@ -156,6 +156,8 @@ def _message(text: str) -> str:
 
 def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
     """The ncu pass (and the nsys pass) for a finished cell. Returns run-row columns."""
+    # Long: one Nsight Compute run in order: its command, its limit, each way it fails as a row, the
+    # CSV it writes.
     from study.rows import io
 
     out = {"ncu_status": None, "ncu_note": None}

@@ -14,6 +14,9 @@ one row per distinct kernel and one summary per run, without dividing totals by 
   time.
 """
 
+# Long: the profiler pass and its reader share one model of the trace (steps, phases, intervals);
+# the CUDA and CPU parsers are two halves of one parse.
+
 from __future__ import annotations
 
 import bisect
@@ -221,6 +224,8 @@ def parse(events: list[dict], device: str) -> tuple[list[dict], dict]:
 
 
 def _parse_cuda(events, steps, ranges, phases=()):
+    # Long: one pass over the device events: each kernel to its step, phase and launch; the state it
+    # keeps spans the loop.
     launches = {}
     for e in events:
         if e.get("cat") in LAUNCH_CATS and e.get("ph") == "X":
@@ -316,6 +321,8 @@ def _parse_cpu(steps, cpu_ranges, phases=()):
     """CPU 'kernels': compute ops whose time is their own. An op counts when no compute op
     runs inside it, or when its own time (minus the compute ops inside) is at least half its
     duration (e.g. the CPU flash kernel, which zero-fills its output inside)."""
+    # Long: the CPU half of parse: one pass over the op events, each to its step and phase; the
+    # state it keeps spans the loop.
     main_tids = {s.get("tid") for s in steps}
     per_step = [[] for _ in steps]
     info = {}

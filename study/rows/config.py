@@ -244,8 +244,6 @@ class CellConf:
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 
-
-
 def schema() -> DictConfig:
     """The cell's typed schema: ``CellConf`` and its ``pass`` node, which a dataclass cannot
     name (a keyword), added as a typed node of its own."""

@@ -109,6 +109,8 @@ def _sizes(c) -> None:
     for key in SHAPE_KEYS:
         positive(f"shape.{key}", _get(c.shape, key))
     fits({k: _get(c.shape, k) for k in SHAPE_KEYS})
+    for key in ("window", "prefix", "documents", "block_size"):
+        positive(f"family.{key}", _get(c.family, key))
     if c.family.softcap <= 0:
         raise ConfigError(f"family.softcap={c.family.softcap} is not allowed: it must be > 0.")
     attention_only = c.family.mask is not None or plain(c.family.score_mod) != "none"

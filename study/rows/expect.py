@@ -26,6 +26,9 @@ behind the count). An expectation on a blank value (ncu columns without ncu, a s
 eager row) is not checked, never broken. Pure: no torch, numbers and strings in and out.
 """
 
+# Long: the prediction language (parse, scopes, derived columns) and its check against rows are one
+# grammar sharing its helpers.
+
 from __future__ import annotations
 
 import difflib

@@ -4,6 +4,9 @@
 columns that are not declared here, and ``analysis/`` reads these same names. No torch.
 """
 
+# Long: every column of every CSV, with its unit and meaning, in one table: the one place columns
+# are defined.
+
 from __future__ import annotations
 
 from typing import NamedTuple

@@ -11,6 +11,8 @@ process group. Slots are the scheduler's own: nothing is claimed through files o
 environment, and no two cells share a slot (a GPU, or a group of cores).
 """
 
+# Long: one class, the scheduler, and the process-group helpers only it uses.
+
 from __future__ import annotations
 
 import os

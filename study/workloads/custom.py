@@ -19,6 +19,9 @@
 every shape key the factories ask for has a value; one ConfigError says all that is wrong.
 """
 
+# Long: a workload of your own is checked at the sweep's start (import, signature, shape keys,
+# inputs), each check with its fix; the checks are short and many.
+
 from __future__ import annotations
 
 import importlib
