@@ -97,3 +97,11 @@ def cpu_isa_state(out: str) -> None:
 
     known = cpu_vec_isa.valid_vec_isa_list.cache_info().currsize
     _write(out, known=known, cache_dir=__import__("os").environ.get("TORCHINDUCTOR_CACHE_DIR"))
+
+
+def modules(out: str) -> None:
+    """What this cell inherited imported from its warm parent."""
+    import sys
+
+    _write(out, inductor="torch._inductor.compile_fx" in sys.modules,
+           phases="study.cell.phases" in sys.modules)  # fmt: skip

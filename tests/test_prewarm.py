@@ -52,6 +52,27 @@ def test_prewarm_does_each_per_process_item_once(triton):
     assert all(isinstance(did[k], float) for k in ("triton_ops", "triton_key", "triton_driver"))
 
 
+def test_an_eager_sweeps_prewarm_only_registers_cudas_ops(triton):
+    """No cell compiles: no compile-time imports, no Triton key or driver; CUDA's op definitions
+    still, which every eager CUDA cell's first call would make."""
+    calls, _ = triton
+    did = pw.prewarm(gpus=1, compiled=False)
+    assert calls == ["ops"] and set(did) == {"triton_ops"}
+
+
+@pytest.mark.parametrize(
+    "pts, want",
+    [([["variant=naive", "compile=off"], ["variant=flash", "compile=off"]], True),
+     ([["variant=naive", "compile=off"], ["variant=naive", "compile=default"]], False),
+     ([["variant=naive"]], False),  # the default may compile (an experiment's body can set it)
+     ([["compile=off", "compile.mode=default"]], False), ([], False)],
+)  # fmt: skip
+def test_a_sweep_is_eager_only_when_every_point_says_compile_off(pts, want):
+    from study.sweep.validate import eager_only
+
+    assert eager_only(pts) is want
+
+
 def test_prewarm_leaves_tritons_driver_alone_without_a_gpu(triton):
     """Triton's driver asks torch.cuda.is_available(): with no GPU counted by NVML, torch would
     ask the driver (cuInit in the server) and Triton would raise; so it is not built."""

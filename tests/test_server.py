@@ -120,3 +120,15 @@ def test_the_cpu_isa_probe_runs_once_in_the_parent_for_the_first_compiled_cpu_ce
     run(server, tmp_path, "cpu_isa_state", cpu_compile=True)
     assert server.query()["prewarm_s"]["cpu_isa"] == took  # once per parent
     assert any(prewarm.ISA_DIR.rglob("*")), "the probe's programs are kept for the next sweep"
+
+
+def test_an_eager_sweeps_warm_parent_leaves_inductor_out_and_its_cells_run(tmp_path):
+    """No cell of the sweep compiles (study.sweep.validate.eager_only): the parent imports what
+    an eager cell needs, not Dynamo or Inductor (2.4 s of its start on 2 cores)."""
+    s = Server(eager=True)
+    try:
+        assert s.status["eager_only"] is True and s.status["cuda_initialized"] is False
+        got = run(s, tmp_path, "modules")
+        assert got["inductor"] is False and got["phases"] is True
+    finally:
+        s.close()

@@ -59,7 +59,6 @@ def fits(shape: dict) -> None:
         )
 
 
-
 def validate(cfg: DictConfig, registry: bool = True) -> None:
     """Reject what types cannot: sizes, the compile target, counts, a variant that is not
     registered (``registry=False``: left to the caller, study.sweep.validate). Raises ConfigError."""

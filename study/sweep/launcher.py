@@ -36,8 +36,9 @@ class Launcher(HydraLauncher):
         old = int(self.config.get("gpu_slots") or 0)
         return old if old > 0 else max(1, self.n_jobs)
 
-    def start(self) -> None:
-        """The scheduler and its warm parent, now (it imports while the sweep is checked)."""
+    def start(self, eager: bool = False) -> None:
+        """The scheduler and its warm parent, now (it imports while the sweep is checked);
+        ``eager``: no cell of the sweep compiles (the parent leaves Inductor out)."""
         if self.scheduler is None:
             from study.sweep.scheduler import Scheduler
 
@@ -48,7 +49,7 @@ class Launcher(HydraLauncher):
 
             cores = str(self.config.cores)  # a bad core list is the check's to report
             cores = cores if check_spec(cores) is None else "auto"
-            self.scheduler = Scheduler(self.slots(), cores, self.prewarm, self.pycache)
+            self.scheduler = Scheduler(self.slots(), cores, self.prewarm, self.pycache, eager=eager)
             self.scheduler.start()
 
     def variants(self) -> dict:

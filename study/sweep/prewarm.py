@@ -31,6 +31,9 @@ WARM = (
     "study.cell.phases",
     "study.cell.worker",
 )
+# A sweep whose cells never compile (study.sweep.validate.eager_only): what an eager cell imports.
+WARM_EAGER = ("torch", "torch.utils.flop_counter", "torch.profiler", "study.cell.phases",
+              "study.cell.worker")  # fmt: skip
 # What a cell imports the first time it compiles (sys.modules after a compiled cell, against
 # the server's, on the H200 VM: 180 modules). Where the installed packages have no bytecode
 # caches (the H200 image), each child compiled their sources again: 0.7 s a compiled cell.
@@ -113,9 +116,10 @@ def _import(mod: str) -> None:
         importlib.import_module(mod)
 
 
-def prewarm(gpus: int) -> dict:
+def prewarm(gpus: int, compiled: bool = True) -> dict:
     """Work every cell would repeat that needs no device, done once; returns what it did
-    (seconds, or why an item was skipped). ``gpus``: the GPUs NVML counts (0: none, or no NVML).
+    (seconds, or why an item was skipped). ``gpus``: the GPUs NVML counts (0: none, or no NVML);
+    ``compiled=False``: no cell compiles, only CUDA's op registration is done.
 
     - ``WARM_COMPILE``: the modules a cell imports when it first compiles (0.7 s a compiled
       cell on the H200 image, which has no pyc). A module that fails to import is skipped
@@ -134,19 +138,22 @@ def prewarm(gpus: int) -> dict:
     import torch
 
     did: dict = {}
-    t = time.perf_counter()
-    failed = []
-    for mod in WARM_COMPILE:
-        try:
-            _import(mod)
-        except Exception as e:  # noqa: BLE001 - an optional import; named in the status
-            failed.append(f"{mod} ({type(e).__name__})")
-    did["imports"] = time.perf_counter() - t
-    if failed:
-        did["imports_skipped"] = "; ".join(failed)
+    if compiled:
+        t = time.perf_counter()
+        failed = []
+        for mod in WARM_COMPILE:
+            try:
+                _import(mod)
+            except Exception as e:  # noqa: BLE001 - an optional import; named in the status
+                failed.append(f"{mod} ({type(e).__name__})")
+        did["imports"] = time.perf_counter() - t
+        if failed:
+            did["imports_skipped"] = "; ".join(failed)
     register = getattr(torch.cuda, "_register_triton_kernels", None)
     if register is not None:
         did["triton_ops"] = _timed(register)
+    if not compiled:
+        return did
     try:
         from torch._inductor.runtime.triton_compat import HAS_TRITON, triton_key
     except ImportError:

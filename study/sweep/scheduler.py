@@ -113,12 +113,14 @@ class Scheduler:
     waits for the running cells, or (an exception, Ctrl-C) kills them."""
 
     def __init__(self, slots: int = 1, cores: str = "auto", prewarm: bool = True,
-                 pycache: str = "auto", total: int = 0, t0: float = 0.0, make_server=Server):  # fmt: skip
-        """``make_server(cores, prewarm=, pycache=)``: the warm parent (tests give a stand-in)."""
+                 pycache: str = "auto", total: int = 0, t0: float = 0.0, make_server=Server,
+                 eager: bool = False):  # fmt: skip
+        """``make_server(cores, prewarm=, pycache=, eager=)``: the warm parent (tests give a
+        stand-in); ``eager``: no cell compiles (study.sweep.validate.eager_only)."""
         self.slots = max(1, int(slots))
         self._make_server = make_server
         self.house, self.groups = pinning.plan(pinning.allowed(), self.slots, str(cores))
-        self._server_args = {"prewarm": prewarm, "pycache": pycache}
+        self._server_args = {"prewarm": prewarm, "pycache": pycache, "eager": eager}
         self._server: Server | None = None
         self.running: dict[int, Running] = {}  # request id -> cell
         self.total, self.t0, self.done = total, t0 or time.time(), 0

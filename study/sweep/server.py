@@ -1,6 +1,6 @@
 """The warm parent: import torch, Dynamo, Inductor and Triton once; fork a fresh child per cell.
 
-    python -m study.sweep.server [--no-prewarm]   # started by study.sweep.scheduler
+    python -m study.sweep.server [--no-prewarm] [--eager]   # started by study.sweep.scheduler
 
 Why: a cell spent 6-10 s of its life importing (H200 host) for < 1 s of measured work. The
 server pays the imports once per sweep and forks each cell from that warm state. A forked
@@ -52,7 +52,7 @@ import time
 import traceback
 import warnings
 
-from study.sweep.prewarm import WARM, cpu_isa, driver_initialised, prewarm
+from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
 
 PR_SET_PDEATHSIG = 1
 
@@ -109,6 +109,7 @@ def _status(imports_s: float, gpus: int, warmed: dict | None = None) -> dict:
         "imports_s": imports_s,
         "prewarm_s": warmed or {},
         "gc_frozen": gc.get_freeze_count(),
+        "eager_only": "torch._inductor.compile_fx" not in sys.modules,
     }
 
 
@@ -146,8 +147,9 @@ def _child(req: dict, parent: int) -> None:
         os._exit(code)
 
 
-def _warm_up(prewarm_on: bool) -> dict:
-    """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised."""
+def _warm_up(prewarm_on: bool, eager: bool = False) -> dict:
+    """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised.
+    ``eager``: no cell of the sweep compiles: Dynamo and Inductor are left unimported."""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     # Python 3.12+ warns on fork() with threads running. The one other thread is a native
     # thread torch starts at import; a forked child uses nothing it holds (DataLoader forks its
@@ -156,7 +158,7 @@ def _warm_up(prewarm_on: bool) -> dict:
         "ignore", message=r".*multi-threaded, use of fork\(\)", category=DeprecationWarning
     )
     t = time.perf_counter()
-    for mod in WARM:
+    for mod in WARM_EAGER if eager else WARM:
         try:
             importlib.import_module(mod)
         except ImportError as e:
@@ -172,7 +174,7 @@ def _warm_up(prewarm_on: bool) -> dict:
     _VARIANTS.update({n: list(registry.get(n).shape_keys) for n in registry.names()})
     imports_s = time.perf_counter() - t
     gpus = _gpus()
-    warmed = prewarm(gpus) if prewarm_on else {}
+    warmed = prewarm(gpus, compiled=not eager) if prewarm_on else {}
     # Every object so far is the warm state, shared by all cells: frozen, a cell's gc.collect()
     # walks only the cell's own objects. Unfrozen, each collection walked all of torch's: 0.19-0.24 s
     # a call, 0.7-1.0 s a cell (memory.Peak and timing.quiet collect before they measure).
@@ -202,7 +204,7 @@ def _reap(children: dict, send) -> None:
         send({"exit": children.pop(pid, None), "pid": pid, "rc": rc})
 
 
-def serve(prewarm_on: bool = True) -> None:
+def serve(prewarm_on: bool = True, eager: bool = False) -> None:
     """Serve the protocol on stdin/stdout until stdin ends; then kill what is left."""
     proto = os.fdopen(os.dup(1), "w")  # fd 1 goes to stderr: a stray print cannot break it
     os.dup2(2, 1)
@@ -213,7 +215,7 @@ def serve(prewarm_on: bool = True) -> None:
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
-    status = _warm_up(prewarm_on)
+    status = _warm_up(prewarm_on, eager)
     send({"ready": status})
     children: dict[int, object] = {}  # pid -> request id
     buf = b""
@@ -256,4 +258,4 @@ def serve(prewarm_on: bool = True) -> None:
 
 
 if __name__ == "__main__":
-    serve(prewarm_on="--no-prewarm" not in sys.argv)
+    serve(prewarm_on="--no-prewarm" not in sys.argv, eager="--eager" in sys.argv)

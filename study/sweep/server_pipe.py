@@ -23,7 +23,8 @@ class ServerError(RuntimeError):
 class Server:
     """One warm parent, started now (it imports while the sweep goes on), pinned to ``cores``."""
 
-    def __init__(self, cores=None, prewarm: bool = True, pycache: str = "auto", timeout=300.0):
+    def __init__(self, cores=None, prewarm: bool = True, pycache: str = "auto", timeout=300.0,
+                 eager: bool = False):  # fmt: skip
         libc_prctl()  # looked up here: the child only calls it (this process may have threads)
 
         def pre():
@@ -34,7 +35,7 @@ class Server:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.update(bytecode_cache(env, pycache))
         env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        args = [] if prewarm else ["--no-prewarm"]
+        args = ([] if prewarm else ["--no-prewarm"]) + (["--eager"] if eager else [])
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "study.sweep.server", *args],
             stdin=subprocess.PIPE,

@@ -62,8 +62,8 @@ class Sweeper(BasicSweeper):
         from study.sweep import validate
 
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
-        if launcher is not None:
-            launcher.start()  # the warm parent imports torch while the points are composed
+        if launcher is not None:  # the warm parent imports torch while the points are composed
+            launcher.start(eager=validate.eager_only(pts))
         loader = self.hydra_context.config_loader
         configs, whys = [], []
         for p in pts:
