@@ -202,6 +202,9 @@ def test_the_pass_is_pass_kind_and_step_kind_still_works_for_one_release():
         "step.kind is deprecated: use pass.kind (read as it for now)",
         "step.lr is deprecated: use pass.lr (read as it for now)",
     ]
+    from study.rows.io import base_row
+
+    assert base_row(compose("step.kind=fwd_bwd"), "x")["pass"] == "fwd_bwd"  # a crash row too
     with pytest.raises(ConfigError, match=r"step\.kind \(now pass\.kind\)='bwd'"):
         validate(compose("step.kind=bwd"))
     with pytest.raises(ConfigError, match=r"^pass\.kind='bwd' is not a pass"):

@@ -27,13 +27,14 @@ class FakeServer:
 
     made = 0
 
-    def __init__(self, cores, prewarm=True, pycache="auto", gpus=0, script=None):
+    def __init__(self, cores, prewarm=True, pycache="auto", gpus=0, script=None, eager=False):
         from study.workloads import registry
 
         FakeServer.made += 1
         variants = {n: list(registry.get(n).shape_keys) for n in registry.names()}
         self.status = {"cuda_available": gpus > 0, "device_count": gpus, "variants": variants}
         self.spawned, self.exits, self.dead, self.script = [], {}, False, script
+        self.eager = eager
 
     def alive(self):
         return not self.dead
@@ -119,7 +120,8 @@ def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, devi
 @pytest.mark.parametrize(
     "overrides, cuda, want",
     [(["compile=default"], False, True), (["compile=off"], False, False),
-     (["compile=default"], True, False), (["compile=default", "device=cpu"], True, True)],
+     (["compile=default"], True, False), (["compile=default", "device=cpu"], True, True),
+     (["compile=aot_eager"], False, False)],  # no Inductor: nothing to probe
 )  # fmt: skip
 def test_only_a_compiled_cpu_cell_asks_the_warm_parent_to_probe_the_cpu_first(
     tmp_path, monkeypatch, overrides, cuda, want
@@ -129,6 +131,14 @@ def test_only_a_compiled_cpu_cell_asks_the_warm_parent_to_probe_the_cpu_first(
     with Scheduler(1, make_server=make) as sched:
         sched.submit(cell_cfg(tmp_path, *overrides), sweep / "c", sweep)
     assert made[0].spawned[0]["cpu"] is want
+
+
+def test_an_eager_only_sweep_asks_for_a_warm_parent_without_inductor(tmp_path):
+    make, made = factory(script=end_oldest)
+    sweep = tmp_path / "sweep"
+    with Scheduler(1, make_server=make, eager=True) as sched:
+        sched.submit(cell_cfg(tmp_path, "compile=off"), sweep / "c", sweep)
+    assert made[0].eager is True and rows(sweep)["c"]["status"] == "crash"  # the stand-in's
 
 
 def test_timeout_counts_from_the_fork_not_from_the_wait_for_a_slot(tmp_path, monkeypatch):

@@ -2,10 +2,9 @@
 
 Hydra checks types and enum values when it composes (a bad dtype or a string where an int
 belongs fails at start, naming the full key). What types cannot say (sizes > 0, a compile
-mode spelled with a dash) is checked by ``validate``, which raises ``ConfigError`` with the
-key, the bad value and what is allowed. No torch import at module level: ``study.run``
-validates before any cell process starts. What types cannot say is in study.rows.config_rules,
-a cell's identity (its hash, renamed keys) in study.rows.identity.
+mode spelled with a dash) is checked by study.rows.config_rules; a cell's identity (its hash,
+renamed keys) is study.rows.identity. No torch import at module level: ``study.run``
+validates before any cell process starts.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from pathlib import Path
 from study.observe import metrics
 from study.rows import expect, revealed
 from study.rows.config import to_plain
+from study.rows.identity import renamed_keys
 from study.rows.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
@@ -39,6 +40,7 @@ def base_row(cfg, run_id: str) -> dict:
     """A cell's row before it is measured, from its config alone (no torch: the sweep writes
     it for a cell that wrote none, in the sweep's own process, which never imports torch)."""
     p = to_plain(cfg)
+    renamed_keys(p)  # a config given by an old name (step.kind): read as the new one
     c = p["compile"]
     return {
         "run_id": run_id,
@@ -49,7 +51,7 @@ def base_row(cfg, run_id: str) -> dict:
         "dynamic": c["dynamic"],
         "inductor_patches": ";".join(f"{k}={v}" for k, v in sorted(c["inductor"].items())),
         "compile_threads": c.get("threads"),
-        "pass": (p.get("pass") or {}).get("kind") or (p.get("step") or {}).get("kind") or "fwd",
+        "pass": p["pass"]["kind"],
         "compiled_autograd": c.get("compiled_autograd"),
         "freezing": c.get("freezing"),
         "device": p["device"],

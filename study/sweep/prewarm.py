@@ -181,7 +181,9 @@ def cpu_isa() -> float | str:
     cell has its own empty cache dir (cache=cold), so every compiled CPU cell paid the 15 s,
     inside its ``compile_s`` (naive/default: 16.1 s, of which its own compile about 1 s). The
     answer is the host's and is kept per process (functools caches), so forked cells inherit
-    it. Its test programs go to ``ISA_DIR``; the cells' own cache dirs are left alone.
+    it. Its test programs go to ``ISA_DIR``; the cells' own cache dirs are left alone. The
+    parent serves nothing while it probes: with several slots, another cell's exit is heard
+    (and its row written) up to that long late, once per sweep.
     """
     saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(ISA_DIR)

@@ -23,10 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from study.cell import compiling, pinning
-from study.rows import io
+from study.rows import io, targets
 from study.rows.config import plain
 from study.sweep import rundir
 from study.sweep.server_pipe import Server, ServerError
+
+
+def inductor(mode: str) -> bool:
+    """Whether a cell of this compile target runs Inductor (on the CPU: its ISA probe first)."""
+    return mode in targets.TARGETS and targets.get(mode).inductor
 
 
 def gpu_id(slot: int) -> str:
@@ -207,7 +212,7 @@ class Scheduler:
             r = cell.resolved
             rid, pid = self.server().spawn(
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
-                cell.run_dir / "cell.log", cpu_compile=r["device"] == "cpu" and r["compile"]["mode"] != "off",
+                cell.run_dir / "cell.log", cpu_compile=r["device"] == "cpu" and inductor(r["compile"]["mode"]),
             )  # fmt: skip
         except ServerError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
             self._lost(str(e))

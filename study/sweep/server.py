@@ -5,9 +5,11 @@
 Why: a cell spent 6-10 s of its life importing (H200 host) for < 1 s of measured work. The
 server pays the imports once per sweep and forks each cell from that warm state. A forked
 child is as isolated as a new process for what the study cares about: the parent never
-compiles, never touches CUDA and never runs an op, so every child starts with a fresh Dynamo
-state, Inductor config, CUDA context, allocator and compile caches (chosen by the child's own
-environment), and a child that crashes or hangs costs only its own row.
+compiles a workload, never touches CUDA and never runs an op, so every child starts with a
+fresh Dynamo state, Inductor config, CUDA context, allocator and compile caches (chosen by the
+child's own environment), and a child that crashes or hangs costs only its own row. What a
+child inherits is the host's, never a cell's: the imports, Triton's key and driver helper, and
+on the CPU the answer of Inductor's ISA probe (study.sweep.prewarm.cpu_isa).
 
 The parent must never initialise CUDA: a child cannot use a CUDA context its parent made.
 The server sets ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` before importing torch, so

@@ -36,7 +36,8 @@ def unique(pts: list[list[str]]) -> list[list[str]]:
 def eager_only(pts: list[list[str]]) -> bool:
     """Every point says ``compile=off`` (and no ``compile.mode``): no cell of the sweep compiles,
     so the warm parent can leave Inductor unimported (2.4 s on 2 cores). A point that says
-    nothing of compile counts as compiled: a wrong guess only costs the import in the cell."""
+    nothing of compile counts as compiled. A wrong guess (an experiment's body that sets
+    ``compile.mode`` under ``compile=off``) costs only speed: the cell imports what it needs."""
     return bool(pts) and all(
         "compile=off" in p and not any(o.startswith("compile.mode=") for o in p) for p in pts
     )
