@@ -66,7 +66,7 @@ def without_torch(module: str, args: list[str], timeout: int = 300) -> subproces
 
 
 @pytest.fixture
-def run_inline(tmp_path):
+def run_inline(tmp_path, monkeypatch):
     """Run one cell in this process (no subprocess) and return (row, kernels, autotune)."""
     from omegaconf import OmegaConf
 
@@ -82,7 +82,9 @@ def run_inline(tmp_path):
             from study.sweep.prewarm import cpu_isa
 
             cpu_isa()
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor_cache"))
+        # each test its own cache dir, as each forked cell has (cache=cold): Dynamo's and
+        # Inductor's file caches (FX graphs, automatic-dynamic state) are not the next test's
+        monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor_cache"))
         return run_cell(cfg, run_dir)
 
     return _run
