@@ -67,10 +67,6 @@ def validate(cfg: DictConfig, registry: bool = True) -> None:
     _variant(cfg, registry)
 
 
-def _get(node, key: str):
-    return node[key] if isinstance(node, DictConfig) else getattr(node, key)
-
-
 def _compile(c) -> None:
     if c.compile.mode not in COMPILE_MODES:
         raise ConfigError(
@@ -106,10 +102,10 @@ def _compile(c) -> None:
 
 def _sizes(c) -> None:
     for key in SHAPE_KEYS:
-        positive(f"shape.{key}", _get(c.shape, key))
-    fits({k: _get(c.shape, k) for k in SHAPE_KEYS})
+        positive(f"shape.{key}", c.shape[key])
+    fits({k: c.shape[k] for k in SHAPE_KEYS})
     for key in ("window", "prefix", "documents", "block_size"):
-        positive(f"family.{key}", _get(c.family, key))
+        positive(f"family.{key}", c.family[key])
     if c.family.softcap <= 0:
         raise ConfigError(f"family.softcap={c.family.softcap} is not allowed: it must be > 0.")
     attention_only = c.family.mask is not None or plain(c.family.score_mod) != "none"
@@ -120,15 +116,15 @@ def _sizes(c) -> None:
         )
     for dev, shp in c.family.shapes.items():
         for key in SHAPE_KEYS:
-            positive(f"family.shapes.{dev}.{key}", _get(shp, key))
+            positive(f"family.shapes.{dev}.{key}", shp[key])
 
 
 def _timing(c) -> None:
     t = c.timing
     for key in ("warmup", "graph_calls", "graph_replays"):
-        if _get(t, key) < (0 if key == "warmup" else 1):
+        if t[key] < (0 if key == "warmup" else 1):
             need = ">= 0" if key == "warmup" else ">= 1"
-            raise ConfigError(f"timing.{key}={_get(t, key)} is not allowed: it must be {need}.")
+            raise ConfigError(f"timing.{key}={t[key]} is not allowed: it must be {need}.")
     calls = given(c, "timing", "calls")
     if calls < 3:
         raise ConfigError(
@@ -220,7 +216,7 @@ def _variant(c, registry: bool) -> None:
 
         custom.check(c)
         return
-    if c.variant.get("kwargs") if isinstance(c, DictConfig) else c.variant.kwargs:
+    if c.variant.get("kwargs"):
         raise ConfigError(
             f"variant.kwargs apply to a variant of your own (variant.target), not to "
             f"variant={c.variant.name}: drop them, or use variant=custom variant.target=..."

@@ -19,21 +19,17 @@ import os
 import time
 from pathlib import Path
 
-WARM = (
-    "torch",
+# What an eager cell imports: all a sweep whose cells never compile needs (validate.eager_only).
+WARM_EAGER = ("torch", "torch.utils.flop_counter", "torch.profiler", "study.cell.phases",
+              "study.cell.worker")  # fmt: skip
+# And for a sweep that compiles: Dynamo, Inductor and FlexAttention too.
+WARM = WARM_EAGER + (
     "torch._dynamo",
-    "torch.utils.flop_counter",
-    "torch.profiler",
     "torch._inductor.compile_fx",
     "torch._inductor.select_algorithm",
     "torch._inductor.codecache",
     "torch.nn.attention.flex_attention",
-    "study.cell.phases",
-    "study.cell.worker",
 )
-# A sweep whose cells never compile (study.sweep.validate.eager_only): what an eager cell imports.
-WARM_EAGER = ("torch", "torch.utils.flop_counter", "torch.profiler", "study.cell.phases",
-              "study.cell.worker")  # fmt: skip
 # What a cell imports the first time it compiles (sys.modules after a compiled cell, against
 # the server's, on the H200 VM: 180 modules). Where the installed packages have no bytecode
 # caches (the H200 image), each child compiled their sources again: 0.7 s a compiled cell.
