@@ -55,6 +55,14 @@ def top_fused(kernels: pd.DataFrame, run_id: str, n: int = 2) -> str:
     return "; ".join(f"{x['kernel'][:40]} ({x['fused_ops'][:50]})" for _, x in k.iterrows())
 
 
+def _phase_note(ok: pd.DataFrame) -> str:
+    """', host slow' when a row was not timed in the host's fast phase (study.phase), as the
+    Findings' other tables say it: eager beside it ran in the same phase, so the ratio holds,
+    but its latencies are the slow phase's."""
+    phases = set(ok.get("timing_phase", pd.Series(dtype=str)).dropna().astype(str)) - {"fast", ""}
+    return f", host {'/'.join(sorted(phases))}" if phases else ""
+
+
 def table(raw: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFrame:
     """One line per model, pass and mode (its processes' median where repeated)."""
     r = rows(raw)
@@ -74,7 +82,9 @@ def table(raw: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFram
             continue
         sp, lo, hi = (_num(okg, c) for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high"))
         line["paired speedup"] = (
-            f"{sp.median():.2f}x [{lo.min():.2f}-{hi.max():.2f}]" if sp.notna().any() else ""
+            f"{sp.median():.2f}x [{lo.min():.2f}-{hi.max():.2f}]{_phase_note(okg)}"
+            if sp.notna().any()
+            else ""
         )
         line["compile s"] = sig(_num(okg, "compile_s").median())
         line["graph breaks"] = count(_num(okg, "graph_breaks").median()) if m != "off" else ""

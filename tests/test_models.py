@@ -119,7 +119,10 @@ def test_the_models_table_and_pass_rate_read_rows():
             {"variant": "gpt2", "family": "custom", "compile": "default", "pass": "fwd",
              "status": "ok", "kernels_per_step": 20, "speedup_paired": 1.5,
              "speedup_ci_low": 1.4, "speedup_ci_high": 1.6, "compile_s": 12.0,
-             "graph_breaks": 0, "run_id": "b"},
+             "graph_breaks": 0, "run_id": "b", "timing_phase": "fast"},
+            {"variant": "gpt2", "family": "custom", "compile": "default", "pass": "train_step",
+             "status": "ok", "speedup_paired": 1.2, "speedup_ci_low": 1.1,
+             "speedup_ci_high": 1.3, "run_id": "e", "timing_phase": "slow"},
             {"variant": "vit", "family": "custom", "compile": "default", "pass": "fwd",
              "status": "unsupported", "reason": "needs timm", "run_id": "c"},
             {"variant": "naive", "family": "attention", "compile": "off", "pass": "fwd",
@@ -127,12 +130,16 @@ def test_the_models_table_and_pass_rate_read_rows():
         ]
     )  # fmt: skip
     t = amodels.table(raw).set_index(["model", "mode"])
-    assert t.loc[("gpt2", "default"), "paired speedup"] == "1.50x [1.40-1.60]"
-    assert t.loc[("gpt2", "default"), "kernels eager → here"] == "40 → 20"
+    fwd = t[t["pass"] == "fwd"]
+    assert fwd.loc[("gpt2", "default"), "paired speedup"] == "1.50x [1.40-1.60]"
+    step = t[t["pass"] == "train_step"]
+    assert step.loc[("gpt2", "default"), "paired speedup"] == "1.20x [1.10-1.30], host slow"
+    assert fwd.loc[("gpt2", "default"), "kernels eager → here"] == "40 → 20"
     assert t.loc[("vit", "default"), "why not ok"] == "needs timm"
     assert "naive" not in set(t.index.get_level_values(0))
-    pr = amodels.pass_rate(raw).set_index("compile")
-    assert pr.loc["default", "pass rate"] == "50%" and pr.loc["off", "pass rate"] == "100%"
+    pr = amodels.pass_rate(raw).set_index(["compile", "pass"])
+    assert pr.loc[("default", "fwd"), "pass rate"] == "50%"
+    assert pr.loc[("off", "fwd"), "pass rate"] == "100%"
 
 
 def test_inputs_of_the_wrong_type_are_refused_at_start_naming_the_type():
