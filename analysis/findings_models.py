@@ -21,7 +21,7 @@ def section(data: dict) -> list[str]:
     return [
         "",
         f"Real models (source `{SOURCE}`, `python -m analysis.models`): random weights from "
-        "their config classes; paired speedup [95% interval] (\"host slow\" or \"mixed\": timed "
+        'their config classes; paired speedup [95% interval] ("host slow" or "mixed": timed '
         "outside the host's fast phase, with eager beside it in the same phase), compile "
         "seconds, graph breaks, kernels per step eager → compiled, peak memory and compression "
         "ratio:",
