@@ -17,18 +17,16 @@ HF = importlib.util.find_spec("transformers") is not None
 
 @pytest.mark.skipif(not HF, reason="transformers is not installed (pip install -e '.[dev]')")
 def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
-    # issue 34's acceptance: both passes, eager and compiled, on the CPU; one model each (the
-    # output and input structures of both are unit tests: tests/test_models.py)
+    # issue 34's acceptance: both models, both passes, eager and compiled, on the CPU, in one
+    # sweep (one warm parent); the output and input structures are unit tests (test_models.py)
     common = ["compile=default",  # each compiled cell runs eager beside itself (paired rounds)
               "+variant.kwargs.layers=1",  # the CPU shapes, one layer: compiling is most of it
               "timing.max_s=0.25", "timing.calls=5", "timing.warmup=1"]  # fmt: skip
-    rows = []
-    for variant, pas in (("gpt2", "fwd"), ("bert", "fwd_bwd")):
-        out = tmp_path / variant
-        r = cli("-m", f"variant={variant}", f"pass={pas}", *common, f"out_root={out}")
-        assert r.returncode == 0, r.stderr[-3000:]
-        rows += io.read_csv(sweep_dir(out) / "runs.csv")
-    assert [(x["variant"], x["pass"]) for x in rows] == [("gpt2", "fwd"), ("bert", "fwd_bwd")]
+    r = cli("-m", "variant=gpt2,bert", "pass=fwd,fwd_bwd", *common, f"out_root={tmp_path}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = io.read_csv(sweep_dir(tmp_path) / "runs.csv")
+    got = sorted((x["variant"], x["pass"]) for x in rows)
+    assert got == [("bert", "fwd"), ("bert", "fwd_bwd"), ("gpt2", "fwd"), ("gpt2", "fwd_bwd")]
     for x in rows:
         assert x["status"] == "ok", (x["run_id"], x["reason"])
         assert x["family"] == "custom"
