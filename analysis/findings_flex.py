@@ -4,7 +4,9 @@ kernel Inductor generated for flex, and no attention row above the calibrated pe
 ``python -m analysis.findings``.
 
 Useful TFLOP/s (``tflops_useful``) count only the score matrix the mask keeps; ``tflops``
-counts the full S×S matrix, so a masked kernel that skips tiles reads high there.
+counts the full S×S matrix, so a masked kernel that skips tiles reads high there. Rows with
+``flops_scheduled`` count flex's useful FLOPs by element, as SDPA's; older rows (v2) counted
+its block mask's kept tiles, and the text says which it read.
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ def section(data: dict) -> list[str]:
     r = r[r["pass"] == "fwd"]
     out = ["", *rates(r), *ratios(r), *sliding(r), *kernel(r, data["kernels"])]
     return out + peak_check(data["runs"])
+
+
+def by_element(r: pd.DataFrame) -> bool:
+    """Whether flex's useful FLOPs in these rows count the mask's elements (rows that carry
+    ``flops_scheduled``, the tiles, beside them), not its block mask's kept tiles (v2's rows)."""
+    f = r[r["variant"] == "flex"] if "variant" in r else r
+    return "flops_scheduled" in f and bool(
+        pd.to_numeric(f["flops_scheduled"], errors="coerce").notna().any()
+    )
 
 
 def _mask_order(m) -> int:
@@ -59,10 +70,16 @@ def rates(r: pd.DataFrame) -> list[str]:
     return [
         f"FlexAttention against the fused SDPA kernels (source `flex`, {x0['compile']} mode, "
         f"B{int(x0['batch'])} H{int(x0['heads'])} D{int(x0['head_dim'])}, {x0['dtype']}), "
-        "useful TFLOP/s (FLOPs of the score matrix the mask keeps over per-call latency; flex "
-        "counts the block mask's kept tiles, 1 − sparsity(), the SDPA kernels the mask's exact "
-        "elements, so at the same mask flex's count is the larger: compare flex and SDPA by "
-        "latency, the ratios below; a status where the cell did not run):",
+        "useful TFLOP/s (FLOPs of the score matrix the mask keeps over per-call latency; "
+        + (
+            "every variant counts the mask's kept elements, flex included (its block mask's "
+            "kept tiles are `flops_scheduled`)"
+            if by_element(r)
+            else "flex counts the block mask's kept tiles, 1 − sparsity(), the SDPA kernels the "
+            "mask's exact elements, so at the same mask flex's count is the larger: compare flex "
+            "and SDPA by latency, the ratios below"
+        )
+        + "; a status where the cell did not run):",
         "",
         *table(["mask", "seq_len", *variants], rows),
     ]
@@ -164,11 +181,22 @@ def sliding(r: pd.DataFrame) -> list[str]:
         + " → ".join(sig(x) for x in u)
         + f" TFLOP/s; counting the full S×S matrix it {way}: "
         + " → ".join(sig(x) for x in t)
-        + " (the block mask keeps "
-        + " → ".join(f"{x:.0%}" for x in u / t)
-        + " of its tiles)."
+        + _kept(s, u / t)
         + waits,
     ]
+
+
+def _kept(s: pd.DataFrame, share: pd.Series) -> str:
+    """' (the window keeps 37% → 19% of the matrix, its block mask 50% → 25% of the tiles)', or
+    for rows that counted tiles, ' (the block mask keeps 50% → 25% of its tiles)'."""
+    pct = " → ".join(f"{x:.0%}" for x in share)
+    if not by_element(s):
+        return f" (the block mask keeps {pct} of its tiles)."
+    tiles = pd.to_numeric(s["flops_scheduled"], errors="coerce") / pd.to_numeric(
+        s["flops"], errors="coerce"
+    )
+    return (f" (the window keeps {pct} of the matrix, its block mask "
+            + " → ".join(f"{x:.0%}" for x in tiles) + " of the tiles).")  # fmt: skip
 
 
 def kernel(r: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:

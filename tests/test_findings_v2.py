@@ -233,6 +233,23 @@ def test_flex_rates_ratios_sliding_window_and_the_peak():
     assert "Counting the full S×S matrix, 3 read above it." in text
 
 
+def test_flex_rows_that_count_elements_say_so_and_give_the_tiles_beside_them():
+    # rows with flops_scheduled: flex's useful FLOPs are the window's elements (as SDPA's);
+    # its block mask's tiles (here 1.5x the elements) are the second column
+    def by_element(seq, lat):
+        x = _flex("flex", "sliding_window", seq, lat)
+        x["flops"] = 4 * 8 * 16 * seq * seq * 64.0
+        x["flops_scheduled"] = x["flops"] * 1.5 * 256 / seq
+        return x
+
+    text = "\n".join(
+        findings_flex.section(_data([by_element(4096, 100.0), by_element(16384, 420.0)]))
+    )
+    assert "every variant counts the mask's kept elements, flex included" in text
+    assert "flex counts the block mask's kept tiles" not in text
+    assert "(the window keeps 6% → 2% of the matrix, its block mask 9% → 2% of the tiles)." in text
+
+
 def test_flex_judges_a_host_bound_length_by_its_device_time():
     rows = [
         # at 1024 the compiled flex call waits on the host: 150 µs per call, 75 on the GPU

@@ -108,7 +108,11 @@ def test_flex_eager_fallback_matches_float64_and_says_it_is_unfused(run_inline, 
     assert row["backend_seen"] == "flex_eager" and "unfused eager fallback" in row["notes"]
     assert row["mask"] == family[0].split("=")[1]
     assert row["flops_source"] == "flop_counter" and row["flops"] == 4 * 2 * 2 * 128**2 * 8
-    assert _useful(row) == pytest.approx(1 - row["block_sparsity"] / 100)
+    tiles = 1 - row["block_sparsity"] / 100  # the block mask's kept tiles, partial ones whole
+    assert row["flops_scheduled"] == pytest.approx(row["flops"] * tiles)
+    assert _useful(row) <= tiles  # the mask's kept elements: never more than its tiles
+    if row["mask"] == "causal":
+        assert _useful(row) == pytest.approx(129 / 256)  # S(S+1)/2 of S^2, as SDPA's
     assert row["tflops_useful"] == pytest.approx(row["tflops"] * _useful(row))
     if row["mask"] == "none":
         assert row["block_sparsity"] == 0.0 and row.get("block_mask_s") is None
@@ -122,6 +126,7 @@ def test_causal_sdpa_and_naive_need_half_the_matrix(run_inline):
         row, _, _ = run_inline(f"variant={variant}", "shape.seq_len=64", name=variant)
         assert row["status"] == "ok" and row["mask"] == "causal" and row["causal"] is True
         assert _useful(row) == pytest.approx(65 / 128)  # S(S+1)/2 of S^2
+        assert row.get("flops_scheduled") is None  # no block mask: nothing scheduled beyond
     row, _, _ = run_inline("variant=linear", name="linear")
     assert row["flops_useful"] == row["flops"] and row.get("mask") is None
 
@@ -172,7 +177,11 @@ def test_flex_experiment_tiny_form_compiles_flex_and_proves_its_kernel(tmp_path)
     assert "sdpa_mask0(" in flex["backend_proof"]  # the mask mod's ops, fused into the kernel
     assert float(flex["block_mask_s"]) > 0 and 0 < float(flex["block_sparsity"]) < 100
     density = 1 - float(flex["block_sparsity"]) / 100
-    assert float(flex["flops_useful"]) == pytest.approx(float(flex["flops"]) * density)
+    assert float(flex["flops_scheduled"]) == pytest.approx(float(flex["flops"]) * density)
+    # useful FLOPs count the window's elements, as SDPA's do: query i sees min(i + 1, 256) keys
+    kept = sum(min(i + 1, 256) for i in range(512)) / 512**2
+    assert float(flex["flops_useful"]) == pytest.approx(float(flex["flops"]) * kept)
+    assert kept < density  # the tiles hold more than the window
     kernels = io.read_csv(sweep / flex["run_id"] / "kernels.csv")
     (k,) = [k for k in kernels if "flex_attention" in k["fused_ops"]]
     assert k["inductor_kind"] == "template" and k["generated"] == "True"

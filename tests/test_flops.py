@@ -79,6 +79,16 @@ def test_useful_flops_are_the_share_the_work_needs():
     wl = Workload(fn=torch.softmax, inputs=(), reference=torch.softmax, useful_fraction=0.25)
     assert flops.cell_flops(_entry(), wl, SHAPE, 400.0)["flops_useful"] == 100.0
     assert flops.cell_flops(_entry(), wl, SHAPE, 0.0)["flops_useful"] is None  # blank stays blank
+    assert flops.cell_flops(_entry(), wl, SHAPE, 400.0)["flops_scheduled"] is None  # no tiles
+
+
+def test_scheduled_flops_are_the_tiles_a_kernel_is_given_beside_the_useful_elements():
+    # flex: the mask keeps 30% of the elements, its block mask 40% of the tiles
+    wl = Workload(fn=torch.softmax, inputs=(), reference=torch.softmax, useful_fraction=0.3,
+                  scheduled_fraction=0.4)  # fmt: skip
+    out = flops.cell_flops(_entry(), wl, SHAPE, 1000.0)
+    assert out["flops_useful"] == pytest.approx(300.0)
+    assert out["flops_scheduled"] == pytest.approx(400.0)
 
 
 def test_a_variant_without_counted_flops_or_formula_is_blank_never_the_familys():

@@ -37,7 +37,8 @@ def check(cell) -> None:
     factor = passes.flops_factor(cell.kind)
     if f["flops_source"] == "analytic" and factor != 1.0:  # a forward formula, scaled
         f["flops"] *= factor
-        f["flops_useful"] = f["flops_useful"] * factor if f["flops_useful"] else None
+        for k in ("flops_useful", "flops_scheduled"):
+            f[k] = f[k] * factor if f.get(k) else None
         f["flops_source"] = f"analytic x{factor:g} ({cell.kind})"
     cell.row.update(f)
     cell.check_ok, cell.check_reason = res["ok"], res["reason"]

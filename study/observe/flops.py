@@ -14,11 +14,12 @@ Where the number comes from, in this order (``flops_source``):
 3. blank, with ``flops_note`` saying why: then every rate is blank too.
 
 ``flops_useful`` is the part of ``flops`` the work needs: ``flops`` times the workload's
-``useful_fraction``. For attention that is what the mask keeps of the S x S score matrix: flex,
-the tiles its block mask keeps (1 - sparsity, partial tiles whole: the work its kernel is given);
-naive and SDPA, the unmasked elements (causal: S(S+1)/2 of S^2, about half). Elsewhere it
-equals ``flops``. ``tflops_useful`` over the per-call latency is the rate to hold against the
-calibrated peak: a fused kernel that skips masked tiles cannot read above it there.
+``useful_fraction``. For attention that is the elements the mask keeps of the S x S score
+matrix (causal: S(S+1)/2 of S^2, about half), the same numerator for naive, SDPA and flex.
+Elsewhere it equals ``flops``. ``flops_scheduled`` is what a kernel is given where that is more
+(flex: the tiles its block mask keeps, 1 - sparsity, partial tiles whole); blank elsewhere.
+``tflops_useful`` over the per-call latency is the rate to hold against the calibrated peak: a
+fused kernel that skips masked tiles cannot read above it there.
 
 ``cell_flops`` is pure: the counting happens in the cell's check (study.cell.phases._check).
 """
@@ -51,7 +52,10 @@ def cell_flops(entry, wl, shape: dict, counted: float | None) -> dict:
     is the share the work needs (``wl.useful_fraction``: for attention, what the mask keeps).
     """
     out = _flops(entry, shape, counted)
-    out["flops_useful"] = None if out["flops"] is None else out["flops"] * wl.useful_fraction
+    total = out["flops"]
+    out["flops_useful"] = None if total is None else total * wl.useful_fraction
+    tiles = wl.scheduled_fraction
+    out["flops_scheduled"] = None if total is None or tiles is None else total * tiles
     return out
 
 

@@ -456,9 +456,14 @@ RUN = (
             "flops_useful",
             "FLOP",
             "the part of flops the work needs: flops x the share of the S x S score matrix the "
-            "mask keeps. flex: its block mask's density, 1 - block_sparsity (partial tiles count "
-            "whole: the work its kernel is given); naive and SDPA: the unmasked elements (causal: "
-            "S(S+1)/2 of S^2, about half). Equal to flops for every non-attention workload",
+            "mask keeps, counted by element (causal: S(S+1)/2 of S^2, about half), the same for "
+            "naive, SDPA and flex. Equal to flops for every non-attention workload",
+        ),
+        Col(
+            "flops_scheduled",
+            "FLOP",
+            "flex: flops x its block mask's density, 1 - block_sparsity (partial tiles count "
+            "whole: the work its kernel is given, at least flops_useful). Blank elsewhere",
         ),
         Col(
             "bytes_min",

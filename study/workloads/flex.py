@@ -7,7 +7,9 @@ skips whole tiles. Under ``compile=off`` it runs flex's unfused eager fallback, 
 materialises the scores (torch warns; the row says so).
 
 - The block mask is built once here, outside every timed region, and its build time is the
-  row's ``block_mask_s``; its sparsity is ``block_sparsity`` and sets ``flops_useful``.
+  row's ``block_mask_s``. ``flops_useful`` counts the mask's kept elements, as for every
+  attention variant (so flex and SDPA share one numerator); the block mask's kept tiles, partial
+  ones whole (1 - ``block_sparsity``), give ``flops_scheduled``: the work its kernel is given.
 - ``family.block_size`` is the block mask's tile; ``+family.kernel_options.<key>=...`` reaches
   ``flex_attention(kernel_options=...)`` as given (its keys differ between torch versions).
 - The reference is float64 dense attention with the same mask and score mod
@@ -122,7 +124,8 @@ def build(shape, dtype, device, gen, causal=True, family=None, **_):
         ref_index=ref_index_of(shape),
         notes=sp["notes"] + ([f"kernel_options {options}"] if options else []),
         row=row,
-        useful_fraction=density,
+        useful_fraction=sp["density"],  # the mask's kept elements (evaluated once, on S x S)
+        scheduled_fraction=density,  # the kept tiles
         prove=prove,
     )
 
