@@ -31,14 +31,44 @@ def _shape_label(r, varying) -> str:
     return ", ".join(f"{k}={int(r[k])}" for k in varying if k in r and pd.notna(r[k]))
 
 
-def _payback(x) -> float | None:
-    """Calls until the compile time is repaid; only for a compiled cell that is faster."""
+WIDE = 2.0  # a payback range wider than this (most over fewest calls) is not quoted
+
+
+def _calls(x, sp) -> float | None:
+    gain = x["eager_us"] - x["eager_us"] / sp if sp and sp == sp else 0.0
+    return x["compile_s"] * 1e6 / gain if gain > 0 else None
+
+
+def _payback(x) -> tuple[float, float | None] | None:
+    """Calls until the compile time is repaid, as (fewest, most) over the speedup's interval
+    (most None: the interval reaches 1, so it may never be repaid); a speedup without an
+    interval gives (calls, calls). Only for a compiled cell that is faster."""
     if x["verdict"] not in ("faster",):
         return None
     if x["sp_kind"] == "paired":
-        gain = x["eager_us"] - x["eager_us"] / x["sp"]
-        return x["compile_s"] * 1e6 / gain if gain > 0 else None
-    return metrics.payback_calls(x["compile_s"], x["eager_lat"], x["latency_median_us"])
+        best = _calls(x, x.get("sp_hi") if x.get("sp_hi") == x.get("sp_hi") else x["sp"])
+        if best is None:
+            return None
+        lo = x.get("sp_lo")
+        return best, (_calls(x, lo) if lo == lo and lo is not None else best)
+    calls = metrics.payback_calls(x["compile_s"], x["eager_lat"], x["latency_median_us"])
+    return None if calls is None else (calls, calls)
+
+
+def payback_text(pay) -> str:
+    """'2,229–2,410' (fewest–most calls over the interval), '2,229' (one figure), or, where
+    the range spans more than WIDE, why it is not quoted."""
+    if pay is None:
+        return ""
+    few, most = pay
+    if most is None or most > WIDE * few:
+        return f"range over {WIDE:g}x, not quoted"
+    few, most = _3(few), _3(most)  # three figures: the interval leaves no more
+    return f"{few:,.0f}" if most == few else f"{few:,.0f}–{most:,.0f}"
+
+
+def _3(x: float) -> float:
+    return float(f"{x:.3g}")
 
 
 def rows(runs: pd.DataFrame) -> list[dict]:
@@ -109,7 +139,8 @@ def section(data: dict) -> list[str]:
         + ("the interval against 1.0, or for a speedup without one, " if paired else "")
         + f"more than {NOISE:.0%} from 1.0; "
         + ("repeats = the speedup's range over the cell's fresh processes; " if repeated else "")
-        + "payback = calls until the compile time is repaid, for a faster cell only; source = "
+        + "payback = calls until the compile time is repaid, for a faster cell only, over "
+        f"the speedup's interval (not quoted where that range spans more than {WIDE:g}x); source = "
         f"the sweep the row comes from, the first of {', '.join(PRIORITY)} that has it; other "
         "sweeps = the same comparison in the other sweeps that have it, which shows how far a "
         "host-bound cell moves with the host and its load):",
@@ -121,7 +152,7 @@ def section(data: dict) -> list[str]:
     head += ["compile s", "payback calls", "other sweeps"]
     body = []
     for x in rs:
-        pay = f"{x['payback']:,.0f}" if x["payback"] is not None else ""
+        pay = payback_text(x["payback"])
         cells = [x["label"], x["mode"], x["source"],
                  f"{count(x['eager_kernels'])} → {count(x['kernels_per_step'])}",
                  f"{sig(x['eager_lat'])} → {sig(x['latency_median_us'])}", sp_text(x),
@@ -141,9 +172,14 @@ def pays(rs: list[dict]) -> str:
     for label in dict.fromkeys(x["label"] for x in rs):
         mine = [x for x in rs if x["label"] == label]
         pay = [x for x in mine if x["payback"] is not None]
-        if pay:
-            b = min(pay, key=lambda x: x["payback"])
-            paying.append(f"{label} after {b['payback']:,.0f} calls ({b['mode']}, {sp_text(b)})")
+        quoted = [x for x in pay if "not quoted" not in payback_text(x["payback"])]
+        if quoted:
+            b = min(quoted, key=lambda x: x["payback"][0])
+            paying.append(
+                f"{label} after {payback_text(b['payback'])} calls ({b['mode']}, {sp_text(b)})"
+            )
+        elif pay:
+            paying.append(f"{label} (faster, but its payback's range spans more than {WIDE:g}x)")
         elif any(x["verdict"] != "slower" for x in mine):
             flat.append(label)
         else:

@@ -1,5 +1,7 @@
 """Every number in results/h200/FINDINGS.md comes from the committed H200 CSVs."""
 
+import pytest
+
 from analysis.findings import END, START, block, findings, write
 from tests.conftest import ROOT
 
@@ -89,7 +91,26 @@ def test_compile_table_keeps_shapes_apart_and_compares_within_one_sweep(tmp_path
     assert "| matmul_add (n=64) | default | part1 |" in text
     assert "| matmul_add (n=4096) | default | part1 | 3 → 2 | 217 → 173 | 1.25x | faster |" in text
     assert "| matmul_add | default | core |" not in text  # part1 comes first
-    assert "matmul_add (n=4096) after 33,398 calls (default, 1.25x)" in text
+    assert "matmul_add (n=4096) after 33,400 calls (default, 1.25x)" in text  # three figures
+
+
+def test_payback_is_a_range_over_the_interval_and_not_quoted_when_it_spans_over_2x():
+    from analysis.findings_compile import _payback, payback_text
+
+    # eager 100 us, 1 s of compile: at 2x, 50 us saved a call, 20,000 calls
+    def row(sp, lo, hi):
+        return {"verdict": "faster", "sp_kind": "paired", "eager_us": 100.0, "compile_s": 1.0,
+                "sp": sp, "sp_lo": lo, "sp_hi": hi}  # fmt: skip
+
+    assert _payback(row(2.0, 1.9, 2.1)) == pytest.approx(
+        (1e6 / (100 - 100 / 2.1), 1e6 / (100 - 100 / 1.9))
+    )
+    assert payback_text(_payback(row(2.0, 1.9, 2.1))) == "19,100–21,100"
+    # mlp's 1.03x [1.00-1.05]: from 21,000 calls to never; not quoted
+    assert _payback(row(1.03, 1.0, 1.05))[1] is None
+    assert "not quoted" in payback_text(_payback(row(1.03, 1.0, 1.05)))
+    assert "not quoted" in payback_text(_payback(row(1.1, 1.02, 1.2)))  # 60,000 to 510,000 calls
+    assert _payback({**row(0.9, 0.8, 0.95), "verdict": "slower"}) is None
 
 
 def test_scaling_section_gives_the_longest_run_and_the_first_oom(tmp_path):
