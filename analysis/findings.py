@@ -1,6 +1,7 @@
 """The H200 Findings, re-checked against committed results: ``python -m analysis.findings DIR``.
 
-Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): the blog's claims, each
+Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): its scope (GPUs, versions
+and host phase level, ``findings_scope``), the blog's claims, each
 with a verdict computed from the rows, then one section per question, each in its own module:
 what compile changes (``findings_compile``), v1 against v2 (``findings_v1``), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
@@ -24,6 +25,7 @@ from analysis import (
     findings_models,
     findings_predicted,
     findings_scaling,
+    findings_scope,
     findings_targets,
     findings_training,
     findings_v1,
@@ -62,7 +64,7 @@ def _safe(section, data: dict) -> list[str]:
 
 def findings(d: Path) -> str:
     data = read(Path(d))
-    out = _safe(claims, data)
+    out = _safe(findings_scope.section, data) + _safe(claims, data)
     for section in SECTIONS:
         out += _safe(section, data)
     return "\n".join(out) + "\n"

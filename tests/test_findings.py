@@ -240,3 +240,24 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
     assert flash in text
     assert "| 1.01x [0.992–1.03] | no measurable difference |" in text  # efficient default
     assert text.count("| naive | default | part3 |") == 1
+
+
+def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
+    import pandas as pd
+
+    from analysis import findings_scope
+
+    runs = pd.DataFrame(
+        [
+            {"device": "cuda", "device_name": "NVIDIA H200", "torch_version": "2.11.0+cu130",
+             "triton_version": "3.6.0", "source": "a", "gauge_fast_us": 13.1},
+            {"device": "cuda", "device_name": "NVIDIA H200", "torch_version": "2.11.0+cu130",
+             "triton_version": "3.6.0", "source": "b", "gauge_fast_us": 16.1},
+            {"device": "cuda", "device_name": "NVIDIA H200", "torch_version": "2.12.0",
+             "triton_version": "3.6.0", "source": "c", "gauge_fast_us": None},
+        ]
+    )  # fmt: skip
+    (line, _) = findings_scope.section({"runs": runs})
+    assert "3 cells measured on NVIDIA H200 (torch 2.11.0+cu130, 2.12.0; Triton 3.6.0)" in line
+    assert "read 13.1–16.1 µs in the 2 rows that record it (`a`, `b`)" in line
+    assert "the other 1 predate the gauge" in line
