@@ -1,0 +1,168 @@
+"""The reference study's audit: rows whose figures disagree with each other.
+
+    python -m analysis.audit DIR        # exit 1 when a checked row fails
+
+Three checks, on the rows made with the fixed paired timing (``pair_lead_in`` recorded: every
+row since the lead-in fix; v2's rows predate it and are counted, not judged):
+
+1. **Lead-in.** A GPU-bound forward compiled row's paired speedup is not more than
+   ``LEAD_IN`` (3%) below its per-call ratio (the eager cell's per-call latency over this
+   row's, same sweep and configuration), where the eager cell is GPU-bound too and both were
+   timed in the host's fast phase: only then is the per-call ratio the kernels'. v2's rows,
+   timed without a lead-in call before each block, read a median 0.968x of it.
+2. **Agreement.** A compiled row's per-call ratio and paired speedup differ by at most
+   ``AGREE`` (20%), unless either cell was timed outside the host's fast phase (``slow``,
+   ``mixed`` or ``contended``: study.phase). The per-call ratio sets two processes' latencies
+   side by side, so a host phase between them shows there; the paired speedup times both in
+   one process, in the same phase. The exempt rows are counted, not hidden.
+3. **Flex counts elements.** A masked flex row's ``flops_useful`` is the mask's elements:
+   at most its ``flops_scheduled`` (the tiles), and the same share of ``flops`` as an SDPA or
+   naive row of the same mask and length, where the sweep has one.
+
+Reads only CSVs; never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.findings_common import host_bound, read, with_eager
+
+LEAD_IN = 0.03
+AGREE = 0.20
+SAME_SHARE = 1e-6  # flex's element share against SDPA's at the same mask: equal but for rounding
+
+
+def _num(r: pd.DataFrame, col: str) -> pd.Series:
+    return pd.to_numeric(r[col], errors="coerce") if col in r else pd.Series(float("nan"), r.index)
+
+
+def fixed(r: pd.DataFrame) -> pd.Series:
+    """Rows made with the lead-in fix (they record ``pair_lead_in``)."""
+    return _num(r, "pair_lead_in").notna()
+
+
+def _name(x) -> str:
+    return f"{x.get('source', '?')}/{x['variant']}/{x['compile']}/{x.get('pass', 'fwd')}"
+
+
+def _fast(phase: pd.Series) -> pd.Series:
+    """Timed in the host's fast phase, or before phases were recorded (no column, or blank)."""
+    ph = phase.fillna("").astype(str)
+    return ph.isin(["", "fast"])
+
+
+def with_twin(runs: pd.DataFrame) -> pd.DataFrame:
+    """Compiled cells with their eager twin (findings_common.with_eager), and the twin's
+    host-boundness and timing phase (``eager_host_bound``, ``eager_phase``)."""
+    m = with_eager(runs)
+    if m.empty:
+        return m
+    m = m.copy()
+    keys = ["source", "run_id"] if "source" in runs else ["run_id"]  # run ids repeat across sweeps
+    e = runs.drop_duplicates(keys).set_index(keys)
+    want = m[keys[:-1] + ["eager_run_id"]].rename(columns={"eager_run_id": "run_id"})
+    twin = e.reindex(pd.MultiIndex.from_frame(want) if len(keys) > 1 else want["run_id"])
+    m["eager_host_bound"] = host_bound(twin.reset_index().copy()).to_numpy()
+    phase = twin["timing_phase"] if "timing_phase" in twin else pd.Series("", twin.index)
+    m["eager_phase"] = phase.fillna("").astype(str).to_numpy()
+    if "timing_phase" not in m:
+        m["timing_phase"] = ""
+    return m
+
+
+def lead_in(m: pd.DataFrame) -> list[str]:
+    both = (
+        ~host_bound(m) & ~m["eager_host_bound"] & _fast(m["timing_phase"]) & _fast(m["eager_phase"])
+    )
+    gpu = m[fixed(m) & both & (m["pass"] == "fwd") & (m["sp_kind"] == "paired")]
+    low = gpu[gpu["sp"] < (1 - LEAD_IN) * gpu["speedup"]]
+    return [
+        f"lead-in: {_name(x)} paired {x['sp']:.3f}x is {1 - x['sp'] / x['speedup']:.1%} below its "
+        f"per-call ratio {x['speedup']:.3f}x (GPU-bound)"
+        for _, x in low.iterrows()
+    ]
+
+
+def agreement(m: pd.DataFrame) -> list[str]:
+    p = m[fixed(m) & (m["sp_kind"] == "paired")]
+    off = (p["sp"] / p["speedup"] - 1).abs() > AGREE
+    bad = p[off & _fast(p["timing_phase"]) & _fast(p["eager_phase"])]
+    return [
+        f"agreement: {_name(x)} paired {x['sp']:.3f}x against per-call {x['speedup']:.3f}x "
+        f"({x['sp'] / x['speedup'] - 1:+.0%}; both timed in the fast phase)"
+        for _, x in bad.iterrows()
+    ]
+
+
+def exempt(m: pd.DataFrame) -> int:
+    """Compiled rows with a paired speedup whose own timing or whose eager twin's was not in the
+    fast phase: the agreement check does not judge them."""
+    p = m[fixed(m) & (m["sp_kind"] == "paired")]
+    return int((~(_fast(p["timing_phase"]) & _fast(p["eager_phase"]))).sum())
+
+
+def flex_elements(runs: pd.DataFrame) -> list[str]:
+    r = runs[fixed(runs) & (runs["status"] == "ok")] if "status" in runs else runs[:0]
+    if "mask" not in r or r.empty:
+        return []
+    share = _num(r, "flops_useful") / _num(r, "flops")
+    out = []
+    flex = r[(r["variant"] == "flex") & r["mask"].notna() & (r["mask"] != "none")]
+    for i, x in flex.iterrows():
+        tiles = pd.to_numeric(pd.Series([x.get("flops_scheduled")]), errors="coerce").iloc[0]
+        if tiles != tiles:
+            out.append(
+                f"flex: {_name(x)} ({x['mask']}) has no flops_scheduled: tiles, not elements?"
+            )
+            continue
+        if float(x["flops_useful"]) > tiles * (1 + SAME_SHARE):
+            out.append(f"flex: {_name(x)} ({x['mask']}) counts more useful FLOPs than tiles")
+        twin = r[(r["variant"] != "flex") & (r["mask"] == x["mask"])
+                 & (r["seq_len"] == x["seq_len"]) & (r.get("source") == x.get("source"))]  # fmt: skip
+        if len(twin) and abs(share[twin.index].iloc[0] - share[i]) > SAME_SHARE:
+            out.append(
+                f"flex: {_name(x)} ({x['mask']}, {x['seq_len']}) counts {share[i]:.4f} of the "
+                f"matrix, {twin.iloc[0]['variant']} {share[twin.index].iloc[0]:.4f}"
+            )
+    return out
+
+
+def audit(d: Path) -> tuple[list[str], str]:
+    """(failures, one line on what was checked) for the results or sweep dir ``d``."""
+    return check(read(Path(d))["runs"])
+
+
+def check(runs: pd.DataFrame) -> tuple[list[str], str]:
+    """(failures, one line on what was checked) for cells as analysis.load gives them."""
+    if runs.empty:
+        return [], "no rows"
+    m = with_twin(runs)
+    if m.empty:
+        return flex_elements(runs), f"{len(runs)} cells, none compiled with an eager twin"
+    failures = lead_in(m) + agreement(m) + flex_elements(runs)
+    line = (
+        f"{int(fixed(m).sum())} compiled cells made with the lead-in fix, with an eager twin, "
+        f"of {len(runs)} cells, checked ({exempt(m)} of them timed outside the host's fast "
+        f"phase, on their side or eager's, not judged for agreement): {len(failures)} failure(s)"
+    )
+    return failures, line
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dir", help="a results dir (results/h200) or a sweep dir")
+    a = p.parse_args(argv)
+    failures, line = audit(Path(a.dir))
+    print(line)
+    for f in failures:
+        print(f"  {f}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

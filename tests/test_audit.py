@@ -1,0 +1,55 @@
+"""analysis.audit: rows whose figures disagree with each other (issue 38's audit)."""
+
+import pandas as pd
+
+from analysis import audit
+
+
+def _cell(compile, lat, dev, sp=None, phase="fast", lead_in=1, run_id=None, **kw):
+    return {"source": "s", "variant": "naive", "compile": compile, "pass": "fwd",
+            "status": "ok", "device": "cuda", "seq_len": 1024, "batch": 8,
+            "latency_median_us": lat, "device_time_us": dev, "kernels_per_step": 4,
+            "speedup_paired": sp, "speedup_ci_low": sp and sp * 0.99,
+            "speedup_ci_high": sp and sp * 1.01, "timing_phase": phase,
+            "pair_lead_in": lead_in if compile != "off" else None,
+            "run_id": run_id or f"compile={compile}", **kw}  # fmt: skip
+
+
+def _check(*rows):
+    return audit.check(pd.DataFrame(rows))
+
+
+def test_a_gpu_bound_paired_speedup_below_its_per_call_ratio_fails_the_lead_in_check():
+    eager = _cell("off", 1000.0, 990.0)
+    fails, line = _check(eager, _cell("default", 330.0, 325.0, sp=2.9))  # per-call 3.03x: 4% below
+    assert [f for f in fails if f.startswith("lead-in")] and "1 failure" in line
+    fails, _ = _check(eager, _cell("default", 330.0, 325.0, sp=3.0))  # 1% below: ok
+    assert fails == []
+    # v2's rows (no pair_lead_in) are not judged
+    fails, _ = _check(eager, _cell("default", 330.0, 325.0, sp=2.9, lead_in=None))
+    assert fails == []
+
+
+def test_a_host_bound_or_slow_phase_eager_twin_makes_the_per_call_ratio_the_hosts():
+    # GPT-2's eager cell, host-bound and timed in the slow phase: 2,687 us against 1,850 paired
+    slow = _cell("off", 2687.0, 1294.0, phase="slow")
+    fails, line = _check(slow, _cell("default", 774.0, 768.0, sp=2.47))  # per-call 3.47x
+    assert fails == [] and "1 of them timed outside the host's fast phase" in line
+    # the same disagreement with both sides in the fast phase fails both checks
+    fast = _cell("off", 2687.0, 2600.0)
+    fails, _ = _check(fast, _cell("default", 774.0, 768.0, sp=2.47))
+    assert sorted(f.split(":")[0] for f in fails) == ["agreement", "lead-in"]
+
+
+def test_flex_must_count_the_masks_elements_as_sdpa_does():
+    def attn(variant, useful, scheduled=None):
+        return _cell("default", 100.0, 99.0, sp=1.0, variant=variant, mask="sliding_window",
+                     flops=1000.0, flops_useful=useful, flops_scheduled=scheduled,
+                     run_id=variant)  # fmt: skip
+
+    eager = _cell("off", 100.0, 99.0, mask="sliding_window")
+    assert _check(eager, attn("flex", 375.0, 500.0), attn("flash", 375.0))[0] == []
+    fails, _ = _check(eager, attn("flex", 500.0, 500.0), attn("flash", 375.0))  # tiles
+    assert len(fails) == 1 and "counts 0.5000 of the matrix, flash 0.3750" in fails[0]
+    fails, _ = _check(eager, attn("flex", 500.0), attn("flash", 375.0))  # a v2-style row
+    assert any("no flops_scheduled" in f for f in fails)
