@@ -27,6 +27,11 @@ or speedup change of a cell timed outside the host's fast phase on either side (
 ``timing_phase`` is mixed, slow or contended: study.phase), and a compile time change under
 ``COMPILE_FLOOR_S``.
 
+Each cell that moved (past a threshold, or with speedup intervals that no longer overlap) says
+why in ``why`` (``analysis.compare_causes``): its kernels or its device time changed (real), the
+speedup's method changed, A's paired speedup predates the lead-in fix, the host (kernels and
+device time unchanged, a side slow or host-bound), or the eager side moved.
+
 Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the summary, then
 the regressions (cells no longer ok first), the cells now ok and those only in B. Where both
 sides have ``autotune.csv``, a max-autotune cell that picked another choice for an op is named
@@ -47,9 +52,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import autotune_diff
+from analysis import autotune_diff, compare_causes
 from analysis.load import expand, load
-from analysis.measures import CONFIG_KEY, geomean, has, order, sig, speedups
+from analysis.measures import CONFIG_KEY, geomean, has, host_bound_of, order, sig, speedups
 from study.rows.schema import SHAPE_KEYS
 
 LATENCY = 0.05  # RELATIVE_THRESHOLD
@@ -161,16 +166,21 @@ def match(
         k["lat_w"], k["cmp_w"] = _spread(k, "latency_median_us"), _spread(k, "compile_s")
         k["mem_w"] = _spread(k, "peak_mem_alloc_bytes")
         k["lat_lo"], k["lat_hi"], k["lat_iv"] = latency_interval(k)
+        k["hb"] = host_bound_of(k).fillna(False).astype(bool)
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes", "lat_w",
-            "cmp_w", "mem_w", "timing_phase", *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
+            "cmp_w", "mem_w", "timing_phase", "device_time_us", "pair_lead_in", "hb",
+            *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):
         xa = _one_per_key(ka[ka["source"] == sa])
         xb = _one_per_key(kb[kb["source"] == sb])
-        m = xa[[c for c in keep if c in xa]].merge(
-            xb[[c for c in keep if c in xb]], on="_key", suffixes=("_a", "_b")
+        # both sides with the same columns: one a side lacks (an older study) reads blank,
+        # never unsuffixed from the other side
+        cols = [c for c in keep if c in xa or c in xb]
+        m = xa.reindex(columns=cols).merge(
+            xb.reindex(columns=cols), on="_key", suffixes=("_a", "_b")
         )
         seen_a |= {(sa, k) for k in m["_key"]}
         seen_b |= {(sb, k) for k in m["_key"]}
@@ -257,6 +267,9 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
         worse.append(", ".join(lost + [k for k, (w, _) in flags.items() if bool(w.iloc[i])]))
         better.append(", ".join(k for k, (_, b) in flags.items() if bool(b.iloc[i])))
     m["regressed"], m["improved"] = worse, better
+    # why: for every cell that moved past a threshold, or whose speedup intervals do not
+    # overlap (flash 0.958x [0.95-0.96] -> 1.00x [1.00-1.00] is under 5%, and a verdict change)
+    m["why"] = compare_causes.causes(m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo))
     return order(m).reset_index(drop=True)
 
 
@@ -315,6 +328,8 @@ def cell_table(m: pd.DataFrame) -> pd.DataFrame:
     out["regressed"], out["improved"] = m["regressed"], m["improved"]
     if "within_noise" in m and (m["within_noise"] != "").any():
         out["within noise"] = [_noise(r) for _, r in m.iterrows()]
+    if "why" in m and (m["why"] != "").any():
+        out["why"] = m["why"]
     return out
 
 

@@ -221,3 +221,47 @@ def test_no_autotune_pick_is_named_when_none_moved_or_a_side_has_none(tmp_path):
     (b / "autotune.csv").unlink()
     line, m = build(f"{a}:part3", f"{b}:part3", None)
     assert "autotune" not in line and (m["autotune"] == "").all()
+
+
+def test_why_a_cell_moved_real_kernels_device_time_lead_in_or_host(tmp_path):
+    part3 = "(runs['source'] == 'part3') & (runs['variant'] == '{v}') & (runs['compile'] == '{c}')"
+
+    def at(runs, v, c):
+        return eval(part3.format(v=v, c=c))  # noqa: S307 - a fixed expression over the frame
+
+    def changed(runs):
+        x = at(runs, "naive", "default")  # fewer kernels, faster: a real change
+        runs.loc[x, "kernels_per_step"] -= 1
+        for c in ("latency_median_us", "latency_p10_us", "latency_p90_us", "device_time_us"):
+            runs.loc[x, c] *= 0.7
+        y = at(runs, "math", "default")  # same kernels, 30% more device time
+        for c in ("latency_median_us", "latency_p10_us", "latency_p90_us", "device_time_us"):
+            runs.loc[y, c] *= 1.3
+        z = at(runs, "flash", "off")  # only the latency: the host, in a slow phase
+        for c in ("latency_median_us", "latency_p10_us", "latency_p90_us"):
+            runs.loc[z, c] *= 1.3
+        runs.loc[z, "timing_phase"] = "slow"
+
+    _, m = build(str(synth.H200), str(_h200_with(tmp_path, changed)), tmp_path / "out")
+    p3 = m[m["source_a"] == "part3"]
+    why = {(v, c): w for v, c, w in zip(p3["variant"], p3["compile"], p3["why"], strict=True)}
+    assert why[("naive", "default")].startswith("real: kernels per step")
+    assert why[("math", "default")] == "real: device time +30%"
+    assert why[("flash", "off")] == "host: kernels and device time unchanged (B slow, B host-bound)"
+    assert why[("efficient", "off")] == ""  # did not move
+
+
+def test_a_paired_speedup_that_rose_with_the_lead_in_fix_says_so():
+    from analysis.compare_causes import causes
+
+    m = pd.DataFrame([{"kernels": 0, "kernels_per_step_a": 4, "kernels_per_step_b": 4,
+                       "device_time_us_a": 320.0, "device_time_us_b": 321.0,
+                       "sp_kind_a": "paired", "sp_kind_b": "paired", "sp_a": 2.94, "sp_b": 3.26,
+                       "pair_lead_in_a": None, "pair_lead_in_b": 1}])  # fmt: skip
+    assert causes(m, pd.Series([True])) == [
+        "lead-in: A's paired timing had no lead-in call before each block"
+    ]
+    m["pair_lead_in_a"] = 1  # both with the fix: not the lead-in; a GPU-bound fast cell
+    assert causes(m, pd.Series([True]))[0].startswith("eager's side")
+    m["sp_kind_a"] = "cross-process"
+    assert causes(m, pd.Series([True])) == ["method: A's speedup is cross-process, B's paired"]

@@ -1,0 +1,60 @@
+"""Why a cell moved between two studies (``analysis.compare``'s ``why`` column): a real change
+(its kernels, or its device time), the speedup's method, the lead-in fix, the host, or the
+eager side. The first that applies is said; a cell that did not move gets none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def _num(m: pd.DataFrame, col: str) -> pd.Series:
+    return m[col].astype(float) if col in m else pd.Series(np.nan, index=m.index)
+
+
+DEVICE = 0.05  # device time moved by more than this: the kernels' own work changed
+
+
+def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
+    """Why a cell's latency or speedup moved between A and B (blank where it did not), the first
+    that applies: its kernels changed; its device time changed (real changes); device time
+    unknown; the speedup's method changed (cross-process against paired); A's paired speedup
+    predates the lead-in fix (no ``pair_lead_in``) and B's, with it, reads higher; the host
+    (kernels and device time unchanged, and a side timed outside the fast phase or
+    host-bound); else the eager side moved, not this cell."""
+    dev = _num(m, "device_time_us_b") / _num(m, "device_time_us_a")
+    kern = m["kernels"].fillna(0) != 0
+    lead = (
+        _num(m, "pair_lead_in_a").isna()
+        & _num(m, "pair_lead_in_b").notna()
+        & (m.get("sp_kind_a", pd.Series("", m.index)) == "paired")
+        & (_num(m, "sp_b") > _num(m, "sp_a"))
+    )
+    out = []
+    for i in range(len(m)):
+        x = m.iloc[i]
+        if not bool(moved.iloc[i]):
+            out.append("")
+        elif bool(kern.iloc[i]):
+            a, b = x["kernels_per_step_a"], x["kernels_per_step_b"]
+            out.append(f"real: kernels per step {a:g} → {b:g}")
+        elif dev.iloc[i] == dev.iloc[i] and abs(dev.iloc[i] - 1) > DEVICE:
+            out.append(f"real: device time {dev.iloc[i] - 1:+.0%}")
+        elif dev.iloc[i] != dev.iloc[i] and not bool(lead.iloc[i]):
+            out.append("unknown: kernels unchanged, device time not recorded on both sides")
+        elif str(x.get("sp_kind_a")) != str(x.get("sp_kind_b")):
+            out.append(f"method: A's speedup is {x.get('sp_kind_a')}, B's {x.get('sp_kind_b')}")
+        elif bool(lead.iloc[i]):
+            out.append("lead-in: A's paired timing had no lead-in call before each block")
+        else:
+            where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
+                     if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
+            where += [f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hb_{k}")]
+            out.append(
+                f"host: kernels and device time unchanged ({', '.join(where)})"
+                if where
+                else "eager's side: this cell's kernels, device time and host-boundness are "
+                "unchanged (see its eager cell)"
+            )
+    return out
