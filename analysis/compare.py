@@ -166,11 +166,11 @@ def match(
         k["lat_w"], k["cmp_w"] = _spread(k, "latency_median_us"), _spread(k, "compile_s")
         k["mem_w"] = _spread(k, "peak_mem_alloc_bytes")
         k["lat_lo"], k["lat_hi"], k["lat_iv"] = latency_interval(k)
-        k["hb"] = host_bound_of(k).fillna(False).astype(bool)
+        k["hbound"] = host_bound_of(k).fillna(False).astype(bool)
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes", "lat_w",
-            "cmp_w", "mem_w", "timing_phase", "device_time_us", "pair_lead_in", "hb",
+            "cmp_w", "mem_w", "timing_phase", "device_time_us", "pair_lead_in", "hbound",
             *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):

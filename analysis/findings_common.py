@@ -87,8 +87,9 @@ def shape_of(r) -> tuple:
 
 def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
     """Compiled ok cells with their eager twin of the same source, pass and shape (never across
-    sweeps: processes differ): ``eager_lat``, ``eager_kernels``, ``eager_run_id``, and the
-    cross-process ``speedup`` recomputed from the two medians. Then ``measures.speedups``."""
+    sweeps: processes differ): ``eager_lat``, ``eager_kernels``, ``eager_run_id``, the twin's
+    device time and host-boundness (``eager_dev``, ``eager_hb``), and the cross-process
+    ``speedup`` recomputed from the two medians. Then ``measures.speedups``."""
     o = ok(runs)
     keys = ["source", "variant", "pass", *[c for c in SHAPE_COLS if c in o]]
     if "mask" in o:
@@ -98,7 +99,13 @@ def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
     for x in (e, c):  # NaN never equals NaN in a merge key
         for k in keys:
             x[k] = x[k].astype(object).where(x[k].notna(), "-")
-    e = e.drop_duplicates(keys)[[*keys, "latency_median_us", "kernels_per_step", "run_id"]].rename(
+    e["eager_hb"] = host_bound(e)  # by its own figures, before they are renamed
+    e["eager_dev"] = pd.to_numeric(
+        e.get("device_time_us", pd.Series(index=e.index)), errors="coerce"
+    )
+    e = e.drop_duplicates(keys)[
+        [*keys, "latency_median_us", "kernels_per_step", "run_id", "eager_hb", "eager_dev"]
+    ].rename(
         columns={
             "latency_median_us": "eager_lat",
             "kernels_per_step": "eager_kernels",
