@@ -3,7 +3,8 @@
 Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): its scope (GPUs, versions
 and host phase level, ``findings_scope``), the blog's claims, each
 with a verdict computed from the rows, then one section per question, each in its own module:
-what compile changes (``findings_compile``), v1 against v2 (``findings_v1``), training
+what compile changes (``findings_compile``), compile effects against host effects
+(``findings_host``), v1 against v2 (``findings_v1``), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
 (``findings_flex``), attention over length (``findings_scaling``), compile targets
 (``findings_targets``), real models (``findings_models``) and the sweep's own cost
@@ -22,6 +23,7 @@ from analysis import (
     findings_compile,
     findings_cost,
     findings_flex,
+    findings_host,
     findings_models,
     findings_predicted,
     findings_scaling,
@@ -39,6 +41,7 @@ FILE = "FINDINGS.md"  # in the results dir: results/h200/FINDINGS.md
 SECTIONS = [
     findings_predicted.section,
     findings_compile.section,
+    findings_host.section,
     findings_v1.section,
     findings_training.section,
     findings_block.section,

@@ -71,6 +71,22 @@ def _3(x: float) -> float:
     return float(f"{x:.3g}")
 
 
+def host_only(x: dict) -> bool:
+    """Same kernels and the same device time (within 5%) as eager: whatever moved the latency
+    moved on the host (a slower verdict names it)."""
+    dev, edev = x.get("device_time_us"), x.get("eager_dev")
+    try:
+        same_dev = abs(float(dev) / float(edev) - 1) <= 0.05
+    except (TypeError, ValueError, ZeroDivisionError):
+        return False
+    return same_dev and x.get("kernels_per_step") == x.get("eager_kernels")
+
+
+def verdict_text(x: dict) -> str:
+    """The verdict, naming the host where a slower cell's kernels and device time are eager's."""
+    return "slower: the host" if x["verdict"] == "slower" and x.get("host_only") else x["verdict"]
+
+
 def rows(runs: pd.DataFrame) -> list[dict]:
     """One dict per (variant, shape, mode): the first source of PRIORITY that has it, with the
     same comparison in every other source that has it."""
@@ -90,6 +106,7 @@ def rows(runs: pd.DataFrame) -> list[dict]:
         varying = [c for c in cols if mine[c].nunique() > 1]
         x = x.to_dict()
         x["verdict"] = verdict(x)
+        x["host_only"] = host_only(x)
         every.append(
             {
                 **x,
@@ -156,7 +173,7 @@ def section(data: dict) -> list[str]:
         cells = [x["label"], x["mode"], x["source"],
                  f"{count(x['eager_kernels'])} → {count(x['kernels_per_step'])}",
                  f"{sig(x['eager_lat'])} → {sig(x['latency_median_us'])}", sp_text(x),
-                 x["verdict"]]  # fmt: skip
+                 verdict_text(x)]  # fmt: skip
         cells += [spread_text(x)] if repeated else []
         cells += [sig(x["compile_s"]), pay, x["elsewhere"]]
         body.append(cells)
@@ -183,7 +200,10 @@ def pays(rs: list[dict]) -> str:
         elif any(x["verdict"] != "slower" for x in mine):
             flat.append(label)
         else:
-            never.append(f"{label} (" + ", ".join(f"{x['mode']} {sp_text(x)}" for x in mine) + ")")
+            host = all(x.get("host_only") for x in mine)
+            never.append(f"{label} (" + ", ".join(f"{x['mode']} {sp_text(x)}" for x in mine)
+                         + ("; the host: same kernels and device time in every mode" if host else "")
+                         + ")")  # fmt: skip
     return (
         "When compiling pays for itself (the fewest calls over the modes measured): "
         + ("; ".join(paying) or "never")

@@ -1,0 +1,50 @@
+"""findings_host: compile effects against host effects, and the rule they give."""
+
+from analysis import findings_compile, findings_host
+from tests.test_findings_v2 import _cell, _data
+
+
+def _linear(mode, lat, dev, sp, eager_paired, phase="fast", kernels=1):
+    return _cell("part2", "linear", mode, lat, family="linear", device_time_us=dev,
+                 kernels_per_step=kernels, speedup_paired=sp, speedup_ci_low=sp * 0.98,
+                 speedup_ci_high=sp * 1.02, eager_latency_paired_us=eager_paired,
+                 timing_phase=phase, gpu_us_per_step=dev, compile_s=2.0)  # fmt: skip
+
+
+def _rows():
+    eager = _cell("part2", "linear", "off", 19.0, family="linear", device_time_us=2.9,
+                  kernels_per_step=1, timing_phase="fast", gpu_us_per_step=2.9)  # fmt: skip
+    return [
+        eager,
+        _linear("default", 80.0, 2.95, 0.25, 20.0),  # same kernels and device time: the host
+        _linear("reduce-overhead", 75.0, 39.0, 0.25, 19.0, kernels=2),  # graphs' copies
+    ]
+
+
+def test_a_slower_cell_with_eagers_kernels_and_device_time_names_the_host():
+    text = "\n".join(findings_host.section(_data(_rows())))
+    # E = 20 us paired, C = 20 / 0.25 = 80 us; device +0.05 us: 59.95 us more host time a call
+    assert "| linear | default | part2 | 1 → 1 | 2.90 → 2.95 | 20.0 → 80.0 | +60.0 | " in text
+    assert "slower: the host (same kernels, same device time) |" in text
+    assert "| linear | reduce-overhead | part2 | 1 → 2 |" in text
+    assert "slower: the device too (CUDA graphs' copies)" in text
+
+
+def test_the_rule_gives_the_wrappers_host_cost_and_the_gpu_work_under_which_cells_lose():
+    line = findings_host.rule(findings_host.frame(_data(_rows())["runs"]))
+    assert "Inductor without CUDA graphs (default)" in line
+    assert "costs the host 60.0–60.0 µs more than eager's dispatch" in line
+    assert "both sides host-bound" in line
+    assert "under about 80.0 µs of GPU work a call" in line and "*" not in line
+    # timed in a slow phase: the figures are marked
+    slow = _rows()
+    slow[1] = _linear("default", 80.0, 2.95, 0.25, 20.0, phase="slow")
+    assert "60.0–60.0* µs" in findings_host.rule(findings_host.frame(_data(slow)["runs"]))
+
+
+def test_the_compile_table_names_the_host_for_a_slower_cell_with_eagers_kernels():
+    text = "\n".join(findings_compile.section(_data(_rows())))
+    assert "| linear | default | part2 | 1 → 1 |" in text and "| slower: the host |" in text
+    assert "| linear | reduce-overhead | part2 | 1 → 2 |" in text
+    line = [x for x in text.split("\n") if x.startswith("| linear | reduce-overhead")][0]
+    assert "| slower |" in line  # its device time rose: not the host alone
