@@ -50,7 +50,9 @@ def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
         else:
             where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
                      if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
-            where += [f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")]
+            where += [
+                f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")
+            ]
             out.append(
                 f"host: kernels and device time unchanged ({', '.join(where)})"
                 if where
