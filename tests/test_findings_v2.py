@@ -391,3 +391,23 @@ def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read(
     line = findings_scaling.best_rates(ok.drop(columns="tflops_useful"), ok)
     assert "Best rate per variant (FLOPs of the full S×S matrix" in line
     assert "cudnn 938 TFLOP/s" in line and "about half of what they read" in line
+
+
+def test_scaling_speedups_are_paired_with_their_interval_or_said_to_be_cross_process():
+    import pandas as pd
+
+    from analysis import findings_scaling
+
+    def row(mode, seq, lat, **kw):
+        return {"variant": "flash", "compile": mode, "seq_len": seq, "status": "ok",
+                "kernels_per_step": 1, "latency_median_us": lat, **kw}  # fmt: skip
+
+    sc = pd.DataFrame([
+        row("off", 512, 30.0), row("off", 4096, 900.0),
+        row("default", 512, 100.0, speedup_paired=0.653, speedup_ci_low=0.638,
+            speedup_ci_high=0.672, timing_phase="fast"),
+        row("default", 4096, 900.0),  # an older row: no paired speedup
+    ])  # fmt: skip
+    text = "\n".join(findings_scaling._scaling_notes(sc, None, sc))
+    assert "flash 0.653x [0.638–0.672] at 512 → 1.00x cross-process at 4096" in text
+    assert "0.30x" not in text  # the cross-process ratio at 512, where a paired one exists
