@@ -284,7 +284,8 @@ def _tag(df: pd.DataFrame, label: str) -> None:
 
 # Versions are names, not numbers: CUDA "13.0" stays "13.0", cuDNN 91900 is not "91,900".
 TEXT = {c: str for c in ("torch_version", "triton_version", "cuda_version", "cudnn_version",
-                         "driver_version", "python_version", "git_rev", "config_hash")}  # fmt: skip
+                         "driver_version", "python_version", "git_rev", "code_hash",
+                         "config_hash")}  # fmt: skip
 
 
 def _read(path: Path) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import os
 import platform
 import socket
@@ -31,6 +33,31 @@ def git_revision() -> str | None:
 
 
 _REV = None
+
+# What decides what a cell measures: the study's code, its config and the Hydra plugins.
+CODE = (("study", "*.py"), ("conf", "*.yaml"), ("hydra_plugins", "*.py"))
+
+
+@functools.cache
+def code_hash() -> str | None:
+    """sha256 (12 hex) of the measuring code as it is on disk: ``CODE``'s files by relative
+    path and content. Rows with one ``code_hash`` ran the same code, whatever git says: a
+    study run over several sessions commits results between them (``git_rev`` moves), and a
+    copied working tree may carry a stale ``.git``. Once per process; forked cells inherit it."""
+    return hash_tree(Path(__file__).resolve().parents[2])
+
+
+def hash_tree(root: Path) -> str | None:
+    """``code_hash`` of the tree at ``root`` (None where it has none of ``CODE``'s files)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files = sorted(p for d, pat in CODE if (root / d).is_dir() for p in (root / d).rglob(pat))
+    if not files:
+        return None
+    for p in files:
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def _git_revision() -> str | None:
@@ -91,6 +118,7 @@ def collect(device: str) -> dict:
         "host": socket.gethostname(),
         "python_version": platform.python_version(),
         "git_rev": git_revision(),
+        "code_hash": code_hash(),
         "cpu_threads": torch.get_num_threads(),
     }
     try:

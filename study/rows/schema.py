@@ -564,6 +564,12 @@ RUN = (
         Col("host", "", "host name"),
         Col("python_version", "", "Python version"),
         Col("git_rev", "", "the study's git revision (-dirty when modified)"),
+        Col(
+            "code_hash",
+            "",
+            "sha256 (12 hex) of the measuring code on disk (study/*.py, conf/*.yaml, "
+            "hydra_plugins/*.py): rows with one code_hash ran the same code, whatever git_rev says",
+        ),
         Col("started_at", "", "UTC time the cell started"),
         Col(
             "wall_s",
@@ -819,6 +825,7 @@ NON_NUMERIC = frozenset(
         "host",
         "python_version",
         "git_rev",
+        "code_hash",
         "started_at",
         "trace_file",
         "causal",

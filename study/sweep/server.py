@@ -169,10 +169,11 @@ def _warm_up(prewarm_on: bool, eager: bool = False) -> dict:
             print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
     import torch
 
-    from study.rows.env import git_revision
+    from study.rows.env import code_hash, git_revision
     from study.workloads import registry
 
     git_revision()  # once here, inherited by every cell
+    code_hash()
     _VARIANTS.update({n: list(registry.get(n).shape_keys) for n in registry.names()})
     imports_s = time.perf_counter() - t
     gpus = _gpus()
