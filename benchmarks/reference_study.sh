@@ -14,6 +14,13 @@
 #   bash benchmarks/reference_study.sh v2-train OUTDIR  # the block (fwd, fwd_bwd) in all five
 #        modes; part3 pass=fwd_bwd; part2 pass=train_step; the dynamic-shape sweep
 #   bash benchmarks/reference_study.sh v2-flex OUTDIR   # +experiment=flex, then scaling
+# v3 (issue 38), one code revision (every row's code_hash the same) over several sessions:
+#   bash benchmarks/reference_study.sh v3 OUTDIR NAME...  # each NAME in turn, resume=true: a
+#        NAME whose cells are all ok already is skipped cell by cell; NAMEs: part3 part1 part2
+#        (repeats=3: every cell in 3 fresh processes), block block_bwd part3_bwd part2_train
+#        dynamic flex scaling targets (no aot_inductor: it segfaults in its loader on this
+#        image) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
+#        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
@@ -118,6 +125,22 @@ case $stage in
     ;;
   probe)
     t python3 benchmarks/fork_probe.py | tee "$out/fork_probe.txt"
+    ;;
+  v3)  # v3 OUTDIR NAME...: each experiment in turn, resumed where a sweep dir exists
+    shift 2
+    t python3 -m study.phase | tee -a "$out/phase.txt"
+    for name in "$@"; do
+      case $name in
+        part1|part2|part3) sweep "$name" +experiment="$name" repeats=3 resume=true ;;
+        block_bwd) sweep "$name" +experiment=block pass=fwd_bwd resume=true ;;
+        part3_bwd) sweep "$name" +experiment=part3 pass=fwd_bwd resume=true ;;
+        part2_train) sweep "$name" +experiment=part2 pass=train_step resume=true ;;
+        targets) sweep "$name" +experiment=targets \
+          compile=off,default,dynamo_eager,aot_eager,cudagraphs,cpp_wrapper resume=true ;;
+        block|dynamic|flex|scaling|models) sweep "$name" +experiment="$name" resume=true ;;
+        *) echo "v3: no experiment named $name"; exit 2 ;;
+      esac
+    done
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     name=$3; shift 3
