@@ -1,6 +1,6 @@
 """The reference study's audit: rows whose figures disagree with each other.
 
-    python -m analysis.audit DIR        # exit 1 when a checked row fails
+    python -m analysis.audit DIR [DIR...]   # exit 1 when a checked row fails
 
 Three checks, on the rows made with the fixed paired timing (``pair_lead_in`` recorded: every
 row since the lead-in fix; v2's rows predate it and are counted, not judged):
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import pandas as pd
 
 from analysis.findings_common import host_bound, read, with_eager
+from analysis.load import expand, load
 
 LEAD_IN = 0.03
 AGREE = 0.20
@@ -67,12 +67,17 @@ def with_twin(runs: pd.DataFrame) -> pd.DataFrame:
     e = runs.drop_duplicates(keys).set_index(keys)
     want = m[keys[:-1] + ["eager_run_id"]].rename(columns={"eager_run_id": "run_id"})
     twin = e.reindex(pd.MultiIndex.from_frame(want) if len(keys) > 1 else want["run_id"])
-    m["eager_host_bound"] = host_bound(twin.reset_index().copy()).to_numpy()
     phase = twin["timing_phase"] if "timing_phase" in twin else pd.Series("", twin.index)
-    m["eager_phase"] = phase.fillna("").astype(str).to_numpy()
+    extra = pd.DataFrame(
+        {
+            "eager_host_bound": host_bound(twin.copy().reset_index()).to_numpy(),
+            "eager_phase": phase.fillna("").astype(str).to_numpy(),
+        },
+        index=m.index,
+    )
     if "timing_phase" not in m:
-        m["timing_phase"] = ""
-    return m
+        extra["timing_phase"] = ""
+    return pd.concat([m, extra], axis=1)
 
 
 def lead_in(m: pd.DataFrame) -> list[str]:
@@ -106,6 +111,14 @@ def exempt(m: pd.DataFrame) -> int:
     return int((~(_fast(p["timing_phase"]) & _fast(p["eager_phase"]))).sum())
 
 
+def _masked_flex(runs: pd.DataFrame) -> int:
+    if "mask" not in runs or "variant" not in runs:
+        return 0
+    ok = runs["status"] == "ok" if "status" in runs else True
+    return int((fixed(runs) & ok & (runs["variant"] == "flex") & runs["mask"].notna()
+                & (runs["mask"] != "none")).sum())  # fmt: skip
+
+
 def flex_elements(runs: pd.DataFrame) -> list[str]:
     r = runs[fixed(runs) & (runs["status"] == "ok")] if "status" in runs else runs[:0]
     if "mask" not in r or r.empty:
@@ -132,9 +145,16 @@ def flex_elements(runs: pd.DataFrame) -> list[str]:
     return out
 
 
-def audit(d: Path) -> tuple[list[str], str]:
-    """(failures, one line on what was checked) for the results or sweep dir ``d``."""
-    return check(read(Path(d))["runs"])
+def audit(dirs: list[str]) -> tuple[list[str], str]:
+    """(failures, one line on what was checked) for a results dir (results/h200, its sources
+    in one runs.csv) or sweep dirs (each its own source, as analysis.report labels them)."""
+    paths = expand(dirs)
+    if len(paths) == 1 and "source" in pd.read_csv(paths[0] / "runs.csv", nrows=1).columns:
+        return check(read(paths[0])["runs"])
+    runs = load(paths)["runs"]
+    if "pass" in runs:
+        runs["pass"] = runs["pass"].fillna("fwd")
+    return check(runs)
 
 
 def check(runs: pd.DataFrame) -> tuple[list[str], str]:
@@ -142,22 +162,28 @@ def check(runs: pd.DataFrame) -> tuple[list[str], str]:
     if runs.empty:
         return [], "no rows"
     m = with_twin(runs)
+    flex = flex_elements(runs)
+    nflex = _masked_flex(runs)
     if m.empty:
-        return flex_elements(runs), f"{len(runs)} cells, none compiled with an eager twin"
-    failures = lead_in(m) + agreement(m) + flex_elements(runs)
+        return flex, (
+            f"{len(runs)} cells, none compiled with an eager twin; {nflex} masked flex row(s) "
+            f"checked: {len(flex)} failure(s)"
+        )
+    failures = lead_in(m) + agreement(m) + flex
     line = (
         f"{int(fixed(m).sum())} compiled cells made with the lead-in fix, with an eager twin, "
         f"of {len(runs)} cells, checked ({exempt(m)} of them timed outside the host's fast "
-        f"phase, on their side or eager's, not judged for agreement): {len(failures)} failure(s)"
+        f"phase, on their side or eager's, not judged for agreement), and {nflex} masked flex "
+        f"row(s): {len(failures)} failure(s)"
     )
     return failures, line
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("dir", help="a results dir (results/h200) or a sweep dir")
+    p.add_argument("dirs", nargs="+", help="a results dir (results/h200), or sweep dirs")
     a = p.parse_args(argv)
-    failures, line = audit(Path(a.dir))
+    failures, line = audit(a.dirs)
     print(line)
     for f in failures:
         print(f"  {f}")

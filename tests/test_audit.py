@@ -53,3 +53,13 @@ def test_flex_must_count_the_masks_elements_as_sdpa_does():
     assert len(fails) == 1 and "counts 0.5000 of the matrix, flash 0.3750" in fails[0]
     fails, _ = _check(eager, attn("flex", 500.0), attn("flash", 375.0))  # a v2-style row
     assert any("no flops_scheduled" in f for f in fails)
+
+
+def test_a_sweep_dir_without_a_source_column_is_audited_as_its_own_source(tmp_path):
+    # a sweep's runs.csv has no source column (analysis.load labels it by its dir)
+    d = tmp_path / "part3"
+    d.mkdir()
+    rows = [_cell("off", 1000.0, 990.0), _cell("default", 330.0, 325.0, sp=2.9)]
+    pd.DataFrame(rows).drop(columns="source").to_csv(d / "runs.csv", index=False)
+    fails, line = audit.audit([str(d)])
+    assert "1 failure" in line and fails[0].startswith("lead-in: part3/naive/default")
