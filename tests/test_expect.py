@@ -149,7 +149,10 @@ def test_the_blog_predictions_ship_with_the_attention_variants():
 
     want = {"naive": {"kernels_per_step": 6, "copies_per_step": 1},
             "naive_inplace": {"kernels_per_step": 5, "copies_per_step": 0},
-            "efficient": {"kernels_per_step": 1}, "cudnn": {"kernels_per_step": 1}}  # fmt: skip
+            "efficient": {"kernels_per_step": 1, "dominant_kernel": "~fmha_cutlassF"},
+            "cudnn": {"kernels_per_step": 1, "dominant_kernel": "~cudnn.*sdpa",
+                      "cpu_us_per_step": "160..270",
+                      "latency_vs": {"flash": ">=1", "efficient": "<=1"}}}  # fmt: skip
     for v, block in want.items():
         got = OmegaConf.to_container(compose(f"variant={v}").expect)
         assert got == {"cuda": {"eager": {"fwd": {"seq_len=1024": block}}}}, v
