@@ -15,9 +15,11 @@ row since the lead-in fix; v2's rows predate it and are counted, not judged):
    ``mixed`` or ``contended``: study.phase). The per-call ratio sets two processes' latencies
    side by side, so a host phase between them shows there; the paired speedup times both in
    one process, in the same phase. The exempt rows are counted, not hidden.
-3. **Flex counts elements.** A masked flex row's ``flops_useful`` is the mask's elements:
-   at most its ``flops_scheduled`` (the tiles), and the same share of ``flops`` as an SDPA or
-   naive row of the same mask and length, where the sweep has one.
+3. **Flex counts elements.** A masked flex row made by the element-counting code (it records
+   ``code_hash``) has ``flops_useful`` of the mask's elements: at most its ``flops_scheduled``
+   (the tiles), and the same share of ``flops`` as an SDPA or naive row of the same mask and
+   length in the same sweep, where there is one.
+4. **One code revision.** Every row that records ``code_hash`` records the same one.
 
 Reads only CSVs; never imports torch.
 """
@@ -111,21 +113,46 @@ def exempt(m: pd.DataFrame) -> int:
     return int((~(_fast(p["timing_phase"]) & _fast(p["eager_phase"]))).sum())
 
 
-def _masked_flex(runs: pd.DataFrame) -> int:
+def counted(r: pd.DataFrame) -> pd.Series:
+    """Rows whose FLOPs come from the element-counting code (they record ``code_hash`` or
+    ``flops_scheduled``): counting has nothing to do with the paired timing."""
+    return _num(r, "flops_scheduled").notna() | (
+        r["code_hash"].notna() if "code_hash" in r else pd.Series(False, r.index)
+    )
+
+
+def _masked(runs: pd.DataFrame) -> pd.Series:
     if "mask" not in runs or "variant" not in runs:
-        return 0
+        return pd.Series(False, runs.index)
     ok = runs["status"] == "ok" if "status" in runs else True
-    return int((fixed(runs) & ok & (runs["variant"] == "flex") & runs["mask"].notna()
-                & (runs["mask"] != "none")).sum())  # fmt: skip
+    return ok & (runs["variant"] == "flex") & runs["mask"].notna() & (runs["mask"] != "none")
+
+
+def _masked_flex(runs: pd.DataFrame) -> int:
+    return int((_masked(runs) & counted(runs)).sum())
+
+
+def one_code(runs: pd.DataFrame) -> list[str]:
+    """A study is one code revision: every row that records ``code_hash`` records the same."""
+    if "code_hash" not in runs:
+        return []
+    hashes = runs["code_hash"].dropna().astype(str).value_counts()
+    if len(hashes) <= 1:
+        return []
+    return [
+        "code: "
+        + ", ".join(f"{n} cells at code_hash {h}" for h, n in hashes.items())
+        + " (one study, one code revision: run the others again at one)"
+    ]
 
 
 def flex_elements(runs: pd.DataFrame) -> list[str]:
-    r = runs[fixed(runs) & (runs["status"] == "ok")] if "status" in runs else runs[:0]
-    if "mask" not in r or r.empty:
+    if "mask" not in runs or "status" not in runs:
         return []
+    r = runs[runs["status"] == "ok"]
     share = _num(r, "flops_useful") / _num(r, "flops")
     out = []
-    flex = r[(r["variant"] == "flex") & r["mask"].notna() & (r["mask"] != "none")]
+    flex = r[_masked(r) & counted(r)]
     for i, x in flex.iterrows():
         tiles = pd.to_numeric(pd.Series([x.get("flops_scheduled")]), errors="coerce").iloc[0]
         if tiles != tiles:
@@ -135,7 +162,7 @@ def flex_elements(runs: pd.DataFrame) -> list[str]:
             continue
         if float(x["flops_useful"]) > tiles * (1 + SAME_SHARE):
             out.append(f"flex: {_name(x)} ({x['mask']}) counts more useful FLOPs than tiles")
-        twin = r[(r["variant"] != "flex") & (r["mask"] == x["mask"])
+        twin = r[(r["variant"] != "flex") & (r["mask"] == x["mask"]) & share.notna()
                  & (r["seq_len"] == x["seq_len"]) & (r.get("source") == x.get("source"))]  # fmt: skip
         if len(twin) and abs(share[twin.index].iloc[0] - share[i]) > SAME_SHARE:
             out.append(
@@ -162,7 +189,7 @@ def check(runs: pd.DataFrame) -> tuple[list[str], str]:
     if runs.empty:
         return [], "no rows"
     m = with_twin(runs)
-    flex = flex_elements(runs)
+    flex = flex_elements(runs) + one_code(runs)
     nflex = _masked_flex(runs)
     if m.empty:
         return flex, (

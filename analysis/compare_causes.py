@@ -21,8 +21,9 @@ def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
     that applies: its kernels changed; its device time changed (real changes); device time
     unknown; the speedup's method changed (cross-process against paired); A's paired speedup
     predates the lead-in fix (no ``pair_lead_in``) and B's, with it, reads higher; the host
-    (kernels and device time unchanged, and a side timed outside the fast phase or
-    host-bound); else the eager side moved, not this cell."""
+    (kernels unchanged, a device change too small to carry the latency, and a side timed
+    outside the fast phase or host-bound); else, for a compiled cell, the eager side moved,
+    and for an eager cell it is unexplained."""
     dev = _num(m, "device_time_us_b") / _num(m, "device_time_us_a")
     kern = m["kernels"].fillna(0) != 0
     lead = (
@@ -31,19 +32,26 @@ def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
         & (m.get("sp_kind_a", pd.Series("", m.index)) == "paired")
         & (_num(m, "sp_b") > _num(m, "sp_a"))
     )
+    dev_us = (_num(m, "device_time_us_b") - _num(m, "device_time_us_a")).abs()
+    lat_us = (_num(m, "latency_median_us_b") - _num(m, "latency_median_us_a")).abs()
     out = []
     for i in range(len(m)):
         x = m.iloc[i]
+        hb = bool(x.get("hbound_a")) or bool(x.get("hbound_b"))
+        # a device change is the cause only where it carries the latency: a host-bound cell's
+        # few µs of device time can move 20% while its latency moves 40 µs on the host
+        carries = not hb or dev_us.iloc[i] >= 0.5 * lat_us.iloc[i]
+        eager = str(x.get("compile")) == "off"
         if not bool(moved.iloc[i]):
             out.append("")
         elif bool(kern.iloc[i]):
             a, b = x["kernels_per_step_a"], x["kernels_per_step_b"]
             out.append(f"real: kernels per step {a:g} → {b:g}")
-        elif dev.iloc[i] == dev.iloc[i] and abs(dev.iloc[i] - 1) > DEVICE:
+        elif dev.iloc[i] == dev.iloc[i] and abs(dev.iloc[i] - 1) > DEVICE and carries:
             out.append(f"real: device time {dev.iloc[i] - 1:+.0%}")
         elif dev.iloc[i] != dev.iloc[i] and not bool(lead.iloc[i]):
             out.append("unknown: kernels unchanged, device time not recorded on both sides")
-        elif str(x.get("sp_kind_a")) != str(x.get("sp_kind_b")):
+        elif not eager and str(x.get("sp_kind_a")) != str(x.get("sp_kind_b")):
             out.append(f"method: A's speedup is {x.get('sp_kind_a')}, B's {x.get('sp_kind_b')}")
         elif bool(lead.iloc[i]):
             out.append("lead-in: A's paired timing had no lead-in call before each block")
@@ -53,10 +61,13 @@ def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
             where += [
                 f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")
             ]
-            out.append(
-                f"host: kernels and device time unchanged ({', '.join(where)})"
-                if where
-                else "eager's side: this cell's kernels, device time and host-boundness are "
-                "unchanged (see its eager cell)"
-            )
+            if where:
+                out.append(
+                    f"host: kernels unchanged, the device time does not carry it ({', '.join(where)})"
+                )
+            elif eager:
+                out.append("unexplained: kernels and device time unchanged, GPU-bound, fast")
+            else:
+                out.append("eager's side: this cell's kernels, device time and host-boundness "
+                           "are unchanged (see its eager cell)")  # fmt: skip
     return out

@@ -35,9 +35,10 @@ def by_element(r: pd.DataFrame) -> bool:
     """Whether flex's useful FLOPs in these rows count the mask's elements (rows that carry
     ``flops_scheduled``, the tiles, beside them), not its block mask's kept tiles (v2's rows)."""
     f = r[r["variant"] == "flex"] if "variant" in r else r
-    return "flops_scheduled" in f and bool(
-        pd.to_numeric(f["flops_scheduled"], errors="coerce").notna().any()
-    )
+    f = f[f["status"] == "ok"] if "status" in f else f
+    if "flops_scheduled" not in f or f.empty:
+        return False  # every ok flex row must carry it: a mix of v2 and v3 rows is not by element
+    return bool(pd.to_numeric(f["flops_scheduled"], errors="coerce").notna().all())
 
 
 def _mask_order(m) -> int:

@@ -51,8 +51,21 @@ def test_flex_must_count_the_masks_elements_as_sdpa_does():
     assert _check(eager, attn("flex", 375.0, 500.0), attn("flash", 375.0))[0] == []
     fails, _ = _check(eager, attn("flex", 500.0, 500.0), attn("flash", 375.0))  # tiles
     assert len(fails) == 1 and "counts 0.5000 of the matrix, flash 0.3750" in fails[0]
-    fails, _ = _check(eager, attn("flex", 500.0), attn("flash", 375.0))  # a v2-style row
+    # a row of the new code (it records code_hash) without the tiles' column fails; a v2 row
+    # (neither) is not judged
+    fails, _ = _check(eager, {**attn("flex", 500.0), "code_hash": "abc"}, attn("flash", 375.0))
     assert any("no flops_scheduled" in f for f in fails)
+    assert _check(eager, attn("flex", 500.0), attn("flash", 375.0))[0] == []
+
+
+def test_a_study_is_one_code_revision():
+    rows = [_cell("off", 1000.0, 990.0, code_hash="aaa"),
+            _cell("default", 330.0, 325.0, sp=3.0, code_hash="bbb")]  # fmt: skip
+    fails, _ = _check(*rows)
+    assert fails == ["code: 1 cells at code_hash aaa, 1 cells at code_hash bbb (one study, one "
+                     "code revision: run the others again at one)"]  # fmt: skip
+    rows[1]["code_hash"] = "aaa"
+    assert _check(*rows)[0] == []
 
 
 def test_a_sweep_dir_without_a_source_column_is_audited_as_its_own_source(tmp_path):

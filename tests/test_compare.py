@@ -247,7 +247,9 @@ def test_why_a_cell_moved_real_kernels_device_time_lead_in_or_host(tmp_path):
     why = {(v, c): w for v, c, w in zip(p3["variant"], p3["compile"], p3["why"], strict=True)}
     assert why[("naive", "default")].startswith("real: kernels per step")
     assert why[("math", "default")] == "real: device time +30%"
-    assert why[("flash", "off")] == "host: kernels and device time unchanged (B slow, B host-bound)"
+    assert why[("flash", "off")] == (
+        "host: kernels unchanged, the device time does not carry it (B slow, B host-bound)"
+    )
     assert why[("efficient", "off")] == ""  # did not move
 
 
@@ -265,3 +267,22 @@ def test_a_paired_speedup_that_rose_with_the_lead_in_fix_says_so():
     assert causes(m, pd.Series([True]))[0].startswith("eager's side")
     m["sp_kind_a"] = "cross-process"
     assert causes(m, pd.Series([True])) == ["method: A's speedup is cross-process, B's paired"]
+
+
+def test_an_eager_cell_is_never_put_down_to_its_eager_side_and_a_tiny_device_move_is_not_real():
+    from analysis.compare_causes import causes
+
+    base = {"kernels": 0, "kernels_per_step_a": 1, "kernels_per_step_b": 1,
+            "sp_kind_a": "paired", "sp_kind_b": "paired", "pair_lead_in_a": 1,
+            "pair_lead_in_b": 1, "hbound_a": False, "hbound_b": False}  # fmt: skip
+    eager = {**base, "compile": "off", "device_time_us_a": 58.5, "device_time_us_b": 58.6,
+             "latency_median_us_a": 62.0, "latency_median_us_b": 58.6}  # fmt: skip
+    assert causes(pd.DataFrame([eager]), pd.Series([True]))[0].startswith("unexplained")
+    # Linear: 2.91 -> 2.70 us on the device (-7%) while the latency went 29 -> 62 us, host-bound
+    linear = {**base, "compile": "default", "device_time_us_a": 2.91, "device_time_us_b": 2.70,
+              "latency_median_us_a": 29.0, "latency_median_us_b": 62.0, "hbound_b": True}  # fmt: skip
+    assert causes(pd.DataFrame([linear]), pd.Series([True]))[0].startswith("host: ")
+    # a GPU-bound cell whose device time moved 7% with its latency: real
+    gpu = {**linear, "device_time_us_b": 3.11, "latency_median_us_a": 3.0,
+           "latency_median_us_b": 3.2, "hbound_b": False}  # fmt: skip
+    assert causes(pd.DataFrame([gpu]), pd.Series([True])) == ["real: device time +7%"]

@@ -25,17 +25,32 @@ def test_a_slower_cell_with_eagers_kernels_and_device_time_names_the_host():
     text = "\n".join(findings_host.section(_data(_rows())))
     # E = 20 us paired, C = 20 / 0.25 = 80 us; device +0.05 us: 59.95 us more host time a call
     assert "| linear | default | part2 | 1 → 1 | 2.90 → 2.95 | 20.0 → 80.0 | +60.0 | " in text
-    assert "slower: the host (same kernels, same device time) |" in text
+    assert "| +60.0 | slower: the host (same kernels) |" in text
     assert "| linear | reduce-overhead | part2 | 1 → 2 |" in text
     assert "slower: the device too (CUDA graphs' copies)" in text
 
 
+def test_one_host_bound_side_gives_a_bound_not_a_figure():
+    # GPT-2's forward: eager host-bound (1,910 us a call for 1,295 on the device), compiled
+    # GPU-bound (773 for 768): the host saved at least 1,910 - 773 us a call
+    eager = _cell("models", "gpt2", "off", 1910.0, family="custom", device_time_us=1295.0,
+                  kernels_per_step=74, timing_phase="fast", gpu_us_per_step=1295.0)  # fmt: skip
+    comp = _cell("models", "gpt2", "default", 773.0, family="custom", device_time_us=768.0,
+                 kernels_per_step=24, speedup_paired=1910 / 773, speedup_ci_low=2.4,
+                 speedup_ci_high=2.5, eager_latency_paired_us=1910.0, timing_phase="fast",
+                 gpu_us_per_step=768.0, compile_s=5.0)  # fmt: skip
+    text = "\n".join(findings_host.section(_data([eager, comp])))
+    assert "| 1,910 → 773 | ≤ -1,137.0 | faster: fewer launches save host time |" in text
+    assert "No cell gives the rule" in text  # neither side of a wrapper cell host-bound on both
+
+
 def test_the_rule_gives_the_wrappers_host_cost_and_the_gpu_work_under_which_cells_lose():
     line = findings_host.rule(findings_host.frame(_data(_rows())["runs"]))
-    assert "Inductor without CUDA graphs (default)" in line
+    assert (
+        "from the 1 cell(s) host-bound on both sides with eager's kernels (linear default)" in line
+    )
     assert "costs the host 60.0–60.0 µs more than eager's dispatch" in line
-    assert "both sides host-bound" in line
-    assert "under about 80.0 µs of GPU work a call" in line and "*" not in line
+    assert "its host side took 80.0–80.0 µs a call" in line and "*" not in line
     # timed in a slow phase: the figures are marked
     slow = _rows()
     slow[1] = _linear("default", 80.0, 2.95, 0.25, 20.0, phase="slow")

@@ -42,7 +42,7 @@ class Workload:
     # share of the call's FLOPs the work needs (attention: the unmasked part), for flops_useful
     useful_fraction: float = 1.0
     # share the kernel is given where it is not the work's (flex: the block mask's kept tiles,
-    # partial ones whole), for flops_scheduled; None: the same as useful_fraction
+    # partial ones whole), for flops_scheduled; None: flops_scheduled stays blank
     scheduled_fraction: float | None = None
     # proof of what ran, from the profiled trace: prove(kernel_rows, op_names, generated) ->
     # {ok, backend_seen, backend_proof, reason, notes}; None: the cell's SDPA proof, if any
