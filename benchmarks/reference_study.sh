@@ -128,6 +128,11 @@ case $stage in
     ;;
   v3)  # v3 OUTDIR NAME...: each experiment in turn, resumed where a sweep dir exists
     shift 2
+    known=" part1 part2 part3 block block_bwd part3_bwd part2_train dynamic flex scaling targets models "
+    [ $# -gt 0 ] || { echo "v3: name the experiments:$known"; exit 2; }
+    for name in "$@"; do  # every name checked before anything runs
+      [[ $known == *" $name "* ]] || { echo "v3: no experiment named $name; known:$known"; exit 2; }
+    done
     t python3 -m study.phase | tee -a "$out/phase.txt"
     for name in "$@"; do
       case $name in
@@ -137,8 +142,7 @@ case $stage in
         part2_train) sweep "$name" +experiment=part2 pass=train_step resume=true ;;
         targets) sweep "$name" +experiment=targets \
           compile=off,default,dynamo_eager,aot_eager,cudagraphs,cpp_wrapper resume=true ;;
-        block|dynamic|flex|scaling|models) sweep "$name" +experiment="$name" resume=true ;;
-        *) echo "v3: no experiment named $name"; exit 2 ;;
+        *) sweep "$name" +experiment="$name" resume=true ;;  # block dynamic flex scaling models
       esac
     done
     ;;
