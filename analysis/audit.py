@@ -59,32 +59,20 @@ def _fast(phase: pd.Series) -> pd.Series:
 
 
 def with_twin(runs: pd.DataFrame) -> pd.DataFrame:
-    """Compiled cells with their eager twin (findings_common.with_eager), and the twin's
-    host-boundness and timing phase (``eager_host_bound``, ``eager_phase``)."""
+    """Compiled cells with their eager twin (findings_common.with_eager: the twin's latency,
+    host-boundness ``eager_hb`` and timing phase ``eager_phase``)."""
     m = with_eager(runs)
-    if m.empty:
-        return m
-    m = m.copy()
-    keys = ["source", "run_id"] if "source" in runs else ["run_id"]  # run ids repeat across sweeps
-    e = runs.drop_duplicates(keys).set_index(keys)
-    want = m[keys[:-1] + ["eager_run_id"]].rename(columns={"eager_run_id": "run_id"})
-    twin = e.reindex(pd.MultiIndex.from_frame(want) if len(keys) > 1 else want["run_id"])
-    phase = twin["timing_phase"] if "timing_phase" in twin else pd.Series("", twin.index)
-    extra = pd.DataFrame(
-        {
-            "eager_host_bound": host_bound(twin.copy().reset_index()).to_numpy(),
-            "eager_phase": phase.fillna("").astype(str).to_numpy(),
-        },
-        index=m.index,
-    )
-    if "timing_phase" not in m:
-        extra["timing_phase"] = ""
-    return pd.concat([m, extra], axis=1)
+    if not m.empty and "timing_phase" not in m:
+        m = m.assign(timing_phase="")
+    return m
 
 
 def lead_in(m: pd.DataFrame) -> list[str]:
     both = (
-        ~host_bound(m) & ~m["eager_host_bound"] & _fast(m["timing_phase"]) & _fast(m["eager_phase"])
+        ~host_bound(m)
+        & ~m["eager_hb"].astype(bool)
+        & _fast(m["timing_phase"])
+        & _fast(m["eager_phase"])
     )
     gpu = m[fixed(m) & both & (m["pass"] == "fwd") & (m["sp_kind"] == "paired")]
     low = gpu[gpu["sp"] < (1 - LEAD_IN) * gpu["speedup"]]

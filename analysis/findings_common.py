@@ -88,7 +88,8 @@ def shape_of(r) -> tuple:
 def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
     """Compiled ok cells with their eager twin of the same source, pass and shape (never across
     sweeps: processes differ): ``eager_lat``, ``eager_kernels``, ``eager_run_id``, the twin's
-    device time and host-boundness (``eager_dev``, ``eager_hb``), and the cross-process
+    device time, host-boundness and timing phase (``eager_dev``, ``eager_hb``,
+    ``eager_phase``), and the cross-process
     ``speedup`` recomputed from the two medians. Then ``measures.speedups``."""
     o = ok(runs)
     keys = ["source", "variant", "pass", *[c for c in SHAPE_COLS if c in o]]
@@ -103,8 +104,17 @@ def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
     e["eager_dev"] = pd.to_numeric(
         e.get("device_time_us", pd.Series(index=e.index)), errors="coerce"
     )
+    e["eager_phase"] = e.get("timing_phase", pd.Series("", index=e.index)).fillna("").astype(str)
     e = e.drop_duplicates(keys)[
-        [*keys, "latency_median_us", "kernels_per_step", "run_id", "eager_hb", "eager_dev"]
+        [
+            *keys,
+            "latency_median_us",
+            "kernels_per_step",
+            "run_id",
+            "eager_hb",
+            "eager_dev",
+            "eager_phase",
+        ]
     ].rename(
         columns={
             "latency_median_us": "eager_lat",
