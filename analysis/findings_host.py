@@ -30,16 +30,13 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import findings_compile
-from analysis.findings_common import table
+from analysis.findings_common import device_pair, table
 from analysis.measures import count, sig
 
-GRAPHS = {"reduce-overhead", "max-autotune", "cudagraphs"}  # modes that replay CUDA graphs
 # Inductor without CUDA graphs: the compiled wrapper the rule is about (not Dynamo's or
 # AOTAutograd's layers alone, which targets measure apart)
 WRAPPERS = {"default", "max-autotune-no-cudagraphs", "cpp_wrapper"}
-# a slower cell's device time that rose by at least this share of the latency it added
-# counts as a cause beside the host (CUDA graphs' copies)
-DEVICE_SHARE = 0.25
+GRAPHS, DEVICE_SHARE = findings_compile.GRAPHS, findings_compile.DEVICE_SHARE
 
 
 def frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -56,8 +53,9 @@ def frame(runs: pd.DataFrame) -> pd.DataFrame:
     if rs.empty:
         return rs
     rs["C"] = rs["eager_us"] / rs["sp"]
-    rs["dev_c"] = pd.to_numeric(rs["device_time_us"], errors="coerce")
-    rs["dev_e"] = pd.to_numeric(rs["eager_dev"], errors="coerce")
+    pairs = [device_pair(x) for _, x in rs.iterrows()]
+    rs["dev_c"] = [c for c, _ in pairs]
+    rs["dev_e"] = [e for _, e in pairs]
     rs["host_us"] = rs["C"] - rs["eager_us"]
     rs["kind"] = [
         "=" if c and e else ">=" if c else "<=" for c, e in zip(rs["chb"], rs["ehb"], strict=True)
@@ -121,7 +119,7 @@ def section(data: dict) -> list[str]:
         "rounds: eager and compiled in one process, same host phase; a host-bound call's latency "
         "is its host time, so host µs a call = compiled latency − eager's where both are "
         "host-bound, at least that (≥) where only the compiled call is, at most (≤) where only "
-        "eager is; * = not timed in the host's fast phase, so its µs are a slower phase's; ? = "
+        "eager is; GPU busy = the trace's GPU busy time a step, the same profiler on both sides; * = not timed in the host's fast phase, so its µs are a slower phase's; ? = "
         "the row records no phase):",
         "",
         *table(
@@ -130,7 +128,7 @@ def section(data: dict) -> list[str]:
                 "mode",
                 "source",
                 "kernels eager → compiled",
-                "device µs eager → compiled",
+                "GPU busy µs eager → compiled",
                 "latency µs eager → compiled",
                 "host µs a call",
                 "cause",
@@ -138,7 +136,42 @@ def section(data: dict) -> list[str]:
             body,
         ),  # fmt: skip
     ]
-    return out + ["", rule(rs)]
+    out += ["", rule(rs)]
+    edge = near(data["runs"])
+    return out + (["", edge] if edge else [])
+
+
+def near(runs: pd.DataFrame) -> str:
+    """The slower forward cells under Inductor's wrappers that are not host-bound by the 10%
+    rule on either side, yet run eager's kernels in eager's device time (timed with the
+    lead-in): their GPU work a call is about the wrapper's host side, so the GPU waits on the
+    host part of the time (``findings_compile.host_only``)."""
+    rs = pd.DataFrame(findings_compile.rows(runs))
+    if rs.empty or "host_only" not in rs:
+        return ""
+    hb = rs["_hb"].fillna(False).astype(bool)
+    ehb = rs["eager_hb"].fillna(False).astype(bool) if "eager_hb" in rs else False
+    edge = rs[
+        (rs["pass"] == "fwd")
+        & rs["mode"].isin(WRAPPERS)
+        & (rs["verdict"] == "slower")
+        & rs["host_only"].fillna(False).astype(bool)
+        & ~hb
+        & ~ehb
+    ]
+    if edge.empty:
+        return ""
+    cells = "; ".join(
+        f"{x['label']} {x['mode']} {findings_compile.sp_text(x)} "
+        f"({sig(device_pair(x)[0])} µs busy on the device, latency "
+        f"{sig(float(x['eager_lat']))} → {sig(float(x['latency_median_us']))} µs)"
+        for _, x in edge.iterrows()
+    )
+    return (
+        "At the line, the host costs a little without making a cell host-bound (latency within "
+        "10% of its GPU time): the same kernels in the same device time, a few µs slower a "
+        f"call, because the GPU now waits on the host part of the time: {cells}."
+    )
 
 
 def rule(rs: pd.DataFrame) -> str:
@@ -162,7 +195,35 @@ def rule(rs: pd.DataFrame) -> str:
         f"{sig(added.median())}{star}), and its host side took {sig(host.min())}–"
         f"{sig(host.max())}{star} µs a call. So a cell with less GPU work a call than that is "
         "host-bound when compiled, and gets slower unless its kernels save more than the added "
-        "host time; CUDA graphs replace that host side with one graph launch, whose copies then "
-        "show on the device."
+        "host time."
+        + graphs_text(rs, host)
         + (" (*: from rows not timed in the host's fast phase, or recording none.)" if star else "")
+    )
+
+
+def graphs_text(rs: pd.DataFrame, wrapper_host: pd.Series) -> str:
+    """What CUDA graphs' host side took, from the graph-mode cells host-bound on both sides,
+    against the wrapper's: a replay saves launches, but its own bookkeeping (CUDA graph trees:
+    checking and copying inputs into the graph's buffers) is host time too."""
+    g = rs[rs["mode"].isin(GRAPHS) & (rs["kind"] == "=")]
+    if g.empty:
+        return ""
+    fast = g[g["fast"]]
+    use = fast if len(fast) else g
+    star = "" if len(fast) else "*"
+    lo, hi = use["C"].min(), use["C"].max()
+    more = lo > wrapper_host.max()
+    less = hi < wrapper_host.min()
+    cells = ", ".join(f"{x['label']} {x['mode']}" for _, x in use.iterrows())
+    return (
+        f" Under CUDA graphs ({cells}) a call's host side took {sig(lo)}–{sig(hi)}{star} µs: "
+        + (
+            "more than without them, so for calls this small the graph's own bookkeeping "
+            "(checking and copying inputs into its buffers) costs more host time than the "
+            "launches it saves."
+            if more
+            else "less than without them: the replay saves launches."
+            if less
+            else "about the same as without them."
+        )
     )

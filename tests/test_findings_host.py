@@ -63,3 +63,58 @@ def test_the_compile_table_names_the_host_for_a_slower_cell_with_eagers_kernels(
     assert "| linear | reduce-overhead | part2 | 1 → 2 |" in text
     line = [x for x in text.split("\n") if x.startswith("| linear | reduce-overhead")][0]
     assert "| slower |" in line  # its device time rose: not the host alone
+
+
+def _cudnn(mode, lat, busy, sp, kernels=2, lead_in=1.0, dev=None):
+    """part3's cuDNN forward as v3 timed it: GPU-bound, 58 µs of kernels a call."""
+    return _cell("part3", "cudnn", mode, lat, device_time_us=busy if dev is None else dev,
+                 gpu_us_per_step=busy, kernels_per_step=kernels, speedup_paired=sp,
+                 speedup_ci_low=sp - 0.01, speedup_ci_high=sp + 0.005,
+                 eager_latency_paired_us=58.8, timing_phase="fast", pair_lead_in=lead_in,
+                 compile_s=0.5)  # fmt: skip
+
+
+def _cudnn_rows(lead_in=1.0):
+    eager = _cell("part3", "cudnn", "off", 58.8, device_time_us=58.5, gpu_us_per_step=57.6,
+                  kernels_per_step=2, timing_phase="fast")  # fmt: skip
+    return [
+        eager,
+        # the same kernels in the same device time, 1.8 µs slower a call: the host
+        _cudnn("default", 60.6, 57.1, 0.976, lead_in=lead_in),
+        # CUDA graphs: two copies more on the device (100 µs busy): the device
+        _cudnn("reduce-overhead", 105.6, 100.2, 0.558, kernels=4, lead_in=lead_in, dev=111.4),
+    ]
+
+
+def test_a_gpu_bound_cell_timed_with_the_lead_in_and_eagers_kernels_names_the_host():
+    text = "\n".join(findings_compile.section(_data(_cudnn_rows())))
+    line = [x for x in text.split("\n") if x.startswith("| cudnn | default")][0]
+    assert "| slower: the host |" in line
+    ro = [x for x in text.split("\n") if x.startswith("| cudnn | reduce-overhead")][0]
+    assert "| slower |" in ro  # its device time rose: not the host
+    assert "default 0.976x [0.966–0.981]: the host" in text  # the 'slower in every mode' line
+    assert "reduce-overhead 0.558x [0.548–0.563]: the device (CUDA graphs' copies)" in text
+    # v2's rows (no lead-in recorded) read low by the timing alone: never put down to the host
+    old = "\n".join(findings_compile.section(_data(_cudnn_rows(lead_in=float("nan")))))
+    line = [x for x in old.split("\n") if x.startswith("| cudnn | default")][0]
+    assert "the host" not in line and "| slower |" in line
+
+
+def test_cells_at_the_line_are_named_beside_the_rule():
+    text = "\n".join(findings_host.section(_data(_rows() + _cudnn_rows())))
+    edge = [x for x in text.split("\n") if x.startswith("At the line")][0]
+    assert "cudnn default 0.976x [0.966–0.981] (57.1 µs busy on the device, latency 58.8 → 60.6 µs)" in edge
+    assert "reduce-overhead" not in edge  # a graph mode whose device time rose is not at the line
+
+
+def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
+    # compiled nn.Linear under reduce-overhead on the H200: do_bench around the host-bound call
+    # reads 46.7 µs, the trace 7.0 µs busy; the 62 µs it adds are the host's
+    rows = _rows()
+    rows[2] = _linear("reduce-overhead", 82.0, 46.7, 19.2 / 82.0, 19.2, kernels=2)
+    rows[2]["gpu_us_per_step"] = 7.0
+    text = "\n".join(findings_host.section(_data(rows)))
+    line = [x for x in text.split("\n") if x.startswith("| linear | reduce-overhead")][0]
+    assert "| 2.90 → 7.00 |" in line and "slower: the host (its kernels changed)" in line
+    # and the rule says what the graph's host side took, against the wrapper's 80 µs
+    assert "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0–82.0 µs: more than without them" in text
