@@ -89,9 +89,30 @@ def agreement(m: pd.DataFrame) -> list[str]:
     bad = p[off & _fast(p["timing_phase"]) & _fast(p["eager_phase"])]
     return [
         f"agreement: {_name(x)} paired {x['sp']:.3f}x against per-call {x['speedup']:.3f}x "
-        f"({x['sp'] / x['speedup'] - 1:+.0%}; both timed in the fast phase)"
+        f"({x['sp'] / x['speedup'] - 1:+.0%}; both timed in the fast phase)" + moved(x)
         for _, x in bad.iterrows()
     ]
+
+
+def moved(x) -> str:
+    """Which side's latency differs between its own per-call timing and the paired blocks:
+    eager alone (its own cell, another process) against eager in the pairs, and the compiled
+    call's per-call chunks against its paired blocks (the same process)."""
+    try:
+        e_alone, e_pair = float(x["eager_lat"]), float(x["eager_latency_paired_us"])
+        c_alone = float(x["latency_median_us"])
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if not (e_alone == e_alone and e_pair == e_pair and c_alone == c_alone and x["sp"] > 0):
+        return ""
+    c_pair = e_pair / x["sp"]
+    de, dc = e_pair / e_alone - 1, c_pair / c_alone - 1
+    side = "eager" if abs(de) > abs(dc) else "the compiled call"
+    return (
+        f": eager {e_alone:,.0f} µs a call in its own cell, {e_pair:,.0f} in the pairs "
+        f"({de:+.0%}); compiled {c_alone:,.0f} per call, {c_pair:,.0f} in the pairs ({dc:+.0%}): "
+        f"{side} moved"
+    )
 
 
 def exempt(m: pd.DataFrame) -> int:

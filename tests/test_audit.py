@@ -76,3 +76,15 @@ def test_a_sweep_dir_without_a_source_column_is_audited_as_its_own_source(tmp_pa
     pd.DataFrame(rows).drop(columns="source").to_csv(d / "runs.csv", index=False)
     fails, line = audit.audit([str(d)])
     assert "1 failure" in line and fails[0].startswith("lead-in: part3/naive/default")
+
+
+def test_an_agreement_failure_says_which_side_moved():
+    # v3's flash fwd_bwd under max-autotune on the H200: eager 448 us a step in its own cell,
+    # 644 in the compiled cell's pairs; the compiled step 1,054 per call, 1,079 in the pairs
+    eager = _cell("off", 448.0, 449.0, **{"pass": "fwd_bwd"})
+    comp = _cell("max-autotune", 1054.0, 1121.0, sp=0.597, eager_latency_paired_us=644.0,
+                 **{"pass": "fwd_bwd"})  # fmt: skip
+    fails, _ = _check(eager, comp)
+    assert len(fails) == 1 and fails[0].startswith("agreement")
+    assert "eager 448 µs a call in its own cell, 644 in the pairs (+44%)" in fails[0]
+    assert "compiled 1,054 per call, 1,079 in the pairs (+2%): eager moved" in fails[0]

@@ -103,7 +103,10 @@ def test_a_gpu_bound_cell_timed_with_the_lead_in_and_eagers_kernels_names_the_ho
 def test_cells_at_the_line_are_named_beside_the_rule():
     text = "\n".join(findings_host.section(_data(_rows() + _cudnn_rows())))
     edge = [x for x in text.split("\n") if x.startswith("At the line")][0]
-    assert "cudnn default 0.976x [0.966–0.981] (57.1 µs busy on the device, latency 58.8 → 60.6 µs)" in edge
+    assert (
+        "cudnn default 0.976x [0.966–0.981] (57.1 µs busy on the device, latency 58.8 → 60.6 µs)"
+        in edge
+    )
     assert "reduce-overhead" not in edge  # a graph mode whose device time rose is not at the line
 
 
@@ -117,4 +120,7 @@ def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
     line = [x for x in text.split("\n") if x.startswith("| linear | reduce-overhead")][0]
     assert "| 2.90 → 7.00 |" in line and "slower: the host (its kernels changed)" in line
     # and the rule says what the graph's host side took, against the wrapper's 80 µs
-    assert "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0–82.0 µs: more than without them" in text
+    assert (
+        "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0–82.0 µs: more than without them"
+        in text
+    )

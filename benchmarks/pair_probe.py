@@ -1,0 +1,100 @@
+"""Why does eager's training step read slower in a compiled cell's pairs than in its own cell?
+
+v3's part3 pass=fwd_bwd on the H200 (flash, cuDNN): eager alone 437-448 µs a step, eager in
+the compiled cells' paired blocks 549-876 µs, while the compiled step reads the same both ways.
+This times eager flash-attention fwd_bwd (B8 H16 S1024 D64 bf16, causal; forward,
+(out * g).sum(), backward, as study.cell.passes does) with study's own block timer
+(study.cell.timing.block: synchronise, lead-in calls, events around N calls), in round-robin
+rounds so that every condition sees the same host phases:
+
+    python benchmarks/pair_probe.py [--rounds 40] [--compile default]
+
+Conditions, each a median over the rounds (µs a step), in one process. First, before anything
+is compiled, eager in blocks of 10 calls (a per-call chunk's length) and of 3 (a training
+cell's pair block at timing.block_ms=2). Then torch.compile of the same forward, warmed, and
+rounds of: eager x10 after eager, eager x3 after eager, compiled x3, eager x3 after compiled,
+compiled x10, eager x10 after compiled.
+Reading it: eager x3 >> eager x10 says the block is too short; 'after eager' once compiled >>
+before says compiling slows eager's step in the process; 'after compiled' >> 'after eager'
+says a compiled block just before slows it. Each row also gives the 10th percentile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> None:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from study.cell.timing import block
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--compile", default="default", help="torch.compile mode")
+    ap.add_argument("--backend", default="flash", choices=["flash", "cudnn"])
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--device", default="cuda", help="cpu: a smoke test of the script")
+    a = ap.parse_args()
+    dev, dt = a.device, torch.bfloat16
+    torch.manual_seed(0)
+    q, k, v = (
+        torch.randn(8, 16, a.seq, 64, device=dev, dtype=dt, requires_grad=True) for _ in "qkv"
+    )
+    g = torch.randn(8, 16, a.seq, 64, device=dev, dtype=dt)
+    pin = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[a.backend]
+
+    def attn(q, k, v):
+        with sdpa_kernel(pin):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def step_of(fn):
+        def step():
+            for t in (q, k, v):
+                t.grad = None
+            (fn(q, k, v) * g).sum().backward()
+
+        return step
+
+    eager = step_of(attn)
+    for _ in range(10):
+        eager()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    times: dict[str, list[float]] = {}
+
+    def put(name, us):
+        times.setdefault(name, []).append(us)
+
+    half = a.rounds // 2
+    for _ in range(half):  # before compile
+        put("eager x10", block(eager, dev, 10, 1))
+        put("eager x3", block(eager, dev, 3, 1))
+    compiled = step_of(torch.compile(attn, mode=None if a.compile == "default" else a.compile))
+    for _ in range(5):
+        compiled()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    for _ in range(a.rounds):  # what each block follows is in its name
+        put("eager x10 after eager", block(eager, dev, 10, 1))
+        put("eager x3 after eager", block(eager, dev, 3, 1))
+        put("compiled x3", block(compiled, dev, 3, 1))
+        put("eager x3 after compiled", block(eager, dev, 3, 1))
+        put("compiled x10", block(compiled, dev, 10, 1))
+        put("eager x10 after compiled", block(eager, dev, 10, 1))
+    print(f"{a.backend} fwd_bwd, compile={a.compile}, torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU'}: µs a step, median [p10] over rounds")  # fmt: skip
+    for name, xs in times.items():
+        p10 = statistics.quantiles(xs, n=10)[0] if len(xs) > 1 else xs[0]
+        print(f"  {name:26s} {statistics.median(xs):8.1f}  [{p10:8.1f}]  ({len(xs)} rounds)")
+
+
+if __name__ == "__main__":
+    main()
