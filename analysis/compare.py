@@ -95,11 +95,16 @@ def side(arg: str) -> tuple[dict, str]:
 
 
 def _norm(v) -> str:
+    """One spelling per value: a boolean reads the same as a bool (True), a string ("True") or
+    the float a CSV column of bools and blanks becomes (1.0)."""
     if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
         return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(int(v))
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
-    return str(v).strip().lower()
+    s = str(v).strip().lower()
+    return {"true": "1", "false": "0"}.get(s, s)
 
 
 def keyed(runs: pd.DataFrame, extra: tuple[str, ...]) -> pd.DataFrame:

@@ -62,6 +62,16 @@ def test_cells_match_by_configuration_not_run_id(tmp_path):
     assert line.startswith("12 cells matched (23 only in A, 6 only in B)")  # core lacks sdpa
 
 
+def test_a_boolean_key_matches_however_the_csv_spells_it(tmp_path):
+    # v3's combined runs.csv: causal a float column (1.0), its bools beside part1's blanks;
+    # v2's: True. The same cells.
+    def floated(runs):
+        runs["causal"] = runs["causal"].map({True: 1.0, False: 0.0, "True": 1.0, "False": 0.0})
+
+    line, _ = build(str(synth.H200), str(_h200_with(tmp_path, floated)), None)
+    assert line.startswith("191 cells matched (0 only in A, 0 only in B)")
+
+
 @pytest.fixture
 def repeated(tmp_path):
     """The same source written twice, with 3 repeats a cell (latency spread 3%) and paired
