@@ -21,7 +21,6 @@ tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 RANGE = "study::"
@@ -157,7 +156,7 @@ def loss(ys: list, grads: list):
 def snapshot(tr: Trained) -> None:
     """Keep the trained leaves' values before the first step (tolerance_rule=eager needs
     eager's first step from the same start)."""
-    tr.before = [t.detach().clone() for _, t in tr.leaves]
+    tr.before = [t.detach().to("cpu", copy=True) for _, t in tr.leaves]  # off the device peaks
 
 
 def first_step_again(tr: Trained, wl, grad_out: list):
@@ -189,42 +188,55 @@ def restore_first_step(tr: Trained) -> None:
 
 
 class Reference:
-    """Float64 copies of the inputs and parameters, taken before the first call changes them."""
+    """Float64 copies of the inputs and parameters, taken before the first call changes them,
+    and kept in host memory until ``run`` (so the first call's peak is the workload's own, not
+    the study's: GPT-2's float64 parameters alone are 1 GB)."""
 
     def __init__(self, wl):
+        import torch
+
         from study.workloads.registry import reference_of
 
         ins = wl.inputs
         if wl.ref_index is not None:  # the full float64 reference would not fit: a slice
             ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
         self.index = wl.ref_index
+        self.device = next((t.device for t in ins if isinstance(t, torch.Tensor)), None)
         self.inputs = tuple(
-            t.detach().double().requires_grad_(t.requires_grad) if t.is_floating_point() else t
+            (t.detach().to("cpu", torch.float64), t.requires_grad)
+            if isinstance(t, torch.Tensor) and t.is_floating_point()
+            else (t, None)
             for t in ins
         )
-        ref = reference_of(wl)
-        self.fn = copy.deepcopy(ref) if ref is wl.module else ref
+        ref = reference_of(wl)  # a module's: already a float64 copy, on the module's device
+        self.fn = ref.to("cpu", torch.float64) if hasattr(ref, "named_parameters") else ref
         if hasattr(self.fn, "named_parameters"):
-            self.fn = self.fn.double()
             for p in self.fn.parameters():
                 p.grad = None
+
+    def _on_device(self) -> tuple:
+        """The float64 inputs on the workload's device, as leaves that keep their gradients."""
+        return tuple(
+            t if grad is None else t.to(self.device).requires_grad_(grad) for t, grad in self.inputs
+        )
 
     def run(self, grad_out=None) -> tuple[object, dict]:
         """(output, {leaf name: float64 gradient}); gradients only with ``grad_out``."""
         import torch
 
+        if hasattr(self.fn, "named_parameters") and self.device is not None:
+            self.fn = self.fn.to(self.device)
+        ins = self._on_device()
         if grad_out is None:
             with torch.no_grad():
-                return self.fn(*self.inputs), {}
-        out = self.fn(*self.inputs)
+                return self.fn(*ins), {}
+        out = self.fn(*ins)
         grads = list(grad_out) if isinstance(grad_out, list | tuple) else [grad_out]
         if self.index is not None:
             grads = [g[self.index] for g in grads]
         loss(grad_leaves(out), [g.double() for g in grads]).backward()
         grads = {
-            f"input:{i}": t.grad
-            for i, t in enumerate(self.inputs)
-            if getattr(t, "grad", None) is not None
+            f"input:{i}": t.grad for i, t in enumerate(ins) if getattr(t, "grad", None) is not None
         }
         if hasattr(self.fn, "named_parameters"):
             grads |= {
