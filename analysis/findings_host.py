@@ -30,13 +30,13 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import findings_compile
+from analysis.findings_causes import DEVICE_SHARE, GRAPHS
 from analysis.findings_common import device_pair, table
 from analysis.measures import count, sig
 
 # Inductor without CUDA graphs: the compiled wrapper the rule is about (not Dynamo's or
 # AOTAutograd's layers alone, which targets measure apart)
 WRAPPERS = {"default", "max-autotune-no-cudagraphs", "cpp_wrapper"}
-GRAPHS, DEVICE_SHARE = findings_compile.GRAPHS, findings_compile.DEVICE_SHARE
 
 
 def frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -145,7 +145,7 @@ def near(runs: pd.DataFrame) -> str:
     """The slower forward cells under Inductor's wrappers that are not host-bound by the 10%
     rule on either side, yet run eager's kernels in eager's device time (timed with the
     lead-in): their GPU work a call is about the wrapper's host side, so the GPU waits on the
-    host part of the time (``findings_compile.host_only``)."""
+    host part of the time (``findings_causes.host_only``)."""
     rs = pd.DataFrame(findings_compile.rows(runs))
     if rs.empty or "host_only" not in rs:
         return ""

@@ -1,0 +1,85 @@
+"""Why a slower compiled cell is slower: the host, the device, or the timing of an older study.
+Shared by the compile table (``findings_compile``) and the host section (``findings_host``).
+
+The device side is the trace's GPU busy time a step where both sides have it
+(``findings_common.device_pair``): a CUDA-graph mode's ``device_time_us`` is do_bench around
+whole calls, which on a host-bound call times the host.
+"""
+
+from __future__ import annotations
+
+from analysis.findings_common import device_pair
+
+GRAPHS = {"reduce-overhead", "max-autotune", "cudagraphs"}  # modes that replay CUDA graphs
+# a slower cell's device time that rose by at least this share of the latency it added
+# counts as a cause beside the host (CUDA graphs' copies)
+DEVICE_SHARE = 0.25
+
+
+def host_only(x: dict) -> bool:
+    """Eager's kernels, and a device time that moved by less than half the latency: what moved
+    the latency moved on the host (a slower verdict names it). That holds where a side is
+    host-bound, and for a GPU-bound cell timed with the lead-in fix (``pair_lead_in``) without
+    CUDA graphs: back to back, the same kernels taking the same device time leave only the GPU's idle time between
+    them, the wait for the host (cuDNN's 58 µs call, compiled: about as long as the compiled
+    wrapper's host side). A GPU-bound row made before the fix is not put down to the host:
+    without the lead-in, such rows read low by the timing alone (``lead_in_artefact``)."""
+    dev, edev = device_pair(x)
+    try:
+        lat, elat = float(x.get("latency_median_us")), float(x.get("eager_lat"))
+    except (TypeError, ValueError):
+        return False
+    if dev != dev or edev != edev or lat != lat or elat != elat:
+        return False
+    hb = bool(x.get("_hb")) or bool(x.get("eager_hb"))
+    same = x.get("kernels_per_step") == x.get("eager_kernels")
+    return (hb or _gpu_bound_fixed(x)) and same and abs(dev - edev) < 0.5 * abs(lat - elat)
+
+
+def _gpu_bound_fixed(x: dict) -> bool:
+    """Timed with the lead-in, and not replaying CUDA graphs (a replay's own launch can leave
+    the GPU idle between calls without the host's Python in it): an idle GPU between the same
+    kernels is then the wait for the host."""
+    lead = x.get("pair_lead_in")
+    mode = x.get("mode", x.get("compile"))
+    return lead is not None and lead == lead and mode not in GRAPHS
+
+
+def slow_cause(x: dict) -> str:
+    """Why a slower row is slower, in a few words: 'the device' (its device time rose by at
+    least DEVICE_SHARE of the latency it added; CUDA graphs' copies in a graph mode), 'the
+    host' (host-bound on a side, or timed with the lead-in, and the device time did not rise
+    that much), or '' where the figures cannot say."""
+    dev, edev = device_pair(x)
+    try:
+        lat, elat = float(x.get("latency_median_us")), float(x.get("eager_lat"))
+    except (TypeError, ValueError):
+        return ""
+    if dev != dev or edev != edev or lat != lat or elat != elat or lat <= elat:
+        return ""
+    if dev > edev and dev - edev >= DEVICE_SHARE * (lat - elat):
+        mode = x.get("mode", x.get("compile"))
+        return "the device" + (" (CUDA graphs' copies)" if mode in GRAPHS else "")
+    if bool(x.get("_hb")) or bool(x.get("eager_hb")) or _gpu_bound_fixed(x):
+        return "the host"
+    return ""
+
+
+def lead_in_artefact(x: dict) -> bool:
+    """A GPU-bound paired row made before the lead-in fix (no ``pair_lead_in``) with eager's
+    kernels, device time and per-call latency (within 2%): its paired speedup reads low by the
+    timing alone (v2's GPU-bound rows: a median 0.968x of their per-call ratio; analysis.audit)."""
+    try:
+        dev, edev = float(x.get("device_time_us")), float(x.get("eager_dev"))
+        lat, elat = float(x.get("latency_median_us")), float(x.get("eager_lat"))
+    except (TypeError, ValueError):
+        return False
+    lead = x.get("pair_lead_in")
+    return (
+        x.get("sp_kind") == "paired"
+        and (lead is None or lead != lead)
+        and not (bool(x.get("_hb")) or bool(x.get("eager_hb")))
+        and x.get("kernels_per_step") == x.get("eager_kernels")
+        and abs(dev / edev - 1) <= 0.02  # mlp reduce-overhead's +4.2% is its 0.958x: the device
+        and abs(lat / elat - 1) <= 0.02  # per call, too, compiled runs as fast as eager
+    )
