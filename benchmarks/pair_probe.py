@@ -89,6 +89,31 @@ def main() -> None:
         put("eager x3 after compiled", block(eager, dev, 3, 1))
         put("compiled x10", block(compiled, dev, 10, 1))
         put("eager x10 after compiled", block(eager, dev, 10, 1))
+    import time
+
+    def split(fn, calls=50):
+        """Host µs a call in the forward, the loss and the backward (perf_counter, no sync)."""
+        f = b = 0.0
+        for _ in range(calls):
+            for t in (q, k, v):
+                t.grad = None
+            t0 = time.perf_counter()
+            y = fn(q, k, v)
+            t1 = time.perf_counter()
+            (y * g).sum().backward()
+            t2 = time.perf_counter()
+            f, b = f + t1 - t0, b + t2 - t1
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        return f / calls * 1e6, b / calls * 1e6
+
+    compiled_fn = torch.compile(attn, mode=None if a.compile == "default" else a.compile)
+    for _ in range(3):
+        split(compiled_fn, 5)
+    for name, fn in (("eager", attn), ("compiled", compiled_fn)):
+        fs, bs = zip(*(split(fn) for _ in range(5)), strict=True)
+        print(f"  host split, {name:8s}: forward {statistics.median(fs):7.1f} µs, loss and "
+              f"backward {statistics.median(bs):7.1f} µs a call (median of 5 x 50 calls)")  # fmt: skip
     print(f"{a.backend} fwd_bwd, compile={a.compile}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU'}: µs a step, median [p10] over rounds")  # fmt: skip
     for name, xs in times.items():

@@ -21,6 +21,9 @@
 #        dynamic flex scaling targets (no aot_inductor: it segfaults in its loader on this
 #        image) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
 #        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
+#   bash benchmarks/reference_study.sh v3-preflight OUTDIR  # benchmarks/pair_probe.py (flash twice,
+#        cuDNN once), then flash and cuDNN under off, default, max-autotune-no-cudagraphs, fwd
+#        and fwd_bwd, 2 processes each; fwd_bwd again with 10 ms pair blocks (~4 min)
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
@@ -145,6 +148,16 @@ case $stage in
         *) sweep "$name" +experiment="$name" resume=true ;;  # block dynamic flex scaling models
       esac
     done
+    ;;
+  v3-preflight)  # before v3's freeze: why eager's training step moves in the pairs, the memory fix
+    t python3 -m study.phase | tee -a "$out/phase.txt"
+    for b in flash flash cudnn; do
+      t python3 benchmarks/pair_probe.py --backend $b 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"
+    done
+    sweep pre_2ms +experiment=part3 variant=flash,cudnn compile=off,default,max-autotune-no-cudagraphs \
+      pass=fwd,fwd_bwd repeats=2
+    sweep pre_10ms +experiment=part3 variant=flash,cudnn compile=off,default,max-autotune-no-cudagraphs \
+      pass=fwd_bwd repeats=2 timing.block_ms=10
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     name=$3; shift 3
