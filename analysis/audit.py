@@ -110,7 +110,8 @@ def moved(x) -> str:
     side = "eager" if abs(de) > abs(dc) else "the compiled call"
     return (
         f": eager {e_alone:,.0f} µs a call in its own cell, {e_pair:,.0f} in the pairs "
-        f"({de:+.0%}); compiled {c_alone:,.0f} per call, {c_pair:,.0f} in the pairs ({dc:+.0%}): "
+        f"({de:+.0%}); compiled {c_alone:,.0f} per call, {c_pair:,.0f} in the pairs (eager's "
+        f"there over the paired speedup; {dc:+.0%}): "
         f"{side} moved"
     )
 

@@ -104,7 +104,7 @@ def _norm(v) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     s = str(v).strip().lower()
-    return {"true": "1", "false": "0"}.get(s, s)
+    return {"true": "1", "false": "0", "1.0": "1", "0.0": "0"}.get(s, s)
 
 
 def keyed(runs: pd.DataFrame, extra: tuple[str, ...]) -> pd.DataFrame:

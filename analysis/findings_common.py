@@ -104,6 +104,7 @@ def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
     e["eager_dev"] = pd.to_numeric(
         e.get("device_time_us", pd.Series(index=e.index)), errors="coerce"
     )
+    e["eager_dev_method"] = e.get("device_time_method", pd.Series("", index=e.index)).fillna("")
     e["eager_gpu"] = pd.to_numeric(
         e.get("gpu_us_per_step", pd.Series(index=e.index)), errors="coerce"
     )
@@ -116,6 +117,7 @@ def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
             "run_id",
             "eager_hb",
             "eager_dev",
+            "eager_dev_method",
             "eager_gpu",
             "eager_phase",
         ]
@@ -134,11 +136,13 @@ def with_eager(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def device_pair(x) -> tuple[float, float]:
-    """(compiled, eager) device µs a call for telling device from host: the trace's GPU busy
-    time a step (``gpu_us_per_step``, the same profiler on both sides) where both sides have
-    it, else ``device_time_us``. A CUDA-graph mode's device_time_us is do_bench around whole
-    calls (its graphs cannot be captured again), which on a host-bound call times the host:
-    compiled nn.Linear under reduce-overhead reads 46.7 µs there and 7.0 µs busy in its trace."""
+    """(compiled, eager) device µs a call for telling device from host: ``device_time_us``
+    where both sides took it from a CUDA-graph replay (the device alone, the most precise),
+    else the trace's GPU busy time a step (``gpu_us_per_step``, the same profiler on both
+    sides) where both have it, else ``device_time_us``. A CUDA-graph mode's device_time_us is
+    do_bench around whole calls (its graphs cannot be captured again), which on a host-bound
+    call times the host: compiled nn.Linear under reduce-overhead reads 46.7 µs there and 7.0
+    µs busy in its trace."""
 
     def num(v) -> float:
         try:
@@ -146,10 +150,17 @@ def device_pair(x) -> tuple[float, float]:
         except (TypeError, ValueError):
             return float("nan")
 
+    d, ed = num(x.get("device_time_us")), num(x.get("eager_dev"))
+    replay = all(
+        str(x.get(k) or "").startswith("cuda_graph_replay")
+        for k in ("device_time_method", "eager_dev_method")
+    )
+    if replay and d == d and ed == ed:
+        return d, ed
     g, eg = num(x.get("gpu_us_per_step")), num(x.get("eager_gpu"))
     if g == g and eg == eg:
         return g, eg
-    return num(x.get("device_time_us")), num(x.get("eager_dev"))
+    return d, ed
 
 
 def verdict(row) -> str:

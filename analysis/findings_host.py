@@ -30,7 +30,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import findings_compile
-from analysis.findings_causes import DEVICE_SHARE, GRAPHS
+from analysis.findings_causes import DEVICE_SHARE, GRAPHS, latencies
 from analysis.findings_common import device_pair, table
 from analysis.measures import count, sig
 
@@ -39,11 +39,11 @@ from analysis.measures import count, sig
 WRAPPERS = {"default", "max-autotune-no-cudagraphs", "cpp_wrapper"}
 
 
-def frame(runs: pd.DataFrame) -> pd.DataFrame:
+def frame(runs: pd.DataFrame, every: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per compiled forward cell with a paired speedup where either side is
     host-bound (the chosen row's own verdict, ``_hb``, and its eager twin's): E, C, device
     times, the host µs a call (with ``kind``: =, >= or <=)."""
-    rs = pd.DataFrame(findings_compile.rows(runs))
+    rs = every.copy() if every is not None else pd.DataFrame(findings_compile.rows(runs))
     if rs.empty or "eager_us" not in rs:
         return pd.DataFrame()
     rs = rs[(rs["pass"] == "fwd") & (rs["sp_kind"] == "paired") & rs["eager_us"].notna()].copy()
@@ -97,7 +97,8 @@ def cause(x) -> str:
 
 
 def section(data: dict) -> list[str]:
-    rs = frame(data["runs"])
+    every = pd.DataFrame(findings_compile.rows(data["runs"]))  # once: the table and near()
+    rs = frame(data["runs"], every)
     if rs.empty:
         return []
     body = [
@@ -119,7 +120,7 @@ def section(data: dict) -> list[str]:
         "rounds: eager and compiled in one process, same host phase; a host-bound call's latency "
         "is its host time, so host µs a call = compiled latency − eager's where both are "
         "host-bound, at least that (≥) where only the compiled call is, at most (≤) where only "
-        "eager is; GPU busy = the trace's GPU busy time a step, the same profiler on both sides; * = not timed in the host's fast phase, so its µs are a slower phase's; ? = "
+        "eager is; device µs = a CUDA-graph replay's where both sides have one, else the trace's GPU busy time a step; * = not timed in the host's fast phase, so its µs are a slower phase's; ? = "
         "the row records no phase):",
         "",
         *table(
@@ -128,7 +129,7 @@ def section(data: dict) -> list[str]:
                 "mode",
                 "source",
                 "kernels eager → compiled",
-                "GPU busy µs eager → compiled",
+                "device µs eager → compiled",
                 "latency µs eager → compiled",
                 "host µs a call",
                 "cause",
@@ -137,16 +138,16 @@ def section(data: dict) -> list[str]:
         ),  # fmt: skip
     ]
     out += ["", rule(rs)]
-    edge = near(data["runs"])
+    edge = near(data["runs"], every)
     return out + (["", edge] if edge else [])
 
 
-def near(runs: pd.DataFrame) -> str:
+def near(runs: pd.DataFrame, every: pd.DataFrame | None = None) -> str:
     """The slower forward cells under Inductor's wrappers that are not host-bound by the 10%
     rule on either side, yet run eager's kernels in eager's device time (timed with the
     lead-in): their GPU work a call is about the wrapper's host side, so the GPU waits on the
     host part of the time (``findings_causes.host_only``)."""
-    rs = pd.DataFrame(findings_compile.rows(runs))
+    rs = every if every is not None else pd.DataFrame(findings_compile.rows(runs))
     if rs.empty or "host_only" not in rs:
         return ""
     hb = rs["_hb"].fillna(False).astype(bool)
@@ -163,13 +164,14 @@ def near(runs: pd.DataFrame) -> str:
         return ""
     cells = "; ".join(
         f"{x['label']} {x['mode']} {findings_compile.sp_text(x)} "
-        f"({sig(device_pair(x)[0])} µs busy on the device, latency "
-        f"{sig(float(x['eager_lat']))} → {sig(float(x['latency_median_us']))} µs)"
+        f"({sig(device_pair(x)[0])} µs on the device against eager's {sig(device_pair(x)[1])}, "
+        f"+{latencies(x)[0] - latencies(x)[1]:.1f} µs a call: {sig(latencies(x)[1])} → "
+        f"{sig(latencies(x)[0])})"
         for _, x in edge.iterrows()
     )
     return (
         "At the line, the host costs a little without making a cell host-bound (latency within "
-        "10% of its GPU time): the same kernels in the same device time, a few µs slower a "
+        "10% of its GPU time): as many kernels as eager in the same device time, yet slower a "
         f"call, because the GPU now waits on the host part of the time: {cells}."
     )
 
@@ -196,34 +198,41 @@ def rule(rs: pd.DataFrame) -> str:
         f"{sig(host.max())}{star} µs a call. So a cell with less GPU work a call than that is "
         "host-bound when compiled, and gets slower unless its kernels save more than the added "
         "host time."
-        + graphs_text(rs, host)
+        + graphs_text(rs, use)
         + (" (*: from rows not timed in the host's fast phase, or recording none.)" if star else "")
     )
 
 
-def graphs_text(rs: pd.DataFrame, wrapper_host: pd.Series) -> str:
+def graphs_text(rs: pd.DataFrame, wrapper: pd.DataFrame) -> str:
     """What CUDA graphs' host side took, from the graph-mode cells host-bound on both sides,
-    against the wrapper's: a replay saves launches, but its own bookkeeping (CUDA graph trees:
-    checking and copying inputs into the graph's buffers) is host time too."""
-    g = rs[rs["mode"].isin(GRAPHS) & (rs["kind"] == "=")]
+    against the wrapper's of the same variant (``wrapper``: the cells the rule uses): a replay
+    saves launches, but its own bookkeeping (CUDA graph trees: checking and copying inputs into
+    the graph's buffers) is host time too."""
+    g = rs[rs["mode"].isin(GRAPHS) & (rs["kind"] == "=") & rs["label"].isin(wrapper["label"])]
     if g.empty:
         return ""
     fast = g[g["fast"]]
     use = fast if len(fast) else g
     star = "" if len(fast) else "*"
+    w = wrapper[wrapper["label"].isin(use["label"])]["C"]
     lo, hi = use["C"].min(), use["C"].max()
-    more = lo > wrapper_host.max()
-    less = hi < wrapper_host.min()
     cells = ", ".join(f"{x['label']} {x['mode']}" for _, x in use.iterrows())
+    took = _range(lo, hi, star)
+    against = _range(w.min(), w.max(), "")
     return (
-        f" Under CUDA graphs ({cells}) a call's host side took {sig(lo)}–{sig(hi)}{star} µs: "
+        f" Under CUDA graphs ({cells}) a call's host side took {took} µs, against {against} "
+        "without them"
         + (
-            "more than without them, so for calls this small the graph's own bookkeeping "
-            "(checking and copying inputs into its buffers) costs more host time than the "
-            "launches it saves."
-            if more
-            else "less than without them: the replay saves launches."
-            if less
-            else "about the same as without them."
+            ": for calls this small the graph's own bookkeeping (checking and copying inputs "
+            "into its buffers) costs more host time than the launches it saves."
+            if lo > w.max()
+            else ": the replay saves launches."
+            if hi < w.min()
+            else "."
         )
+        + (" (*: not timed in the host's fast phase.)" if star else "")
     )
+
+
+def _range(lo: float, hi: float, star: str) -> str:
+    return f"{sig(lo)}{star}" if sig(lo) == sig(hi) else f"{sig(lo)}–{sig(hi)}{star}"

@@ -101,13 +101,35 @@ def test_a_gpu_bound_cell_timed_with_the_lead_in_and_eagers_kernels_names_the_ho
 
 
 def test_cells_at_the_line_are_named_beside_the_rule():
-    text = "\n".join(findings_host.section(_data(_rows() + _cudnn_rows())))
+    # beside the at-the-line cell: one under the same wrapper whose device time rose by 12 µs
+    # a call (its kernels, not the host), which is not at the line
+    rose = _cudnn("max-autotune-no-cudagraphs", 70.5, 69.5, 58.8 / 70.5)
+    text = "\n".join(findings_host.section(_data(_rows() + _cudnn_rows() + [rose])))
     edge = [x for x in text.split("\n") if x.startswith("At the line")][0]
     assert (
-        "cudnn default 0.976x [0.966–0.981] (57.1 µs busy on the device, latency 58.8 → 60.6 µs)"
-        in edge
+        "cudnn default 0.976x [0.966–0.981] (57.1 µs on the device against eager's 57.6, "
+        "+1.4 µs a call: 58.8 → 60.2)" in edge
     )
-    assert "reduce-overhead" not in edge  # a graph mode whose device time rose is not at the line
+    assert "max-autotune-no-cudagraphs" not in edge
+
+
+def test_a_lead_in_of_zero_calls_is_not_the_fixed_timing():
+    # timing.lead_in=0 times each block from an idle device: a GPU-bound row so timed is not
+    # put down to the host
+    text = "\n".join(findings_compile.section(_data(_cudnn_rows(lead_in=0))))
+    line = [x for x in text.split("\n") if x.startswith("| cudnn | default")][0]
+    assert "the host" not in line and "| slower |" in line
+
+
+def test_the_cause_follows_the_paired_latencies_behind_the_verdict():
+    # per call, in two processes, the compiled cell read faster (57.0 against eager's 58.8);
+    # paired, in one process, slower (0.976x): the cause is judged on the paired figures
+    rows = _cudnn_rows()
+    rows[1] = _cudnn("default", 57.0, 57.1, 0.976)
+    text = "\n".join(findings_compile.section(_data(rows)))
+    line = [x for x in text.split("\n") if x.startswith("| cudnn | default")][0]
+    assert "| slower: the host |" in line
+    assert "default 0.976x [0.966–0.981]: the host" in text
 
 
 def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
@@ -121,6 +143,6 @@ def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
     assert "| 2.90 → 7.00 |" in line and "slower: the host (its kernels changed)" in line
     # and the rule says what the graph's host side took, against the wrapper's 80 µs
     assert (
-        "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0–82.0 µs: more than without them"
-        in text
+        "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0 µs, against "
+        "80.0 without them: for calls this small the graph's own bookkeeping" in text
     )

@@ -21,6 +21,7 @@ tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 RANGE = "study::"
@@ -190,41 +191,44 @@ def restore_first_step(tr: Trained) -> None:
 class Reference:
     """Float64 copies of the inputs and parameters, taken before the first call changes them,
     and kept in host memory until ``run`` (so the first call's peak is the workload's own, not
-    the study's: GPT-2's float64 parameters alone are 1 GB)."""
+    the study's: GPT-2's float64 parameters alone are 1 GB). ``run`` puts each back on the
+    device it came from."""
 
     def __init__(self, wl):
         import torch
-
-        from study.workloads.registry import reference_of
 
         ins = wl.inputs
         if wl.ref_index is not None:  # the full float64 reference would not fit: a slice
             ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
         self.index = wl.ref_index
-        self.device = next((t.device for t in ins if isinstance(t, torch.Tensor)), None)
         self.inputs = tuple(
-            (t.detach().to("cpu", torch.float64), t.requires_grad)
+            (t.detach().to("cpu", torch.float64), t.requires_grad, t.device)
             if isinstance(t, torch.Tensor) and t.is_floating_point()
-            else (t, None)
+            else (t, None, None)
             for t in ins
         )
-        ref = reference_of(wl)  # a module's: already a float64 copy, on the module's device
-        self.fn = ref.to("cpu", torch.float64) if hasattr(ref, "named_parameters") else ref
-        if hasattr(self.fn, "named_parameters"):
-            for p in self.fn.parameters():
+        # the variant's own reference (registry.reference_of), else a float64 copy of its
+        # module, made here in host memory (a module given as the reference is copied too)
+        ref = wl.reference if wl.reference is not None else wl.module
+        self.device = None
+        if hasattr(ref, "named_parameters"):
+            self.device = next((p.device for p in ref.parameters()), None)
+            ref = copy.deepcopy(ref).to("cpu", torch.float64)
+            for p in ref.parameters():
                 p.grad = None
+        self.fn = ref
 
     def _on_device(self) -> tuple:
-        """The float64 inputs on the workload's device, as leaves that keep their gradients."""
+        """The float64 inputs back on their devices, as leaves that keep their gradients."""
         return tuple(
-            t if grad is None else t.to(self.device).requires_grad_(grad) for t, grad in self.inputs
+            t if grad is None else t.to(dev).requires_grad_(grad) for t, grad, dev in self.inputs
         )
 
     def run(self, grad_out=None) -> tuple[object, dict]:
         """(output, {leaf name: float64 gradient}); gradients only with ``grad_out``."""
         import torch
 
-        if hasattr(self.fn, "named_parameters") and self.device is not None:
+        if self.device is not None:
             self.fn = self.fn.to(self.device)
         ins = self._on_device()
         if grad_out is None:

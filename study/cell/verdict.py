@@ -4,7 +4,6 @@ filled), with the FLOPs the reference counted."""
 
 from __future__ import annotations
 
-import gc
 import time
 
 from study.cell import build, correctness, passes
@@ -50,12 +49,12 @@ def release(cell) -> None:
     """Drop what only the check needs (the float64 reference, its inputs, and the first step's
     snapshots) before the cell is timed and its steady-state memory taken: kept, they sat in
     every later peak (flash's forward read 169 MB, 67 of them the float64 output's; a training
-    cell's float64 gradients and parameter copies besides)."""
+    cell's float64 gradients and parameter copies besides). Freed by their reference count here;
+    memory.Peak collects the garbage before it measures."""
     cell.ref = None
     cell.reference = None
     if cell.trained is not None:
         cell.trained.before, cell.trained.after = [], []
-    gc.collect()
 
 
 def _eager_tolerance(cell, out) -> float:
