@@ -169,7 +169,7 @@ def surprises(rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
         return "", pd.DataFrame()
     n = int(pd.to_numeric(rows["expectations"], errors="coerce").fillna(0).sum())
     k = pd.to_numeric(rows["surprises"], errors="coerce").fillna(0)
-    b = rows[k > 0].assign(_k=k[k > 0]).sort_values("_k", ascending=False, kind="stable")
+    b = rows[k > 0].copy().assign(_k=k[k > 0]).sort_values("_k", ascending=False, kind="stable")
     cols = [c for c in ("source", "variant", "compile", "pass", "repeat", "surprises",
                         "surprise_detail") if c in b]  # fmt: skip
     said = (

@@ -41,7 +41,7 @@ def _sp(r) -> str:
 def cells(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per ok cell (``analysis.load.cells``: medians over repeats, and the paired
     interval that covers processes, as in the Findings)."""
-    runs = runs[runs["status"] == "ok"]
+    runs = runs[runs["status"] == "ok"].copy()  # one block: a wide runs.csv arrives fragmented
     if "source" not in runs:  # a sweep dir read directly: one source
         runs = runs.assign(source="")
     return load.cells(runs)
