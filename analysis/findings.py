@@ -28,6 +28,7 @@ from analysis import (
     findings_predicted,
     findings_scaling,
     findings_scope,
+    findings_summary,
     findings_targets,
     findings_training,
     findings_v1,
@@ -37,6 +38,8 @@ from analysis.findings_common import read
 
 START, END = "<!-- findings:start -->", "<!-- findings:end -->"
 FILE = "FINDINGS.md"  # in the results dir: results/h200/FINDINGS.md
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE, README = ROOT / "results" / "h200", ROOT / "README.md"  # --write: its summary too
 # The sections after the blog's claims, in reading order; each takes the read results.
 SECTIONS = [
     findings_predicted.section,
@@ -118,6 +121,9 @@ def main(argv: list[str] | None = None) -> None:
         out = Path(args.dir) / FILE
         write(out, text)
         print(f"wrote the Findings block in {out}")
+        if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
+            findings_summary.write(README, findings_summary.summary(read(Path(args.dir))))
+            print(f"wrote the summary block in {README}")
     else:
         print(text, end="")
 

@@ -176,6 +176,25 @@ def near(runs: pd.DataFrame, every: pd.DataFrame | None = None) -> str:
     )
 
 
+def _rule_cells(both: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The cells the rule uses (fast-phase ones where there are any) and their mark."""
+    fast = both[both["fast"]]
+    return (fast, "") if len(fast) else (both, "*")  # * not from the fast phase (or none said)
+
+
+def rule_figures(rs: pd.DataFrame) -> tuple[str, str, str] | None:
+    """(added µs, host side µs, mark) of the rule as ranges, e.g. ('36.3–40.3', '56.3–59.0',
+    ''), for the README's summary; None where no cell gives the rule."""
+    if rs.empty:
+        return None
+    both = rs[rs["mode"].isin(WRAPPERS) & (rs["kind"] == "=") & rs["same_kernels"]]
+    if both.empty:
+        return None
+    use, star = _rule_cells(both)
+    a, h = use["host_us"], use["C"]
+    return _range(a.min(), a.max(), ""), _range(h.min(), h.max(), ""), star
+
+
 def rule(rs: pd.DataFrame) -> str:
     """What a compiled call's host side costs, from the cells host-bound on both sides under
     Inductor without CUDA graphs with eager's kernels; a range, never one cell's figure."""
@@ -185,9 +204,7 @@ def rule(rs: pd.DataFrame) -> str:
             "No cell gives the rule: none is host-bound on both sides under Inductor without "
             "CUDA graphs with eager's kernels."
         )
-    fast = both[both["fast"]]
-    use = fast if len(fast) else both
-    star = "" if len(fast) else "*"  # not from the fast phase (or no phase recorded)
+    use, star = _rule_cells(both)
     added, host = use["host_us"], use["C"]
     cells = ", ".join(f"{x['label']} {x['mode']}" for _, x in use.iterrows())
     return (

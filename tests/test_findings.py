@@ -264,3 +264,24 @@ def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
     assert "3 cells measured on NVIDIA H200 (torch 2.11.0+cu130, 2.12.0; Triton 3.6.0)" in line
     assert "read 13.1–16.1 µs in the 2 rows that record it (`a`, `b`)" in line
     assert "the other 1 predate the gauge" in line
+
+
+def test_the_readmes_summary_matches_committed_results_in_at_most_15_lines():
+    from analysis import findings_summary
+    from analysis.findings_common import read
+
+    want = findings_summary.summary(read(ROOT / "results" / "h200"))
+    assert findings_summary.block(ROOT / "README.md") == "\n".join(want) + "\n"
+    assert 3 <= len(want) <= findings_summary.MAX_LINES
+    assert "[results/h200/FINDINGS.md](results/h200/FINDINGS.md)" in want[0]
+
+
+def test_the_summary_write_replaces_only_its_block(tmp_path):
+    from analysis import findings_summary
+
+    f = tmp_path / "README.md"
+    f.write_text(f"intro\n{findings_summary.START}\nold\n{findings_summary.END}\nafter\n")
+    findings_summary.write(f, ["one", "- two"])
+    assert f.read_text() == (
+        f"intro\n{findings_summary.START}\none\n- two\n{findings_summary.END}\nafter\n"
+    )

@@ -1,0 +1,214 @@
+"""The README's short summary of the Findings: at most ``MAX_LINES`` lines, generated from the
+same rows as results/h200/FINDINGS.md, so that its headline numbers cannot drift from the CSVs.
+``python -m analysis.findings results/h200 --write`` writes both; ``tests/test_findings.py``
+fails when the README's block and the rows disagree. No torch.
+
+Each line is one question: what of the blog held, where compiling pays, where it costs and why,
+what training keeps of it, and what real models get. A line whose rows are missing is left out.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import findings_compile, findings_flex, findings_host, training
+from analysis.findings_causes import slow_cause
+from analysis.findings_claims import claims
+from analysis.findings_common import sp_text
+from analysis.measures import count, sig
+
+MAX_LINES = 15
+START, END = "<!-- summary:start -->", "<!-- summary:end -->"
+LINK = "results/h200/FINDINGS.md"
+ALSO = (
+    "each cell's cause (the host's µs a call against the device's), compile targets taken "
+    "apart, FlexAttention, attention over sequence length, dynamic shapes, what training saves "
+    "for backward, and the sweep's own cost"
+)
+
+
+def summary(data: dict) -> list[str]:
+    """The summary's lines: a scope line, then one bullet per question that the rows answer."""
+    every = findings_compile.rows(data["runs"])
+    lines = [scope(data["runs"])]
+    lines_ = (blog(data), pays(every), costs(data, every), trains(data), models(every), flex(data))
+    for line in lines_:
+        if line:
+            lines.append(f"- {line}")
+    lines.append(f"- Also in [FINDINGS.md]({LINK}): {ALSO}.")
+    return lines[:MAX_LINES]
+
+
+def scope(runs: pd.DataFrame) -> str:
+    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    first = ok.iloc[0] if len(ok) else {}
+    dates = pd.to_datetime(ok.get("started_at", pd.Series(dtype=str)), errors="coerce").dropna()
+    when = ""
+    if len(dates):
+        lo, hi = dates.min().date(), dates.max().date()
+        when = f", {lo}" + (f" to {hi}" if hi != lo else "")
+    return (
+        f"{first.get('device_name', 'GPU')}, torch {first.get('torch_version', '?')}, bf16, "
+        f"{len(ok)} ok cells{when}. Speedups are paired (eager and compiled in one process), "
+        f"[95% interval over processes]. Every table, and why each cell moved: [{LINK}]({LINK})."
+    )
+
+
+def blog(data: dict) -> str:
+    """How many of the blog's claims held, which differed, and the fastest eager attention."""
+    said = [x for x in claims(data) if x.startswith("- ")]
+    if not said:
+        return ""
+    held = [x for x in said if "**holds**" in x and "**differs**" not in x]
+    differ = [re.sub(r"^- ", "", x.split(":", 1)[0]) for x in said if "**differs**" in x]
+    other = len(said) - len(held) - len(differ)
+    fastest = _fastest(data["runs"])
+    return (
+        f"The blog's claims (A100), re-checked: {len(held)} of {len(said)} hold, "
+        f"{len(differ)} differ ({'; '.join(differ)})"
+        + (f", {other} {'varies' if other == 1 else 'vary'} between sweeps" if other else "")
+        + (f". {fastest}" if fastest else "")
+        + "."
+    )
+
+
+def _fastest(runs: pd.DataFrame) -> str:
+    r = runs[(runs.get("source") == "part3") & (runs["compile"] == "off")]
+    r = r[(r["status"] == "ok") & (r.get("pass", "fwd").fillna("fwd") == "fwd")]
+    if r.empty or "flash" not in set(r["variant"]):
+        return ""
+    lat = r.set_index("variant")["latency_median_us"].astype(float)
+    best = lat.idxmin()
+    return (
+        f"The fastest eager attention is {best} at {sig(lat[best])} µs a call, flash "
+        f"{sig(lat['flash'])} µs"
+    )
+
+
+def _default_fwd(every: list[dict]) -> list[dict]:
+    return [x for x in every if x.get("pass", "fwd") == "fwd" and x["mode"] == "default"]
+
+
+def pays(every: list[dict]) -> str:
+    """Where compiling pays (default mode, forward): the largest paired speedups, with kernels."""
+    won = [x for x in _default_fwd(every) if x["verdict"] == "faster" and x["source"] != "models"]
+    if not won:
+        return ""
+    won = sorted(won, key=lambda x: -x["sp"])[:4]
+    return (
+        "Compiling pays where Inductor fuses (default mode, forward): "
+        + ", ".join(
+            f"{x['label']} {sp_text(x)} ({count(x['eager_kernels'])} → "
+            f"{count(x['kernels_per_step'])} kernels)"
+            for x in won
+        )
+        + "."
+    )
+
+
+def costs(data: dict, every: list[dict]) -> str:
+    """Where it costs (default mode, forward), each with its cause, and the host rule."""
+    lost = [x for x in _default_fwd(every) if x["verdict"] == "slower" and x["source"] != "models"]
+    if not lost:
+        return ""
+    lost = sorted(lost, key=lambda x: x["sp"])[:4]
+    cells = ", ".join(
+        f"{x['label']} {sp_text(x)}" + (f" ({slow_cause(x)})" if slow_cause(x) else "")
+        for x in lost
+    )
+    rule = findings_host.rule_figures(findings_host.frame(data["runs"]))
+    said = ""
+    if rule:
+        added, host, star = rule
+        said = (
+            f"; a call compiled without CUDA graphs costs the host {added}{star} µs more than "
+            f"eager's ({host}{star} µs in all), so a call with less GPU work than that loses"
+            + (" (*: not timed in the host's fast phase)" if star else "")
+        )
+    return f"It costs where a call is host-bound or one library kernel already does the work: {cells}{said}."
+
+
+def trains(data: dict) -> str:
+    """What a training pass keeps of the forward's speedup (default mode, paired)."""
+    raw = data["raw"]
+    if "pass" not in raw or not raw["pass"].isin(("fwd_bwd", "train_step")).any():
+        return ""
+    c = training.cells(raw[raw["pass"].isin(("fwd_bwd", "train_step"))])
+    c = c[(c["compile"] == "default") & c["speedup_paired"].notna()]
+    if "source" in c:
+        c = c[c["source"] != "models"]
+    if c.empty:
+        return ""
+    parts = []
+    for p, g in c.groupby("pass", sort=False):
+        g = g.assign(sp=g["speedup_paired"]).sort_values("sp", ascending=False)
+        parts.append(
+            ", ".join(f"{v} {sig(s)}x" for v, s in zip(g["variant"], g["sp"], strict=True))
+            + f" ({p})"
+        )
+    return "Training keeps less (default mode, paired): " + "; ".join(parts) + "."
+
+
+def models(every: list[dict]) -> str:
+    """Real models, forward under default: paired speedup and kernels a step."""
+    m = [x for x in _default_fwd(every) if x["source"] == "models"]
+    if not m:
+        return ""
+    return (
+        "Real models (forward, default mode): "
+        + ", ".join(
+            f"{x['label']} {sp_text(x)} ({count(x['eager_kernels'])} → "
+            f"{count(x['kernels_per_step'])} kernels)"
+            for x in sorted(m, key=lambda x: -x["sp"])
+        )
+        + "."
+    )
+
+
+def flex(data: dict) -> str:
+    """FlexAttention against flash and cuDNN at the longest causal length, and its useful rate
+    with a sliding window over length: read from the flex section's own sentences."""
+    said = [x for x in findings_flex.section(data) if x.startswith("- ")]
+    causal = next((x for x in said if x.startswith("- flex latency over flash's")), "")
+    ratios = re.findall(r"(\d+): flex/flash ([\d.]+x), flex/cudnn ([\d.]+x)", causal)
+    window = next((x for x in said if x.startswith("- Sliding window, flex: useful")), "")
+    rate = re.search(r"useful ([\d,]+(?: → [\d,]+)+) TFLOP/s", window)
+    parts = []
+    if ratios:
+        n, a, b = ratios[-1]
+        parts.append(f"causal at seq_len {n} it takes {a} flash's time and {b} cuDNN's")
+    if rate:
+        steps = rate.group(1).split(" → ")
+        runs = data["runs"]
+        fx = runs[runs["variant"] == "flex"] if "variant" in runs else runs.iloc[:0]
+        tiles = "flops_scheduled" not in fx or fx["flops_scheduled"].isna().all()
+        parts.append(
+            f"with a sliding window its useful rate holds {steps[0]}–{steps[-1]} TFLOP/s over "
+            + (
+                "length (counting its block mask's whole tiles, as rows before v3 do)"
+                if tiles
+                else "length (the window's elements)"
+            )
+        )
+    return ("FlexAttention: " + "; ".join(parts) + ".") if parts else ""
+
+
+def block(path: Path) -> str:
+    """The summary between the markers of ``path`` (README.md)."""
+    text = Path(path).read_text()
+    if START not in text or END not in text:
+        raise ValueError(f"{path}: no {START} ... {END} markers")
+    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def write(path: Path, lines: list[str]) -> None:
+    """Put the summary between the markers of ``path``, keeping the rest of the file."""
+    path = Path(path)
+    old = path.read_text()
+    if START not in old or END not in old:
+        raise ValueError(f"{path}: no {START} ... {END} markers")
+    head, rest = old.split(START, 1)
+    path.write_text(f"{head}{START}\n" + "\n".join(lines) + f"\n{END}{rest.split(END, 1)[1]}")
