@@ -78,6 +78,12 @@ def math_slowdown(runs, kernels, src) -> str:
         f"{verdict(near)}: {ratio:.2f}x ({math['latency_median_us']:.0f} vs "
         f"{inplace['latency_median_us']:.0f} µs)"
         + ("." if near else f", {'less' if ratio < 3.7 else 'more'} than the blog's 3.7x.")
+        + (
+            f" (A fact of torch {math.get('torch_version', '?')}: its math path runs these "
+            "matmuls in FP32 here, so it is the FP32 GEMMs' speed against bf16's.)"
+            if len(fp32) and not near
+            else ""
+        )
     )
 
 
@@ -110,6 +116,29 @@ def flash_fastest(runs, kernels, src) -> str:
         f"- flash is the fastest: {verdict(fastest['variant'] == 'flash')} — fastest eager cell is "
         f"{fastest['variant']} at {_lat1(fastest)}; flash {_lat1(flash)} "
         f"(device time {flash['device_time_us']:.1f} vs {fastest['device_time_us']:.1f} µs)."
+        + flash_scope(att, flash)
+    )
+
+
+def flash_scope(att: pd.DataFrame, flash) -> str:
+    """Which flash this is and what sdpa picks: facts of the torch build and the GPU."""
+    parts = []
+    k = str(flash.get("dominant_kernel") or "")
+    if "pytorch_flash" in k:
+        parts.append(
+            "flash here is the FlashAttention-2 kernel built into torch "
+            "(`pytorch_flash::flash_fwd_kernel`), not FlashAttention-3"
+        )
+    sdpa = att[att["variant"] == "sdpa"]
+    choice = sdpa["sdpa_choice"].dropna() if "sdpa_choice" in sdpa else pd.Series(dtype=str)
+    if len(choice):
+        parts.append(f"unpinned, sdpa picks {choice.iloc[0]}")
+    if not parts:
+        return ""
+    return (
+        f" A fact of torch {flash.get('torch_version', '?')} on {flash.get('device_name', '?')}: "
+        + "; ".join(parts)
+        + "."
     )
 
 

@@ -127,11 +127,19 @@ def ratios(r: pd.DataFrame) -> list[str]:
         parts.append(line)
     if not parts:
         return []
+    fa = r[(r["variant"] == "flash") & (r["status"] == "ok")]
+    fa2 = len(fa) and "pytorch_flash" in str(fa.iloc[0].get("dominant_kernel") or "")
     return [
         "",
         "- flex latency over flash's and cuDNN's, causal (below 1: flex faster): "
         + "; ".join(parts)
-        + ".",
+        + "."
+        + (
+            f" (flash: the FlashAttention-2 kernel built into torch {fa.iloc[0]['torch_version']}"
+            ", not FlashAttention-3.)"
+            if fa2
+            else ""
+        ),
     ]
 
 

@@ -285,3 +285,16 @@ def test_the_summary_write_replaces_only_its_block(tmp_path):
     assert f.read_text() == (
         f"intro\n{findings_summary.START}\none\n- two\n{findings_summary.END}\nafter\n"
     )
+
+
+def test_version_facts_are_scoped_inline():
+    # issue 38: "sdpa is fastest" (it picks cuDNN on this torch and GPU), "flex beats flash"
+    # (torch's FA2 kernel, not FA3), math's slowdown (FP32 GEMMs): each names its version
+    text = block(ROOT / "results" / "h200" / "FINDINGS.md")
+    fastest = next(x for x in text.splitlines() if x.startswith("- flash is the fastest"))
+    assert "A fact of torch 2.11.0+cu130 on NVIDIA H200" in fastest
+    assert "not FlashAttention-3; unpinned, sdpa picks cudnn_attention" in fastest
+    math = next(x for x in text.splitlines() if x.startswith("- math launches"))
+    assert "A fact of torch 2.11.0+cu130: its math path runs these matmuls in FP32" in math
+    flex = next(x for x in text.splitlines() if x.startswith("- flex latency over flash's"))
+    assert "(flash: the FlashAttention-2 kernel built into torch 2.11.0+cu130" in flex
