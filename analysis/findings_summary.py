@@ -149,7 +149,23 @@ def trains(data: dict) -> str:
             ", ".join(f"{v} {sig(s)}x" for v, s in zip(g["variant"], g["sp"], strict=True))
             + f" ({p})"
         )
-    return "Training keeps less (default mode, paired): " + "; ".join(parts) + "."
+    return "Training keeps less (default mode, paired): " + "; ".join(parts) + _host_step(c) + "."
+
+
+def _host_step(c: pd.DataFrame) -> str:
+    """The slowest training cell that is host-bound compiled: its step's latency against its
+    GPU work (the host's, not the kernels')."""
+    lat = pd.to_numeric(c.get("latency_median_us"), errors="coerce")
+    gpu = pd.to_numeric(c.get("gpu_us_per_step"), errors="coerce")
+    hb = c[(c["speedup_paired"] < 1) & (lat > 1.1 * gpu)]
+    if hb.empty:
+        return ""
+    x = hb.loc[hb["speedup_paired"].idxmin()]
+    return (
+        f". Where it loses, the host does: compiled {x['variant']} takes "
+        f"{sig(float(x['latency_median_us']))} µs a {x['pass']} step for "
+        f"{sig(float(x['gpu_us_per_step']))} µs of GPU work"
+    )
 
 
 def models(every: list[dict]) -> str:
