@@ -21,6 +21,9 @@ tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
 
 from __future__ import annotations
 
+# Long: a pass is its step, its trained leaves, the first step's snapshots and the float64
+# reference its gradients are checked against; split apart, each would import the others.
+
 import copy
 from dataclasses import dataclass, field
 
