@@ -19,10 +19,9 @@ copies of the inputs and parameters taken before that call (``Reference``), with
 tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
 """
 
-from __future__ import annotations
-
 # Long: a pass is its step, its trained leaves, the first step's snapshots and the float64
 # reference its gradients are checked against; split apart, each would import the others.
+from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
