@@ -220,3 +220,21 @@ def test_the_float64_reference_is_gone_before_the_steady_state_memory(
     row, _, _ = run_inline("variant=mlp", f"pass={pass_}", name=f"ref_{pass_}")
     seen = [n - before for n in seen]
     assert row["status"] == "ok" and seen and seen == [0] * len(seen), seen
+
+
+def test_the_loss_adds_no_kernel_of_its_own():
+    """(out * g).sum() and nothing else: sum() over the outputs' terms started from 0, and
+    0 + tensor is one more kernel in every training step (v3's first sweeps: 11 → 12 kernels a
+    step in part3's fwd_bwd cells, eager and compiled alike)."""
+    import torch
+
+    from study.cell.passes import loss
+
+    y, g = torch.randn(4, requires_grad=True), torch.randn(4)
+    with torch.profiler.profile() as p:
+        loss([y], [g])
+    names = {e.name for e in p.events()}
+    assert "aten::mul" in names and "aten::sum" in names
+    assert "aten::add" not in names
+    two = loss([y, y], [g, g])  # two outputs: their terms added, once
+    assert torch.allclose(two, 2 * (y * g).sum())

@@ -24,6 +24,8 @@ tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
 from __future__ import annotations
 
 import copy
+import functools
+import operator
 from dataclasses import dataclass, field
 
 RANGE = "study::"
@@ -153,7 +155,9 @@ def loss(ys: list, grads: list):
     """sum((y * g).sum()) over the output's differentiable leaves and their fixed gradients."""
     if len(ys) != len(grads):
         raise RuntimeError(f"{len(ys)} differentiable outputs against {len(grads)} gradients")
-    return sum((y * g.to(y.dtype)).sum() for y, g in zip(ys, grads, strict=True))
+    terms = [(y * g.to(y.dtype)).sum() for y, g in zip(ys, grads, strict=True)]
+    # not sum(terms): it starts from 0, and 0 + tensor is one more kernel in every step
+    return functools.reduce(operator.add, terms)
 
 
 def snapshot(tr: Trained) -> None:
