@@ -156,6 +156,8 @@ def loss(ys: list, grads: list):
     if len(ys) != len(grads):
         raise RuntimeError(f"{len(ys)} differentiable outputs against {len(grads)} gradients")
     terms = [(y * g.to(y.dtype)).sum() for y, g in zip(ys, grads, strict=True)]
+    if not terms:
+        raise RuntimeError("the output has no floating-point tensor to take gradients of")
     # not sum(terms): it starts from 0, and 0 + tensor is one more kernel in every step
     return functools.reduce(operator.add, terms)
 
