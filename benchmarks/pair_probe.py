@@ -22,6 +22,7 @@ says a compiled block just before slows it. Each row also gives the 10th percent
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -115,6 +116,16 @@ def main() -> None:
         fs, bs = zip(*(split(fn) for _ in range(5)), strict=True)
         print(f"  host split, {name:8s}: forward {statistics.median(fs):7.1f} µs, loss and "
               f"backward {statistics.median(bs):7.1f} µs a call (median of 5 x 50 calls)")  # fmt: skip
+    threads = []  # which core each of this process's threads last ran on (/proc: field 39)
+    for task in sorted(Path("/proc/self/task").glob("*")):
+        try:
+            comm = (task / "comm").read_text().strip()
+            cpu = (task / "stat").read_text().rsplit(")", 1)[1].split()[36]
+        except (OSError, IndexError):
+            continue
+        threads.append(f"{comm}@{cpu}")
+    print(f"  threads (name@last core): {' '.join(threads)}; allowed cores: "
+          f"{sorted(os.sched_getaffinity(0))}")  # fmt: skip
     print(f"{a.backend} fwd_bwd, compile={a.compile}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU'}: µs a step, median [p10] over rounds")  # fmt: skip
     for name, xs in times.items():

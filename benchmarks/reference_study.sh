@@ -22,7 +22,7 @@
 #        image) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
 #        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
 #   bash benchmarks/reference_study.sh v3-preflight OUTDIR  # benchmarks/pair_probe.py (flash twice,
-#        cuDNN once), then flash and cuDNN under off, default, max-autotune-no-cudagraphs, fwd
+#        cuDNN once, flash on one core), then flash and cuDNN under off, default, max-autotune-no-cudagraphs, fwd
 #        and fwd_bwd, 2 processes each; fwd_bwd again with 10 ms pair blocks (~4 min)
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
@@ -154,6 +154,8 @@ case $stage in
     for b in flash flash cudnn; do
       t python3 benchmarks/pair_probe.py --backend $b 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"
     done
+    # one core for every thread (main and autograd's): does eager's step then hold still?
+    t taskset -c 3 python3 benchmarks/pair_probe.py 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"
     sweep pre_2ms +experiment=part3 variant=flash,cudnn compile=off,default,max-autotune-no-cudagraphs \
       pass=fwd,fwd_bwd repeats=2
     sweep pre_10ms +experiment=part3 variant=flash,cudnn compile=off,default,max-autotune-no-cudagraphs \
