@@ -33,19 +33,16 @@ import pandas as pd
 
 from analysis.findings_common import host_bound, read, with_eager
 from analysis.load import expand, load
+from analysis.measures import column
 
 LEAD_IN = 0.03
 AGREE = 0.20
 SAME_SHARE = 1e-6  # flex's element share against SDPA's at the same mask: equal but for rounding
 
 
-def _num(r: pd.DataFrame, col: str) -> pd.Series:
-    return pd.to_numeric(r[col], errors="coerce") if col in r else pd.Series(float("nan"), r.index)
-
-
 def fixed(r: pd.DataFrame) -> pd.Series:
     """Rows made with the lead-in fix (they record ``pair_lead_in``)."""
-    return _num(r, "pair_lead_in").notna()
+    return column(r, "pair_lead_in").notna()
 
 
 def _name(x) -> str:
@@ -126,7 +123,7 @@ def exempt(m: pd.DataFrame) -> int:
 def counted(r: pd.DataFrame) -> pd.Series:
     """Rows whose FLOPs come from the element-counting code (they record ``code_hash`` or
     ``flops_scheduled``): counting has nothing to do with the paired timing."""
-    return _num(r, "flops_scheduled").notna() | (
+    return column(r, "flops_scheduled").notna() | (
         r["code_hash"].notna() if "code_hash" in r else pd.Series(False, r.index)
     )
 
@@ -160,7 +157,7 @@ def flex_elements(runs: pd.DataFrame) -> list[str]:
     if "mask" not in runs or "status" not in runs:
         return []
     r = runs[runs["status"] == "ok"]
-    share = _num(r, "flops_useful") / _num(r, "flops")
+    share = column(r, "flops_useful") / column(r, "flops")
     out = []
     flex = r[_masked(r) & counted(r)]
     for i, x in flex.iterrows():

@@ -54,7 +54,16 @@ import pandas as pd
 
 from analysis import autotune_diff, compare_causes
 from analysis.load import expand, load
-from analysis.measures import CONFIG_KEY, geomean, has, host_bound_of, order, sig, speedups
+from analysis.measures import (
+    CONFIG_KEY,
+    column,
+    geomean,
+    has,
+    host_bound_of,
+    order,
+    sig,
+    speedups,
+)
 from study.rows.schema import SHAPE_KEYS
 
 LATENCY = 0.05  # RELATIVE_THRESHOLD
@@ -132,12 +141,12 @@ def _spread(r: pd.DataFrame, col: str) -> pd.Series:
 def latency_interval(r: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     """(low, high, what it is) of each cell's latency median (module doc): the range over its
     usable repeats when it has 2 or more, else its calls' p10–p90, else the median alone."""
-    med = _num(r, "latency_median_us")
-    fast = _num(r, "n_repeats_fast")
-    used = fast.where(fast > 0, _num(r, "n_repeats_ok"))
-    lo_r, hi_r = _num(r, "latency_median_us_min"), _num(r, "latency_median_us_max")
+    med = column(r, "latency_median_us")
+    fast = column(r, "n_repeats_fast")
+    used = fast.where(fast > 0, column(r, "n_repeats_ok"))
+    lo_r, hi_r = column(r, "latency_median_us_min"), column(r, "latency_median_us_max")
     many = (used >= 2) & lo_r.notna() & hi_r.notna()
-    p10, p90 = _num(r, "latency_p10_us"), _num(r, "latency_p90_us")
+    p10, p90 = column(r, "latency_p10_us"), column(r, "latency_p90_us")
     calls = ~many & p10.notna() & p90.notna()
     lo = lo_r.where(many, p10.where(calls, med))
     hi = hi_r.where(many, p90.where(calls, med))
@@ -196,10 +205,6 @@ def match(
     return judge(m), only_a, only_b
 
 
-def _num(m: pd.DataFrame, col: str) -> pd.Series:
-    return m[col].astype(float) if col in m else pd.Series(np.nan, index=m.index)
-
-
 def _statuses(m: pd.DataFrame) -> None:
     """``lost``: ok in A, not in B (a regression); ``now_ok``: the other way round."""
     a = m["status_a"].fillna("").astype(str) if "status_a" in m else pd.Series("ok", m.index)
@@ -230,23 +235,23 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     for c in CONFIG_KEY:
         if f"{c}_a" in m and c not in m:
             m[c] = m[f"{c}_a"]
-    m["latency"] = _num(m, "latency_median_us_b") / _num(m, "latency_median_us_a")
-    m["speedup"] = _num(m, "sp_b") / _num(m, "sp_a")
-    m["compile_time"] = _num(m, "compile_s_b") / _num(m, "compile_s_a")
-    m["memory"] = _num(m, "peak_mem_alloc_bytes_b") / _num(m, "peak_mem_alloc_bytes_a")
-    m["kernels"] = _num(m, "kernels_per_step_b") - _num(m, "kernels_per_step_a")
+    m["latency"] = column(m, "latency_median_us_b") / column(m, "latency_median_us_a")
+    m["speedup"] = column(m, "sp_b") / column(m, "sp_a")
+    m["compile_time"] = column(m, "compile_s_b") / column(m, "compile_s_a")
+    m["memory"] = column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")
+    m["kernels"] = column(m, "kernels_per_step_b") - column(m, "kernels_per_step_a")
     lat_t = LATENCY + m["lat_w_a"] + m["lat_w_b"]
     cmp_t = COMPILE + m["cmp_w_a"] + m["cmp_w_b"]
     mem_t = MEMORY + m["mem_w_a"] + m["mem_w_b"]
     # A speedup with an interval is judged by its ends: B's top under 0.95x A's bottom.
-    sp_a_lo = _num(m, "sp_lo_a").fillna(_num(m, "sp_a"))
-    sp_b_hi = _num(m, "sp_hi_b").fillna(_num(m, "sp_b"))
-    sp_a_hi = _num(m, "sp_hi_a").fillna(_num(m, "sp_a"))
-    sp_b_lo = _num(m, "sp_lo_b").fillna(_num(m, "sp_b"))
+    sp_a_lo = column(m, "sp_lo_a").fillna(column(m, "sp_a"))
+    sp_b_hi = column(m, "sp_hi_b").fillna(column(m, "sp_b"))
+    sp_a_hi = column(m, "sp_hi_a").fillna(column(m, "sp_a"))
+    sp_b_lo = column(m, "sp_lo_b").fillna(column(m, "sp_b"))
     # Latency past its threshold counts only where the sides' intervals do not overlap.
     up, down = m["latency"] > 1 + lat_t, m["latency"] < 1 - lat_t
-    above = _num(m, "lat_lo_b") > _num(m, "lat_hi_a")
-    below = _num(m, "lat_hi_b") < _num(m, "lat_lo_a")
+    above = column(m, "lat_lo_b") > column(m, "lat_hi_a")
+    below = column(m, "lat_hi_b") < column(m, "lat_lo_a")
     # Timing from a slow or mixed host phase on either side is not compared (issue 32): two
     # identical CPU quickstarts read +18% latency, 0.72x -> 0.61x, with B 99% slow-phase.
     host = _off_phase(m, "a") | _off_phase(m, "b")
@@ -256,7 +261,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
         host & moved, "host phase", np.where((up & ~above) | (down & ~below), "latency", "")
     )
     # Compile time moves between processes too: under COMPILE_FLOOR_S it is not judged.
-    big = (_num(m, "compile_s_b") - _num(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
+    big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
     flags = {
         "latency": (up & above & ~host, down & below & ~host),
         "speedup": (sp_worse & ~host, sp_better & ~host),

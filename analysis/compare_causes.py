@@ -5,13 +5,9 @@ eager side. The first that applies is said; a cell that did not move gets none.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-
-def _num(m: pd.DataFrame, col: str) -> pd.Series:
-    return m[col].astype(float) if col in m else pd.Series(np.nan, index=m.index)
-
+from analysis.measures import column
 
 DEVICE = 0.05  # device time moved by more than this: the kernels' own work changed
 
@@ -24,16 +20,16 @@ def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
     (kernels unchanged, a device change too small to carry the latency, and a side timed
     outside the fast phase or host-bound); else, for a compiled cell, the eager side moved,
     and for an eager cell it is unexplained."""
-    dev = _num(m, "device_time_us_b") / _num(m, "device_time_us_a")
+    dev = column(m, "device_time_us_b") / column(m, "device_time_us_a")
     kern = m["kernels"].fillna(0) != 0
     lead = (
-        _num(m, "pair_lead_in_a").isna()
-        & _num(m, "pair_lead_in_b").notna()
+        column(m, "pair_lead_in_a").isna()
+        & column(m, "pair_lead_in_b").notna()
         & (m.get("sp_kind_a", pd.Series("", m.index)) == "paired")
-        & (_num(m, "sp_b") > _num(m, "sp_a"))
+        & (column(m, "sp_b") > column(m, "sp_a"))
     )
-    dev_us = (_num(m, "device_time_us_b") - _num(m, "device_time_us_a")).abs()
-    lat_us = (_num(m, "latency_median_us_b") - _num(m, "latency_median_us_a")).abs()
+    dev_us = (column(m, "device_time_us_b") - column(m, "device_time_us_a")).abs()
+    lat_us = (column(m, "latency_median_us_b") - column(m, "latency_median_us_a")).abs()
     out = []
     for i in range(len(m)):
         x = m.iloc[i]

@@ -10,6 +10,7 @@ comes from (``latencies``): the paired blocks' for a paired row, both in one pro
 from __future__ import annotations
 
 from analysis.findings_common import device_pair
+from analysis.measures import number
 
 GRAPHS = {"reduce-overhead", "max-autotune", "cudagraphs"}  # modes that replay CUDA graphs
 # a slower cell's device time that rose by at least this share of the latency it added
@@ -20,26 +21,19 @@ DEVICE_SHARE = 0.25
 DEVICE_NOISE = 0.02
 
 
-def _num(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def latencies(x: dict) -> tuple[float, float]:
     """(compiled, eager) µs a call behind the verdict: for a paired row the paired blocks'
     (eager ``E`` as timed beside it, compiled ``E / speedup``), else the two cells' per-call
     medians."""
-    sp, e = _num(x.get("sp")), _num(x.get("eager_latency_paired_us"))
+    sp, e = number(x.get("sp")), number(x.get("eager_latency_paired_us"))
     if x.get("sp_kind") == "paired" and sp == sp and sp > 0 and e == e:
         return e / sp, e
-    return _num(x.get("latency_median_us")), _num(x.get("eager_lat"))
+    return number(x.get("latency_median_us")), number(x.get("eager_lat"))
 
 
 def _lead_in(x: dict) -> bool:
     """Timed with the lead-in fix: at least one untimed call before each block."""
-    lead = _num(x.get("pair_lead_in"))
+    lead = number(x.get("pair_lead_in"))
     return lead == lead and lead > 0
 
 
@@ -94,7 +88,7 @@ def lead_in_artefact(x: dict) -> bool:
     by the timing alone (v2's GPU-bound rows: a median 0.968x of their per-call ratio;
     analysis.audit)."""
     dev, edev = device_pair(x)
-    lat, elat = _num(x.get("latency_median_us")), _num(x.get("eager_lat"))
+    lat, elat = number(x.get("latency_median_us")), number(x.get("eager_lat"))
     if dev != dev or edev != edev or lat != lat or elat != elat:
         return False
     return (

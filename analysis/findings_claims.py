@@ -103,14 +103,19 @@ def fused_kernels(runs, kernels, src) -> str:
     )
 
 
-def flash_fastest(runs, kernels, src) -> str:
+def eager_attention(runs, src) -> pd.DataFrame:
+    """The eager attention cells of ``src`` at the blog's shape, fastest first."""
     att = blog_shapes(runs)
-    att = att[
+    return att[
         (att["source"] == src)
         & (att["family"] == "attention")
         & (att["compile"] == "off")
         & (att["status"] == "ok")
     ].sort_values("latency_median_us")
+
+
+def flash_fastest(runs, kernels, src) -> str:
+    att = eager_attention(runs, src)
     fastest, flash = att.iloc[0], _cell(runs, "flash", src)
     return (
         f"- flash is the fastest: {verdict(fastest['variant'] == 'flash')} — fastest eager cell is "

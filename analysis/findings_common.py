@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.load import TEXT, cells
-from analysis.measures import host_bound_of, sig, speedups, xs
+from analysis.measures import host_bound_of, number, sig, speedups, xs
 from study.observe.stats import verdict as stats_verdict
 from study.rows.schema import SHAPE_KEYS
 
@@ -143,21 +143,14 @@ def device_pair(x) -> tuple[float, float]:
     do_bench around whole calls (its graphs cannot be captured again), which on a host-bound
     call times the host: compiled nn.Linear under reduce-overhead reads 46.7 µs there and 7.0
     µs busy in its trace."""
-
-    def num(v) -> float:
-        try:
-            return float(v)
-        except (TypeError, ValueError):
-            return float("nan")
-
-    d, ed = num(x.get("device_time_us")), num(x.get("eager_dev"))
+    d, ed = number(x.get("device_time_us")), number(x.get("eager_dev"))
     replay = all(
         str(x.get(k) or "").startswith("cuda_graph_replay")
         for k in ("device_time_method", "eager_dev_method")
     )
     if replay and d == d and ed == ed:
         return d, ed
-    g, eg = num(x.get("gpu_us_per_step")), num(x.get("eager_gpu"))
+    g, eg = number(x.get("gpu_us_per_step")), number(x.get("eager_gpu"))
     if g == g and eg == eg:
         return g, eg
     return d, ed

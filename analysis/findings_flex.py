@@ -45,7 +45,8 @@ def _mask_order(m) -> int:
     return MASKS.index(m) if m in MASKS else len(MASKS)
 
 
-def _at(r, variant, mask, seq):
+def cell_at(r, variant, mask, seq):
+    """The row of ``variant`` under ``mask`` at ``seq``, or None."""
     x = r[(r["variant"] == variant) & (r["mask"] == mask) & (r["seq_len"] == seq)]
     return x.iloc[0] if len(x) else None
 
@@ -60,7 +61,7 @@ def rates(r: pd.DataFrame) -> list[str]:
     for _, k in keys.iterrows():
         row = [k["mask"], f"{int(k['seq_len'])}"]
         for v in variants:
-            x = _at(r, v, k["mask"], k["seq_len"])
+            x = cell_at(r, v, k["mask"], k["seq_len"])
             if x is None:
                 row.append("")
             elif x["status"] != "ok":
@@ -93,7 +94,7 @@ def ratios(r: pd.DataFrame) -> list[str]:
     parts = []
     hb = host_bound(r)
     for seq in RATIO_AT:
-        f = _at(r, "flex", "causal", seq)
+        f = cell_at(r, "flex", "causal", seq)
         if f is None:
             continue
         if f["status"] != "ok":
@@ -101,7 +102,7 @@ def ratios(r: pd.DataFrame) -> list[str]:
             continue
         each, gpu, waits = [], [], []
         for other in ("flash", "cudnn"):
-            o = _at(r, other, "causal", seq)
+            o = cell_at(r, other, "causal", seq)
             if o is None or o["status"] != "ok":
                 each.append(f"{other} {o['status'] if o is not None else 'not measured'}")
                 continue

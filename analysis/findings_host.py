@@ -13,8 +13,8 @@ launches, hidden under it), so the host time a compiled call adds is:
   least ``E - C``.
 
 A slower cell whose device time rose by less than a quarter of the latency it added
-(``DEVICE_SHARE``) is slower because of the host, and the table says so. CUDA-graph modes
-replace the host side with a graph launch, and their copies show on the device.
+(``findings_causes.slow_cause``) is slower because of the host, and the table says so. A CUDA-graph
+mode's own host side (its graph's bookkeeping) is set against the wrapper's after the rule.
 
 The rule, from the cells host-bound on both sides under Inductor without CUDA graphs with
 eager's kernels: what a compiled call adds to eager's dispatch (``C - E``), and what its host
@@ -30,7 +30,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import findings_compile
-from analysis.findings_causes import DEVICE_SHARE, GRAPHS, latencies
+from analysis.findings_causes import GRAPHS, latencies, slow_cause
 from analysis.findings_common import device_pair, table
 from analysis.measures import count, sig
 
@@ -82,12 +82,10 @@ def host_text(x) -> str:
 def cause(x) -> str:
     if x["dev_c"] != x["dev_c"] or x["dev_e"] != x["dev_e"]:
         return f"{x['verdict']} (device time not recorded)"
-    if x["verdict"] == "slower":
-        added = x["C"] - x["eager_us"]
-        if x["dev_c"] > x["dev_e"] and x["dev_c"] - x["dev_e"] >= DEVICE_SHARE * added:
-            return "slower: the device too" + (
-                " (CUDA graphs' copies)" if x["mode"] in GRAPHS else ""
-            )
+    if x["verdict"] == "slower":  # findings_causes decides, as for the compile table
+        why = slow_cause(x)
+        if why.startswith("the device"):
+            return "slower: the device too" + why.removeprefix("the device")
         return "slower: the host" + (
             " (same kernels)" if x["same_kernels"] else " (its kernels changed)"
         )

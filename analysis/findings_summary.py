@@ -16,9 +16,9 @@ import pandas as pd
 
 from analysis import findings_compile, findings_flex, findings_host, training
 from analysis.findings_causes import slow_cause
-from analysis.findings_claims import claims
-from analysis.findings_common import sp_text
-from analysis.measures import count, sig
+from analysis.findings_claims import claims, claims_source, eager_attention
+from analysis.findings_common import of, sp_text
+from analysis.measures import column, count, sig, xs
 
 MAX_LINES = 15
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
@@ -76,15 +76,15 @@ def blog(data: dict) -> str:
 
 
 def _fastest(runs: pd.DataFrame) -> str:
-    r = runs[(runs.get("source") == "part3") & (runs["compile"] == "off")]
-    r = r[(r["status"] == "ok") & (r.get("pass", "fwd").fillna("fwd") == "fwd")]
-    if r.empty or "flash" not in set(r["variant"]):
+    src = claims_source(runs) if "source" in runs and len(runs) else None
+    att = eager_attention(runs, src) if src else runs.iloc[:0]
+    if att.empty or "flash" not in set(att["variant"]):
         return ""
-    lat = r.set_index("variant")["latency_median_us"].astype(float)
-    best = lat.idxmin()
+    best, flash = att.iloc[0], att[att["variant"] == "flash"].iloc[0]
     return (
-        f"The fastest eager attention is {best} at {sig(lat[best])} µs a call, flash "
-        f"{sig(lat['flash'])} µs"
+        f"The fastest eager attention is {best['variant']} at "
+        f"{sig(float(best['latency_median_us']))} µs a call, flash "
+        f"{sig(float(flash['latency_median_us']))} µs"
     )
 
 
@@ -185,28 +185,32 @@ def models(every: list[dict]) -> str:
 
 
 def flex(data: dict) -> str:
-    """FlexAttention against flash and cuDNN at the longest causal length, and its useful rate
-    with a sliding window over length: read from the flex section's own sentences."""
-    said = [x for x in findings_flex.section(data) if x.startswith("- ")]
-    causal = next((x for x in said if x.startswith("- flex latency over flash's")), "")
-    ratios = re.findall(r"(\d+): flex/flash ([\d.]+x), flex/cudnn ([\d.]+x)", causal)
-    window = next((x for x in said if x.startswith("- Sliding window, flex: useful")), "")
-    rate = re.search(r"useful ([\d,]+(?: → [\d,]+)+) TFLOP/s", window)
+    """FlexAttention against flash and cuDNN at the longest causal length all three ran, and
+    its useful rate with a sliding window over length."""
+    r = of(data["runs"], "flex")
+    if r.empty:
+        return ""
+    r = r[r["pass"] == "fwd"]
     parts = []
-    if ratios:
-        n, a, b = ratios[-1]
-        parts.append(f"causal at seq_len {n} it takes {a} flash's time and {b} cuDNN's")
-    if rate:
-        steps = rate.group(1).split(" → ")
-        runs = data["runs"]
-        fx = runs[runs["variant"] == "flex"] if "variant" in runs else runs.iloc[:0]
-        tiles = "flops_scheduled" not in fx or fx["flops_scheduled"].isna().all()
+    for seq in reversed(findings_flex.RATIO_AT):
+        f, fa, cu = (findings_flex.cell_at(r, v, "causal", seq) for v in ("flex", "flash", "cudnn"))
+        if all(x is not None and x["status"] == "ok" for x in (f, fa, cu)):
+            lat = f["latency_median_us"]
+            parts.append(
+                f"causal at seq_len {seq} it takes {xs(lat / fa['latency_median_us'])} flash's "
+                f"time and {xs(lat / cu['latency_median_us'])} cuDNN's"
+            )
+            break
+    window = r[(r["variant"] == "flex") & (r["mask"] == "sliding_window") & (r["status"] == "ok")]
+    if len(window) >= 2:
+        u = column(window, "tflops_useful")
         parts.append(
-            f"with a sliding window its useful rate holds {steps[0]}–{steps[-1]} TFLOP/s over "
+            f"with a sliding window its useful rate holds {sig(u.min())}–{sig(u.max())} TFLOP/s "
+            "over length "
             + (
-                "length (counting its block mask's whole tiles, as rows before v3 do)"
-                if tiles
-                else "length (the window's elements)"
+                "(the window's elements)"
+                if findings_flex.by_element(r)
+                else "(counting its block mask's whole tiles, as rows before v3 do)"
             )
         )
     return ("FlexAttention: " + "; ".join(parts) + ".") if parts else ""

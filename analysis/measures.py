@@ -45,6 +45,19 @@ LATENCY_METHOD_TEXT = {
 }
 
 
+def column(df: pd.DataFrame, col: str) -> pd.Series:
+    """``df[col]`` as numbers (anything else NaN), or all NaN where the column is absent."""
+    return pd.to_numeric(df[col], errors="coerce") if col in df else pd.Series(np.nan, df.index)
+
+
+def number(v) -> float:
+    """``v`` as a float, NaN where it is none (None, blank, text)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def has(df: pd.DataFrame, col: str) -> bool:
     return col in df and df[col].notna().any()
 
@@ -192,10 +205,7 @@ def host_bound_of(r: pd.DataFrame) -> pd.Series:
     more than 1.1x the profiler's GPU busy time per step) where both are known, else the
     ``host_bound`` column the runtime wrote by the same rule, else NA."""
 
-    def num(col):
-        return pd.to_numeric(r[col], errors="coerce") if col in r else pd.Series(np.nan, r.index)
-
-    lat, busy = num("latency_median_us"), num("gpu_us_per_step")
+    lat, busy = column(r, "latency_median_us"), column(r, "gpu_us_per_step")
     out = pd.Series(pd.NA, index=r.index, dtype="object")
     if "host_bound" in r:
         col = r["host_bound"].map(

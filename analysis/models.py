@@ -15,15 +15,9 @@ import sys
 import pandas as pd
 
 from analysis.findings_common import table as md_table
-from analysis.measures import MODES, count, sig
+from analysis.measures import MODES, column, count, sig
 
 FAMILY = "custom"
-
-
-def _num(df: pd.DataFrame, col: str) -> pd.Series:
-    if col not in df:
-        return pd.Series(float("nan"), index=df.index)
-    return pd.to_numeric(df[col], errors="coerce")
 
 
 def rows(raw: pd.DataFrame) -> pd.DataFrame:
@@ -51,7 +45,7 @@ def top_fused(kernels: pd.DataFrame, run_id: str, n: int = 2) -> str:
     k = kernels[(kernels["run_id"] == run_id) & kernels.get("fused_ops", pd.Series()).notna()]
     if k.empty or "us_per_step" not in k:
         return ""
-    k = k.assign(t=_num(k, "us_per_step")).sort_values("t", ascending=False).head(n)
+    k = k.assign(t=column(k, "us_per_step")).sort_values("t", ascending=False).head(n)
     return "; ".join(f"{x['kernel'][:40]} ({x['fused_ops'][:50]})" for _, x in k.iterrows())
 
 
@@ -80,20 +74,22 @@ def table(raw: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFram
             line["why not ok"] = str(x.get("reason", ""))[:120]
             out.append(line)
             continue
-        sp, lo, hi = (_num(okg, c) for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high"))
+        sp, lo, hi = (
+            column(okg, c) for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high")
+        )
         line["paired speedup"] = (
             f"{sp.median():.2f}x [{lo.min():.2f}-{hi.max():.2f}]{_phase_note(okg)}"
             if sp.notna().any()
             else ""
         )
-        line["compile s"] = sig(_num(okg, "compile_s").median())
-        line["graph breaks"] = count(_num(okg, "graph_breaks").median()) if m != "off" else ""
+        line["compile s"] = sig(column(okg, "compile_s").median())
+        line["graph breaks"] = count(column(okg, "graph_breaks").median()) if m != "off" else ""
         e = kps_eager.get((v, p))
-        c = _num(okg, "kernels_per_step").median()
+        c = column(okg, "kernels_per_step").median()
         e = pd.to_numeric(pd.Series([e]), errors="coerce").iloc[0]
         line["kernels eager → here"] = f"{count(e)} → {count(c)}" if e == e else count(c)
-        line["peak MB"] = sig(_num(okg, "peak_mem_alloc_bytes").median() / 2**20)
-        line["compression"] = sig(_num(okg, "compression_ratio").median())
+        line["peak MB"] = sig(column(okg, "peak_mem_alloc_bytes").median() / 2**20)
+        line["compression"] = sig(column(okg, "compression_ratio").median())
         line["top fused kernels"] = top_fused(kernels, okg.iloc[0]["run_id"]) if m != "off" else ""
         out.append(line)
     t = pd.DataFrame(out).fillna("")

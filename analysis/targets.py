@@ -30,7 +30,7 @@ import sys
 import pandas as pd
 
 from analysis.findings_common import table as md_table
-from analysis.measures import sig
+from analysis.measures import column, sig
 from study.rows.schema import SHAPE_KEYS
 
 CELL = ["variant", "pass", "dtype", "device", *SHAPE_KEYS]
@@ -47,12 +47,6 @@ DEPLOY = [
 TARGETS = ["dynamo_eager", "aot_eager", "default", "cudagraphs", "cpp_wrapper", "aot_inductor"]
 
 
-def _num(df: pd.DataFrame, col: str) -> pd.Series:
-    return (
-        pd.to_numeric(df[col], errors="coerce") if col in df else pd.Series(float("nan"), df.index)
-    )
-
-
 def added(raw: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, target): µs per call over eager (median over processes) and its
     interval, the speedup and its interval, device time per call, eager's µs, and how many of
@@ -60,13 +54,17 @@ def added(raw: pd.DataFrame) -> pd.DataFrame:
     r = raw[(raw["status"] == "ok") & (raw["compile"] != "off")].copy()
     if r.empty:
         return pd.DataFrame()
-    eager = _num(r, "eager_latency_paired_us")
-    sp, lo, hi = _num(r, "speedup_paired"), _num(r, "speedup_ci_low"), _num(r, "speedup_ci_high")
+    eager = column(r, "eager_latency_paired_us")
+    sp, lo, hi = (
+        column(r, "speedup_paired"),
+        column(r, "speedup_ci_low"),
+        column(r, "speedup_ci_high"),
+    )
     r["added_us"] = eager * (1 / sp - 1)
     r["added_lo"] = eager * (1 / hi - 1)  # the higher speedup adds the least
     r["added_hi"] = eager * (1 / lo - 1)
     r["eager_us"], r["sp"], r["sp_lo"], r["sp_hi"] = eager, sp, lo, hi
-    r["device_us"] = _num(r, "device_time_us")
+    r["device_us"] = column(r, "device_time_us")
     r["fast"] = r.get("timing_phase", pd.Series("", r.index)).astype(str).eq("fast")
     r = r[r["added_us"].notna()]
     keys = [c for c in CELL if c in r] + ["compile"]

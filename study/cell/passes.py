@@ -23,7 +23,6 @@ tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
 # reference its gradients are checked against; split apart, each would import the others.
 from __future__ import annotations
 
-import copy
 import functools
 import operator
 from dataclasses import dataclass, field
@@ -205,6 +204,8 @@ class Reference:
     def __init__(self, wl):
         import torch
 
+        from study.workloads.registry import reference_of
+
         ins = wl.inputs
         if wl.ref_index is not None:  # the full float64 reference would not fit: a slice
             ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)
@@ -215,13 +216,12 @@ class Reference:
             else (t, None, None)
             for t in ins
         )
-        # the variant's own reference (registry.reference_of), else a float64 copy of its
-        # module, made here in host memory (a module given as the reference is copied too)
-        ref = wl.reference if wl.reference is not None else wl.module
-        self.device = None
+        ref = reference_of(wl, device="cpu")  # a module's float64 copy, in host memory
+        self.device = None  # where ``run`` puts that copy back: the module's device
+        if ref is not wl.reference and wl.module is not None:
+            self.device = next((p.device for p in wl.module.parameters()), None)
         if hasattr(ref, "named_parameters"):
-            self.device = next((p.device for p in ref.parameters()), None)
-            ref = copy.deepcopy(ref).to("cpu", torch.float64)
+            ref = ref.double()
             for p in ref.parameters():
                 p.grad = None
         self.fn = ref

@@ -56,12 +56,14 @@ class Workload:
             raise ValueError("a Workload needs a reference, or a module to copy in float64")
 
 
-def reference_of(wl: Workload) -> Callable:
+def reference_of(wl: Workload, device=None) -> Callable:
     """The float64 reference: the variant's own, else a float64 deep copy of its module (so its
-    parameters keep their names, and their values, in float64)."""
+    parameters keep their names, and their values, in float64), made on ``device`` (default:
+    the module's own; "cpu" keeps a training cell's copy out of the device's memory)."""
     if wl.reference is not None:
         return wl.reference
-    return copy.deepcopy(wl.module).double()
+    m = copy.deepcopy(wl.module)
+    return (m if device is None else m.to(device)).double()
 
 
 @dataclass(frozen=True)
