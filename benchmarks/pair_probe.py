@@ -17,6 +17,9 @@ compiled x10, eager x10 after compiled.
 Reading it: eager x3 >> eager x10 says the block is too short; 'after eager' once compiled >>
 before says compiling slows eager's step in the process; 'after compiled' >> 'after eager'
 says a compiled block just before slows it. Each row also gives the 10th percentile.
+--one-core times the rounds with every thread of the process on one core, as study's cells
+are timed (timing.one_core): against a run without it, it says whether spreading the main and
+autograd threads over cores is what moves the step.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def main() -> None:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    from study.cell.pinning import OneCore
     from study.cell.timing import block
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -43,6 +47,8 @@ def main() -> None:
     ap.add_argument("--backend", default="flash", choices=["flash", "cudnn"])
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--device", default="cuda", help="cpu: a smoke test of the script")
+    ap.add_argument("--one-core", action="store_true",
+                    help="time with every thread on one core, as study does (timing.one_core)")  # fmt: skip
     a = ap.parse_args()
     dev, dt = a.device, torch.bfloat16
     torch.manual_seed(0)
@@ -84,6 +90,7 @@ def main() -> None:
         compiled()
     if dev == "cuda":
         torch.cuda.synchronize()
+    one = OneCore(a.one_core).__enter__()  # the compiled step exists: from here on, timing
     block(eager, dev, 10, 1)  # so that the first round's first block follows eager too
     for _ in range(a.rounds):  # what each block follows is in its name
         put("eager x10 after eager", block(eager, dev, 10, 1))
@@ -124,7 +131,8 @@ def main() -> None:
         threads.append(f"{comm}@{cpu}")
     print(f"  threads (name@last core): {' '.join(threads)}; allowed cores: "
           f"{sorted(os.sched_getaffinity(0))}")  # fmt: skip
-    print(f"{a.backend} fwd_bwd, compile={a.compile}, torch {torch.__version__}, "
+    where = f"all threads on core {one.core}" if one.core is not None else "threads spread"
+    print(f"{a.backend} fwd_bwd, compile={a.compile}, {where} after compiling, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name() if dev == 'cuda' else 'CPU'}: µs a step, median [p10] over rounds")  # fmt: skip
     for name, xs in times.items():
         p10 = statistics.quantiles(xs, n=10)[0] if len(xs) > 1 else xs[0]

@@ -21,9 +21,10 @@
 #        dynamic flex scaling targets (no aot_inductor: it segfaults in its loader on this
 #        image) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
 #        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
-#   bash benchmarks/reference_study.sh v3-preflight OUTDIR  # benchmarks/pair_probe.py (flash twice,
-#        cuDNN once, flash on one core), then flash and cuDNN under off, default, max-autotune-no-cudagraphs, fwd
-#        and fwd_bwd, 2 processes each; fwd_bwd again with 10 ms pair blocks (~4 min)
+#   bash benchmarks/reference_study.sh v3-preflight OUTDIR  # benchmarks/pair_probe.py (flash with
+#        threads spread and on one core, cuDNN and max-autotune-no-cudagraphs on one core), then part3
+#        fwd_bwd flash and cuDNN under 4 modes (2 processes each), fwd for 3 variants, and fwd_bwd once
+#        more with timing.one_core=false (~7 min)
 # Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
@@ -149,17 +150,22 @@ case $stage in
       esac
     done
     ;;
-  v3-preflight)  # before v3's freeze: why eager's training step moves in the pairs, the memory fix
+  v3-preflight)  # before v3's freeze: timing.one_core (every thread on one core while timed)
     t python3 -m study.phase | tee -a "$out/phase.txt"
-    for b in flash flash cudnn; do
-      t python3 benchmarks/pair_probe.py --backend $b 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"
+    for args in "--backend flash" "--backend flash --one-core" "--backend cudnn --one-core" \
+      "--backend flash --one-core --compile max-autotune-no-cudagraphs"; do
+      t python3 benchmarks/pair_probe.py $args 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"
     done
-    # one core for every thread (main and autograd's): does eager's step then hold still?
-    t taskset -c 3 python3 benchmarks/pair_probe.py 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"
-    sweep pre_2ms +experiment=part3 variant=flash,cudnn compile=off,default,max-autotune-no-cudagraphs \
-      pass=fwd,fwd_bwd repeats=2
-    sweep pre_10ms +experiment=part3 variant=flash,cudnn compile=off,default,max-autotune-no-cudagraphs \
-      pass=fwd_bwd repeats=2 timing.block_ms=10
+    sweep pre_one +experiment=part3 variant=flash,cudnn \
+      compile=off,default,max-autotune-no-cudagraphs,reduce-overhead pass=fwd_bwd repeats=2
+    sweep pre_fwd +experiment=part3 variant=flash,cudnn compile=off,default pass=fwd
+    sweep pre_linear +experiment=part2 variant=linear compile=off,default pass=fwd
+    sweep pre_spread +experiment=part3 variant=flash,cudnn \
+      compile=off,default,max-autotune-no-cudagraphs,reduce-overhead pass=fwd_bwd timing.one_core=false
+    ;;
+  v3-check)  # training pair blocks as long as a per-call chunk: paired within 3% of per call?
+    sweep check +experiment=part3 variant=flash,cudnn \
+      compile=off,default,max-autotune-no-cudagraphs,reduce-overhead pass=fwd_bwd repeats=2
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     name=$3; shift 3

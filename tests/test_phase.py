@@ -98,6 +98,15 @@ def test_block_calls_time_a_steady_state_even_for_slow_steps():
     assert timing.block_calls(None, block_ms=2.0) == 3
 
 
+def test_a_cuda_pair_block_is_as_long_as_a_per_call_chunk():
+    """A 450 µs training step at block_ms=2 would be timed in 4-call pair blocks against
+    10-call per-call chunks; on CUDA the pair block gets the chunk's 10 calls."""
+    assert timing.pair_calls(450.0, 2.0, calls=100, device="cuda") == 10
+    assert timing.pair_calls(450.0, 2.0, calls=100, device="cpu") == 4
+    assert timing.pair_calls(20.0, 2.0, calls=100, device="cuda") == 100  # already longer
+    assert timing.pair_calls(450.0, 2.0, calls=20, device="cuda") == 4  # chunks of 2: block_ms
+
+
 TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 3 calls
 
 

@@ -1,5 +1,9 @@
 """Cores per slot, and the host-load columns a row gets."""
 
+import os
+import threading
+import time
+
 import pytest
 
 from study.cell import pinning
@@ -88,7 +92,8 @@ def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
 
 def test_host_load_reads_proc_stat_around_a_block():
     with pinning.HostLoad(sorted(pinning.allowed())) as load:
-        sum(i * i for i in range(200_000))
+        # os.times counts in 10 ms ticks: 200,000 squares (~15 ms) read 0 ticks in 2 of 3 runs
+        sum(i * i for i in range(2_000_000))
     r = load.row()
     assert r["host_busy_other"] is None or r["host_busy_other"] >= 0
     assert load.own > 0 and load.wall > 0
@@ -112,3 +117,38 @@ def test_the_host_probe_reads_the_host_not_a_constant(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "__add__", slow_add)
     slow = pinning.host_probe_us(rounds=5, ops=20)
     assert fast > 0 and slow > fast + 20 * 20
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to narrow")
+def test_one_core_puts_every_thread_on_one_core_and_gives_each_its_cores_back():
+    """A training step's backward runs on autograd's thread: the gauge's core must be its core."""
+    group = os.sched_getaffinity(0)
+    seen, go, done = {}, threading.Event(), threading.Event()
+
+    def worker(name):
+        seen[name + " tid"] = threading.get_native_id()
+        go.wait()
+        seen[name] = os.sched_getaffinity(0)
+        done.wait()
+
+    before = threading.Thread(target=worker, args=("before",), daemon=True)
+    before.start()
+    try:
+        with pinning.OneCore() as one:
+            assert one.core in group
+            inside = threading.Thread(target=worker, args=("inside",), daemon=True)
+            inside.start()  # inherits the one core
+            while "inside tid" not in seen:
+                time.sleep(0.001)
+            go.set()
+            while "inside" not in seen or "before" not in seen:
+                time.sleep(0.001)
+            assert seen["before"] == seen["inside"] == os.sched_getaffinity(0) == {one.core}
+        assert os.sched_getaffinity(0) == group
+        assert os.sched_getaffinity(seen["before tid"]) == group
+        assert os.sched_getaffinity(seen["inside tid"]) == group
+    finally:
+        go.set()
+        done.set()
+    with pinning.OneCore(enabled=False) as off:  # CPU cells: torch's threads keep their cores
+        assert off.core is None and os.sched_getaffinity(0) == group

@@ -174,9 +174,15 @@ class Cell:
 
     # 5 ------------------------------------------------------------------------------------
     def measure(self) -> None:
+        # A CUDA cell is timed with all its threads on one core (pinning.OneCore says why).
+        with pinning.OneCore(self.device == "cuda" and self.cfg.timing.one_core) as one:
+            self.row["timing_core"] = one.core
+            self._measure(sorted(os.sched_getaffinity(0)))
+
+    def _measure(self, cores: list[int]) -> None:
         cfg, row = self.cfg, self.row
         t = time.perf_counter()
-        load = pinning.HostLoad(sorted(os.sched_getaffinity(0)))
+        load = pinning.HostLoad(cores)
         probe = [pinning.host_probe_us()]
         self.levels = calibrate.cache_path(cfg.calibration_file).with_name(phase.HOST_LEVEL_FILE)
         self.phases = phase.Phases(cfg.timing.fast_ratio, phase.read_host_level(self.levels))
@@ -230,7 +236,7 @@ class Cell:
         rounds, each round between two gauges of the host's phase (study.cell.timing.rounds)."""
         t = self.cfg.timing
         est = timing.per_call(self.step, self.device, warm, max(3, t.calls // timing.CHUNKS))
-        self.pair_calls = timing.block_calls(est["median"], t.block_ms)
+        self.pair_calls = timing.pair_calls(est["median"], t.block_ms, t.calls, self.device)
 
         def eager():  # its failures are the baseline's, not the cell's
             try:

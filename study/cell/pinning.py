@@ -13,6 +13,15 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   (``os.sched_setaffinity``; the server itself sits on the sweep's cores), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.cell.compiling), so no compile workers share the cores.
+- ``one_core`` narrows every thread of a CUDA cell to one core of its group while it is timed
+  (``timing.one_core``). A training step runs on two threads (the main one, and autograd's
+  device thread for the backward), which the scheduler put on two cores; each vCPU of the
+  H200 host has its own fast and slow phases, and the phase gauge runs on the main thread's.
+  So the autograd thread's core could be slow while the gauge read fast, and each handoff
+  between the threads crossed cores. On the H200, flash fwd_bwd eager read 445-448 µs a step in
+  every condition with all threads on one core (p10 = median), against medians of 510-660 µs
+  and p10s of 443-565 µs with them spread, in the same probe (benchmarks/pair_probe.py,
+  2026-12-02); the cells' eager step moved by up to 31% between its own cell and the pairs.
 - ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time
   that other processes took on them (busy time minus this process's own), the 1-minute load
   average, the time the hypervisor gave the cell's virtual CPUs to someone else (steal), and
@@ -30,6 +39,7 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -144,6 +154,54 @@ def plan(host: list[int], slots: int, spec: str = "auto") -> tuple[list[int], li
         sorted(c for u in us[i * n // slots : (i + 1) * n // slots] for c in u)
         for i in range(slots)
     ]
+
+
+def current_core() -> int | None:
+    """The core the calling thread last ran on (/proc/thread-self/stat, field 39), or None."""
+    try:
+        stat = Path("/proc/thread-self/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[36])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def threads() -> list[int]:
+    """This process's thread ids (/proc/self/task); [] where unreadable."""
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/self/task"))
+    except OSError:
+        return []
+
+
+class OneCore:
+    """Within: every thread of this process on one core (the one the calling thread is on, if
+    it may run there), threads started inside inheriting it; on leaving, each thread back on
+    the cores it had (one started inside: the caller's). ``core`` is None where nothing was
+    pinned (disabled, or no /proc)."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled, self.core, self._had, self._group = enabled, None, {}, None
+
+    def __enter__(self):
+        if not self.enabled:
+            return self
+        self._group = os.sched_getaffinity(0)
+        core = current_core()
+        core = core if core in self._group else min(self._group)
+        for tid in threads():
+            with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
+                self._had[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, {core})
+        self.core = core if self._had else None
+        return self
+
+    def __exit__(self, *exc):
+        if self._group is not None:
+            for tid in threads():
+                with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
+                    os.sched_setaffinity(tid, self._had.get(tid, self._group))
+        self._had, self._group = {}, None
+        return False
 
 
 def governor(core: int) -> str | None:

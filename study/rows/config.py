@@ -144,6 +144,8 @@ class TimingConf:
     # host outlasted 4 s in 6 of 45 cells on one machine)
     max_s: float = 8.0
     fast_ratio: float = 1.3  # a block is fast when its gauge is at most this x the fast level
+    # CUDA cells: every thread on one core of the cell's while timed (study.cell.pinning.OneCore)
+    one_core: bool = True
 
 
 @dataclass

@@ -232,10 +232,11 @@ RUN = (
         Col(
             "pair_calls",
             "",
-            "back-to-back calls per block: about timing.block_ms per block, and at least 3, so a "
-            "training block (fwd_bwd, train_step) times a steady state of consecutive steps "
-            "(forward, backward and for train_step the optimizer) queued behind each other, "
-            "not one step from an idle device",
+            "back-to-back calls per block: about timing.block_ms per block, and at least 3 "
+            "(CUDA: at least a per-call chunk, timing.calls / 10), so a training block "
+            "(fwd_bwd, train_step) times a steady state of consecutive steps (forward, "
+            "backward and for train_step the optimizer) queued behind each other, not one step "
+            "from an idle device",
         ),
         Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.phase)"),
         Col(
@@ -529,6 +530,12 @@ RUN = (
         Col("mem_clock_mhz", "MHz", "memory clock read at the start of the cell"),
         Col("cpu_threads", "", "torch.get_num_threads() (one per core the cell is pinned to)"),
         Col("cpu_cores", "", "CPU cores the cell was pinned to (cores=auto: one group per slot)"),
+        Col(
+            "timing_core",
+            "",
+            "the one core all of a CUDA cell's threads ran on while it was timed "
+            "(timing.one_core); blank: they ran on any of cpu_cores",
+        ),
         Col(
             "load_avg_1m",
             "",
@@ -836,6 +843,7 @@ NON_NUMERIC = frozenset(
         "host_bound",
         "device_time_l2",
         "cpu_cores",
+        "timing_core",
         "cpu_governor",
         "host_loaded",
         "grad_worst",
