@@ -81,6 +81,18 @@ if [ "$stage" != parts ] && [ "$stage" != v2-parts ] && [ "$stage" != probe ] &&
   echo "no $STUDY_CEILINGS: calibrating first (copy one in to keep an earlier calibration)"
   t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32]
 fi
+full_speed() {  # survey the host; stop where its fast level is not full speed
+  t python3 -m study.phase | tee -a "$out/phase.txt"
+  local lvl; lvl=$(grep -o 'fast level [0-9.]*' "$out/phase.txt" | tail -1 | awk '{print $3}')
+  # The H200 machines: 13.4-13.9 us on four of them, 16.7 on a fifth (2026-12-02), where
+  # every host-bound cell read slower (flash fwd_bwd/default 0.60-0.74x against 0.93-0.95x).
+  if [ -n "$lvl" ] && awk -v l="$lvl" -v f="${FULL_US:-14.5}" 'BEGIN { exit !(l > f) }'; then
+    echo "STOP: this machine's host gauge reads a fast level of $lvl us, above full speed" \
+      "(FULL_US=${FULL_US:-14.5} us): host-bound cells would read slow. Give the machine back" \
+      "and run again on another; FULL_US=99 runs anyway."
+    exit 3
+  fi
+}
 case $stage in
   parts)
     t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32]
@@ -137,7 +149,7 @@ case $stage in
     for name in "$@"; do  # every name checked before anything runs
       [[ $known == *" $name "* ]] || { echo "v3: no experiment named $name; known:$known"; exit 2; }
     done
-    t python3 -m study.phase | tee -a "$out/phase.txt"
+    full_speed
     for name in "$@"; do
       case $name in
         part1|part2|part3) sweep "$name" +experiment="$name" repeats=3 resume=true ;;
@@ -164,6 +176,7 @@ case $stage in
       compile=off,default,max-autotune-no-cudagraphs,reduce-overhead pass=fwd_bwd timing.one_core=false
     ;;
   v3-check)  # training pair blocks as long as a per-call chunk: paired within 3% of per call?
+    full_speed
     sweep check +experiment=part3 variant=flash,cudnn \
       compile=off,default,max-autotune-no-cudagraphs,reduce-overhead pass=fwd_bwd repeats=2
     ;;

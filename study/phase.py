@@ -64,6 +64,7 @@ HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
 MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
 MIN_SLOW_PAIRS = 5  # speedup_paired_slow only from at least this many slow pairs
 MIN_LEVEL_READINGS = 30  # a cell records its level for the host only from this many readings
+SURVEY_S = 3.0  # a CUDA cell that finds no host level surveys this long first (host_level)
 
 
 @functools.cache
@@ -192,6 +193,26 @@ def record_host_level(path: Path, level: float, key: str | None = None) -> str |
     except OSError as e:  # the next cells judge by their own readings; this row stands
         return f"host gauge level not recorded in {path}: {e.strerror or e}"
     return None
+
+
+def host_level(path: Path, survey_s: float = 0.0) -> tuple[float | None, str | None]:
+    """(The host's fast level, a note or None). Where ``path`` holds no level of the last day
+    and ``survey_s`` > 0, survey the host that long first and record its level: on a fresh H200
+    machine without ``python -m study.phase`` first, the first cells of a sweep timed in a slow
+    phase took their own 21.96-27.87 us for the fast level (the survey after: 15.0-16.1) and
+    called their rounds fast."""
+    level = read_host_level(path)
+    if level is not None or not survey_s > 0:
+        return level, None
+    xs = survey(survey_s)
+    ph = Phases(readings=xs)
+    if len(xs) < MIN_LEVEL_READINGS:
+        return None, f"host survey: too few readings ({len(xs)}) for a level"
+    why = record_host_level(path, ph.level())
+    return ph.level(), why or (
+        f"no host level of the last day: surveyed the host for {survey_s:g} s first "
+        f"(fast level {ph.level():.1f} us)"
+    )
 
 
 def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:

@@ -200,3 +200,21 @@ def test_a_survey_records_the_hosts_fast_level_for_the_first_cells(monkeypatch, 
     assert phase.read_host_level(tmp_path / phase.HOST_LEVEL_FILE) == 10.0
     with pytest.raises(SystemExit, match="usage"):
         phase.main(["-3"])
+
+
+def test_with_no_host_level_recorded_a_cuda_cell_surveys_the_host_first(tmp_path, monkeypatch):
+    """Without a recorded level, a sweep's first cells on a fresh machine took a slow phase's
+    readings for the fast level; the survey records one, and later cells read it instead."""
+    path = tmp_path / phase.HOST_LEVEL_FILE
+    assert phase.host_level(path, 0.0) == (None, None)  # the CPU's cells: no survey
+    assert not path.exists()
+    monkeypatch.setattr(phase, "survey", lambda s: [30.0] * 50 + [10.0] * 50)
+    level, why = phase.host_level(path, 1.0)
+    assert level == pytest.approx(10.0) and "surveyed the host" in why
+    assert phase.read_host_level(path) == pytest.approx(10.0)
+
+    def no_survey(s):
+        raise AssertionError("surveyed although a level was recorded")
+
+    monkeypatch.setattr(phase, "survey", no_survey)
+    assert phase.host_level(path, 1.0) == (pytest.approx(10.0), None)
