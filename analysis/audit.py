@@ -20,6 +20,11 @@ row since the lead-in fix; v2's rows predate it and are counted, not judged):
    (the tiles), and the same share of ``flops`` as an SDPA or naive row of the same mask and
    length in the same sweep, where there is one.
 4. **One code revision.** Every row that records ``code_hash`` records the same one.
+5. **One host speed.** Each source's (sweep's) median ``gauge_fast_us`` is at most
+   ``HOST_SPREAD`` (15%) above the fastest source's. H200 machines' hosts ran at fast levels
+   of 13.4 and 16.7 µs on one day, and every host-bound cell read slower on the second
+   (docs/method.md): a study stitched from both compares hosts, not compile modes. Within one
+   machine, sweeps' medians sat within 3% (12.4-12.8 µs).
 
 Reads only CSVs; never imports torch.
 """
@@ -37,6 +42,7 @@ from analysis.measures import column
 
 LEAD_IN = 0.03
 AGREE = 0.20
+HOST_SPREAD = 0.15
 SAME_SHARE = 1e-6  # flex's element share against SDPA's at the same mask: equal but for rounding
 
 
@@ -153,6 +159,24 @@ def one_code(runs: pd.DataFrame) -> list[str]:
     ]
 
 
+def one_host_speed(runs: pd.DataFrame) -> list[str]:
+    """A study runs at one host speed: no source's median fast level above HOST_SPREAD of the
+    fastest source's."""
+    if "gauge_fast_us" not in runs or "source" not in runs:
+        return []
+    level = column(runs, "gauge_fast_us").groupby(runs["source"]).median().dropna()
+    if len(level) < 2:
+        return []
+    best = level.min()
+    return [
+        f"host: {src} ran at a fast level of {lvl:.1f} µs (its cells' median), {lvl / best:.2f}x "
+        f"the fastest sweep's {best:.1f} µs: its host-bound cells read slow; run it again on "
+        f"a machine at full speed"
+        for src, lvl in level.items()
+        if lvl > best * (1 + HOST_SPREAD)
+    ]
+
+
 def flex_elements(runs: pd.DataFrame) -> list[str]:
     if "mask" not in runs or "status" not in runs:
         return []
@@ -196,7 +220,7 @@ def check(runs: pd.DataFrame) -> tuple[list[str], str]:
     if runs.empty:
         return [], "no rows"
     m = with_twin(runs)
-    flex = flex_elements(runs) + one_code(runs)
+    flex = flex_elements(runs) + one_code(runs) + one_host_speed(runs)
     nflex = _masked_flex(runs)
     if m.empty:
         return flex, (

@@ -89,3 +89,15 @@ def test_an_agreement_failure_says_which_side_moved():
     assert "eager 448 µs a call in its own cell, 644 in the pairs (+44%)" in fails[0]
     assert "compiled 1,054 per call, 1,079 in the pairs" in fails[0]
     assert "(eager's there over the paired speedup; +2%): eager moved" in fails[0]
+
+
+def test_a_study_runs_at_one_host_speed():
+    """Two H200 machines' hosts at 13.4 and 16.7 µs: the slower one's sweep is named."""
+    rows = [_cell("off", 94.0, 93.0, source=src, gauge_fast_us=lvl, run_id=f"{src}{i}")
+            for src, lvls in (("fast", [12.4, 12.8, 13.3]), ("slow", [15.2, 16.1, 16.7]))
+            for i, lvl in enumerate(lvls)]  # fmt: skip
+    fails, _ = _check(*rows)
+    assert len(fails) == 1 and fails[0].startswith("host: slow ran at a fast level of 16.1")
+    assert "1.26x the fastest sweep's 12.8" in fails[0]
+    fails, _ = _check(*[r for r in rows if r["source"] == "fast"])
+    assert fails == []
