@@ -164,7 +164,8 @@ def one_host_speed(runs: pd.DataFrame) -> list[str]:
     fastest source's."""
     if "gauge_fast_us" not in runs or "source" not in runs:
         return []
-    level = column(runs, "gauge_fast_us").groupby(runs["source"]).median().dropna()
+    gpu = runs[runs["device"] == "cuda"] if "device" in runs else runs  # a CPU box: its own host
+    level = column(gpu, "gauge_fast_us").groupby(gpu["source"]).median().dropna()
     if len(level) < 2:
         return []
     best = level.min()

@@ -32,7 +32,7 @@ The rule: a round counts as fast when the larger of its two gauges, and of the r
 it, is at most ``fast_ratio`` (1.3) x the fast level (a fast reading right after a slow round
 is often a moment's dip inside a slow phase). The fast level is the 10th percentile of the
 cell's own gauge readings, or the host's, whichever is lower: the 10th percentile of the levels
-that earlier cells on this host (same hostname, Python and torch) recorded in the last 24
+that earlier cells on this host (same hostname, boot, Python and torch) recorded in the last 24
 hours, each from 30 readings or more (``host_gauge.txt`` beside the device ceilings of
 ``study.cell.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
 the level made 99% of the blocks "slow" in one run (FIELD-NOTES). The host's level lets a cell
@@ -155,11 +155,19 @@ def _key() -> str:
 
     import torch
 
-    return f"{socket.gethostname()}|py{platform.python_version()}|torch{torch.__version__}"
+    # The boot: every H200 machine is called "vm", and host_gauge.txt travels with a study's
+    # outputs from one machine to the next, whose host may run at another speed.
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+    except OSError:
+        boot = "-"
+    return (
+        f"{socket.gethostname()}|boot{boot}|py{platform.python_version()}|torch{torch.__version__}"
+    )
 
 
 def read_host_level(path: Path, now: float | None = None, key: str | None = None) -> float | None:
-    """The fast level of this host (same hostname, Python and torch): the 10th percentile of
+    """The fast level of this host (same hostname, boot, Python and torch): the 10th percentile of
     the levels earlier cells recorded in ``path`` within the last ``HOST_LEVEL_MAX_AGE_S``
     (each a cell's own 10th percentile over at least ``MIN_LEVEL_READINGS`` readings)."""
     now, key = time.time() if now is None else now, key or _key()

@@ -101,3 +101,5 @@ def test_a_study_runs_at_one_host_speed():
     assert "1.26x the fastest sweep's 12.8" in fails[0]
     fails, _ = _check(*[r for r in rows if r["source"] == "fast"])
     assert fails == []
+    cpu = [dict(r, device="cpu") if r["source"] == "slow" else r for r in rows]
+    assert _check(*cpu)[0] == []  # a CPU sweep's host is another machine, not a slow GPU host

@@ -2,6 +2,7 @@
 counted (study.phase, study.cell.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -105,6 +106,9 @@ def test_a_cuda_pair_block_is_as_long_as_a_per_call_chunk():
     assert timing.pair_calls(450.0, 2.0, calls=100, device="cpu") == 4
     assert timing.pair_calls(20.0, 2.0, calls=100, device="cuda") == 100  # already longer
     assert timing.pair_calls(450.0, 2.0, calls=20, device="cuda") == 4  # chunks of 2: block_ms
+    assert timing.pair_calls(50_000.0, 2.0, calls=100, device="cuda") == 3  # GPU-bound, long
+    assert timing.pair_calls(2_000.0, 2.0, calls=100, device="cuda") == 5  # up to 10 ms a block
+    assert timing.pair_calls(None, 2.0, calls=100, device="cuda") == 3
 
 
 TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 3 calls
@@ -218,3 +222,11 @@ def test_with_no_host_level_recorded_a_cuda_cell_surveys_the_host_first(tmp_path
 
     monkeypatch.setattr(phase, "survey", no_survey)
     assert phase.host_level(path, 1.0) == (pytest.approx(10.0), None)
+
+
+@pytest.mark.skipif(not Path("/proc/sys/kernel/random/boot_id").exists(), reason="no boot id")
+def test_a_host_level_belongs_to_one_boot_of_one_machine():
+    """Every H200 machine is called "vm" and host_gauge.txt travels with the outputs: a level
+    recorded on another machine must not be read as this one's."""
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+    assert f"|boot{boot}|" in phase._key()

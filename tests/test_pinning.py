@@ -123,19 +123,24 @@ def test_the_host_probe_reads_the_host_not_a_constant(monkeypatch):
 def test_one_core_puts_every_thread_on_one_core_and_gives_each_its_cores_back():
     """A training step's backward runs on autograd's thread: the gauge's core must be its core."""
     group = os.sched_getaffinity(0)
+    own = {max(group)}  # a thread with cores of its own gets those back, not the caller's
     seen, go, done = {}, threading.Event(), threading.Event()
 
-    def worker(name):
+    def worker(name, cores=None):
+        if cores:
+            os.sched_setaffinity(0, cores)
         seen[name + " tid"] = threading.get_native_id()
         go.wait()
         seen[name] = os.sched_getaffinity(0)
         done.wait()
 
-    before = threading.Thread(target=worker, args=("before",), daemon=True)
+    before = threading.Thread(target=worker, args=("before", own), daemon=True)
     before.start()
     try:
+        while "before tid" not in seen:
+            time.sleep(0.001)
         with pinning.OneCore() as one:
-            assert one.core in group
+            assert one.core in group and one.note is None
             inside = threading.Thread(target=worker, args=("inside",), daemon=True)
             inside.start()  # inherits the one core
             while "inside tid" not in seen:
@@ -145,10 +150,23 @@ def test_one_core_puts_every_thread_on_one_core_and_gives_each_its_cores_back():
                 time.sleep(0.001)
             assert seen["before"] == seen["inside"] == os.sched_getaffinity(0) == {one.core}
         assert os.sched_getaffinity(0) == group
-        assert os.sched_getaffinity(seen["before tid"]) == group
+        assert os.sched_getaffinity(seen["before tid"]) == own
         assert os.sched_getaffinity(seen["inside tid"]) == group
     finally:
         go.set()
         done.set()
+    with pytest.raises(RuntimeError), pinning.OneCore():  # a failing cell gets its cores back
+        assert os.sched_getaffinity(0) != group
+        raise RuntimeError("the cell failed while timed")
+    assert os.sched_getaffinity(0) == group
     with pinning.OneCore(enabled=False) as off:  # CPU cells: torch's threads keep their cores
         assert off.core is None and os.sched_getaffinity(0) == group
+
+
+def test_one_core_that_cannot_narrow_the_cell_says_so_and_narrows_nothing(monkeypatch):
+    def refuse(pid, cores):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(pinning.os, "sched_setaffinity", refuse)
+    with pinning.OneCore() as one:
+        assert one.core is None and "could not narrow the cell" in one.note

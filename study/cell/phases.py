@@ -174,10 +174,16 @@ class Cell:
 
     # 5 ------------------------------------------------------------------------------------
     def measure(self) -> None:
-        # A CUDA cell is timed with all its threads on one core (pinning.OneCore says why).
-        with pinning.OneCore(self.device == "cuda" and self.cfg.timing.one_core) as one:
-            self.row["timing_core"] = one.core
-            self._measure(sorted(os.sched_getaffinity(0)))
+        # A CUDA cell is timed, profiled and shape-swept with all its threads on one core
+        # (pinning.OneCore says why), until the cell's stack closes; cpu_cores and the host
+        # load stay the cell's whole group.
+        group = sorted(os.sched_getaffinity(0))
+        one = pinning.OneCore(self.device == "cuda" and self.cfg.timing.one_core)
+        self.stack.enter_context(one)
+        self.row["timing_core"] = one.core
+        if one.note:
+            self.notes.append(one.note)
+        self._measure(group)
 
     def _measure(self, cores: list[int]) -> None:
         cfg, row = self.cfg, self.row

@@ -13,7 +13,8 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   (``os.sched_setaffinity``; the server itself sits on the sweep's cores), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.cell.compiling), so no compile workers share the cores.
-- ``one_core`` narrows every thread of a CUDA cell to one core of its group while it is timed
+- ``OneCore`` narrows every thread of a CUDA cell to one core of its group while it is timed,
+  profiled and shape-swept
   (``timing.one_core``). A training step runs on two threads (the main one, and autograd's
   device thread for the backward), which the scheduler put on two cores; each vCPU of the
   H200 host has its own fast and slow phases, and the phase gauge runs on the main thread's.
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -176,11 +178,13 @@ def threads() -> list[int]:
 class OneCore:
     """Within: every thread of this process on one core (the one the calling thread is on, if
     it may run there), threads started inside inheriting it; on leaving, each thread back on
-    the cores it had (one started inside: the caller's). ``core`` is None where nothing was
-    pinned (disabled, or no /proc)."""
+    the cores it had (one started inside: the caller's). The calling thread is narrowed first:
+    where it cannot be, nothing is, ``core`` stays None and ``note`` says why (``core`` is None
+    too when disabled). Never raises on leaving."""
 
     def __init__(self, enabled: bool = True):
-        self.enabled, self.core, self._had, self._group = enabled, None, {}, None
+        self.enabled, self.core, self.note = enabled, None, None
+        self._had, self._group = {}, None
 
     def __enter__(self):
         if not self.enabled:
@@ -188,17 +192,24 @@ class OneCore:
         self._group = os.sched_getaffinity(0)
         core = current_core()
         core = core if core in self._group else min(self._group)
+        try:
+            os.sched_setaffinity(0, {core})  # the caller first: without it, nothing
+        except OSError as e:
+            self.note = f"timing.one_core: could not narrow the cell to core {core}: {e}"
+            self._group = None
+            return self
         for tid in threads():
-            with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
-                self._had[tid] = os.sched_getaffinity(tid)
+            with contextlib.suppress(OSError):  # ended meanwhile, or not ours to move
+                had = self._group if tid == threading.get_native_id() else None
+                self._had[tid] = had or os.sched_getaffinity(tid)
                 os.sched_setaffinity(tid, {core})
-        self.core = core if self._had else None
+        self.core = core
         return self
 
     def __exit__(self, *exc):
         if self._group is not None:
             for tid in threads():
-                with contextlib.suppress(ProcessLookupError):  # the thread ended meanwhile
+                with contextlib.suppress(OSError):  # ended meanwhile: nothing to give back
                     os.sched_setaffinity(tid, self._had.get(tid, self._group))
         self._had, self._group = {}, None
         return False

@@ -57,6 +57,7 @@ def sync(device: str) -> None:
 
 
 CHUNKS = 10  # a round's per-call chunk is repeat / CHUNKS calls
+FLOOR_MS = 10.0  # CUDA pair blocks hold a per-call chunk's calls, up to this long (pair_calls)
 MIN_ROUNDS = 10  # rounds a cell times whatever timing.max_s says (timing.pairs is at least 10)
 
 
@@ -152,8 +153,11 @@ def pair_calls(latency_us: float | None, block_ms: float, calls: int, device: st
     same length of queue. A compiled training step whose host time is close to its GPU time
     fills the queue slowly: on the H200, flash fwd_bwd under default read 447-453 µs a step in
     chunks of 10 but about 477 in pairs of 3-call blocks (0.93-0.95x paired against 0.99-1.00x
-    per call, eager at 443-446 µs either way)."""
-    least = max(3, calls // CHUNKS) if device == "cuda" else 3
+    per call, eager at 443-446 µs either way). The floor stops at ``FLOOR_MS`` a block: a
+    50 ms step is GPU-bound, and 10-call blocks would stretch each round over phase changes."""
+    least = 3
+    if device == "cuda" and latency_us and latency_us > 0:  # a chunk's calls, up to FLOOR_MS
+        least = max(3, min(calls // CHUNKS, round(FLOOR_MS * 1e3 / latency_us)))
     return block_calls(latency_us, block_ms, least=least)
 
 

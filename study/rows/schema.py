@@ -533,8 +533,8 @@ RUN = (
         Col(
             "timing_core",
             "",
-            "the one core all of a CUDA cell's threads ran on while it was timed "
-            "(timing.one_core); blank: they ran on any of cpu_cores",
+            "the one core all of a CUDA cell's threads ran on while it was timed, profiled and "
+            "shape-swept (timing.one_core); blank: they ran on any of cpu_cores",
         ),
         Col(
             "load_avg_1m",
