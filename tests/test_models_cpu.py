@@ -17,16 +17,19 @@ HF = importlib.util.find_spec("transformers") is not None
 
 @pytest.mark.skipif(not HF, reason="transformers is not installed (pip install -e '.[dev]')")
 def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
-    # issue 34's acceptance: both models, both passes, eager and compiled, on the CPU, in one
-    # sweep (one warm parent); the output and input structures are unit tests (test_models.py)
+    # issue 34's acceptance: both models, eager and compiled, on the CPU, in one sweep (one
+    # warm parent). The training pass only (its forward is the same model's, traced with
+    # autograd): the forward pass too took CI another 60 s. Eager's forward pass runs in
+    # test_a_model_whose_library_is_absent_is_an_unsupported_row; the output and input
+    # structures are unit tests (test_models.py).
     common = ["compile=default",  # each compiled cell runs eager beside itself (paired rounds)
               "+variant.kwargs.layers=1",  # the CPU shapes, one layer: compiling is most of it
               "timing.max_s=0.25", "timing.calls=5", "timing.warmup=1"]  # fmt: skip
-    r = cli("-m", "variant=gpt2,bert", "pass=fwd,fwd_bwd", *common, f"out_root={tmp_path}")
+    r = cli("-m", "variant=gpt2,bert", "pass=fwd_bwd", *common, f"out_root={tmp_path}")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = io.read_csv(sweep_dir(tmp_path) / "runs.csv")
     got = sorted((x["variant"], x["pass"]) for x in rows)
-    assert got == [("bert", "fwd"), ("bert", "fwd_bwd"), ("gpt2", "fwd"), ("gpt2", "fwd_bwd")]
+    assert got == [("bert", "fwd_bwd"), ("gpt2", "fwd_bwd")]
     for x in rows:
         assert x["status"] == "ok", (x["run_id"], x["reason"])
         assert x["family"] == "custom"
