@@ -7,7 +7,7 @@
 Runs one sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
 every cell once before any cell twice), then prints per cell: the per-call median of each
 repeat, how far the worst one sits from the median of the N (the target is +-5% on the H200),
-the host probe of each repeat (study.cell.pinning.host_probe_us: did the host itself
+the host probe of each repeat (study.cell.host_load.host_probe_us: did the host itself
 slow down?) and its correlation with the cell's latency, the paired speedup of each repeat and
 its spread (+-5%), and the widest 95% interval relative
 to its speedup (narrower than +-10%); then which host phase each repeat's figures come from

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from study.cell import pinning
+from study.cell import host_load, pinning
 
 
 def test_core_lists_parse_and_print():
@@ -55,9 +55,9 @@ def test_a_core_the_host_lacks_is_named():
 
 
 def test_host_load_says_loaded_when_others_use_the_cells_cores(monkeypatch):
-    load = pinning.HostLoad([0, 1])
+    load = host_load.HostLoad([0, 1])
     load.wall, load.own, load.busy = 1.0, 0.9, 1.8  # others took 0.9 cores-worth
-    monkeypatch.setattr(pinning.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    monkeypatch.setattr(host_load.os, "getloadavg", lambda: (1.0, 1.0, 1.0))
     r = load.row()
     assert r["host_loaded"] is True and r["host_busy_other"] == pytest.approx(0.9)
     assert r["cpu_cores"] == "0-1" and r["load_avg_1m"] == 1.0
@@ -67,13 +67,13 @@ def test_host_load_says_loaded_when_others_use_the_cells_cores(monkeypatch):
     assert load.row()["host_busy_other"] == pytest.approx(0.4)
     assert load.row()["host_loaded"] is False
     load.wall, load.own, load.busy = 1.0, 0.9, 1.8
-    monkeypatch.setattr(pinning.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(pinning.os, "getloadavg", lambda: (3.5, 1.0, 1.0))
+    monkeypatch.setattr(host_load.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(host_load.os, "getloadavg", lambda: (3.5, 1.0, 1.0))
     assert load.row()["host_loaded"] is True  # load average above the host's two cores
 
 
 def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
-    load = pinning.HostLoad([0, 1])
+    load = host_load.HostLoad([0, 1])
     load.wall = 0.05
     slept, clock = [], [100.0]
 
@@ -81,8 +81,8 @@ def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
         slept.append(s)
         clock[0] += s
 
-    monkeypatch.setattr(pinning.time, "sleep", sleep)
-    monkeypatch.setattr(pinning.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(host_load.time, "sleep", sleep)
+    monkeypatch.setattr(host_load.time, "monotonic", lambda: clock[0])
     load.at_least(0.2)
     assert load.wall == pytest.approx(0.2)
     assert slept == [pytest.approx(0.15)]
@@ -91,7 +91,7 @@ def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
 
 
 def test_host_load_reads_proc_stat_around_a_block():
-    with pinning.HostLoad(sorted(pinning.allowed())) as load:
+    with host_load.HostLoad(sorted(pinning.allowed())) as load:
         # os.times counts in 10 ms ticks: 200,000 squares (~15 ms) read 0 ticks in 2 of 3 runs
         sum(i * i for i in range(2_000_000))
     r = load.row()
@@ -105,9 +105,7 @@ def test_the_host_probe_reads_the_host_not_a_constant(monkeypatch):
 
     import torch
 
-    from study.cell import pinning
-
-    fast = pinning.host_probe_us(rounds=5, ops=20)
+    fast = host_load.host_probe_us(rounds=5, ops=20)
     real_add = torch.Tensor.__add__
 
     def slow_add(self, other):
@@ -115,7 +113,7 @@ def test_the_host_probe_reads_the_host_not_a_constant(monkeypatch):
         return real_add(self, other)
 
     monkeypatch.setattr(torch.Tensor, "__add__", slow_add)
-    slow = pinning.host_probe_us(rounds=5, ops=20)
+    slow = host_load.host_probe_us(rounds=5, ops=20)
     assert fast > 0 and slow > fast + 20 * 20
 
 

@@ -39,6 +39,7 @@ from study.cell import (
     calibrate,
     compiling,
     figures,
+    host_load,
     memory,
     passes,
     pinning,
@@ -188,8 +189,8 @@ class Cell:
     def _measure(self, cores: list[int]) -> None:
         cfg, row = self.cfg, self.row
         t = time.perf_counter()
-        load = pinning.HostLoad(cores)
-        probe = [pinning.host_probe_us()]
+        load = host_load.HostLoad(cores)
+        probe = [host_load.host_probe_us()]
         self.levels = calibrate.cache_path(cfg.calibration_file).with_name(phase.HOST_LEVEL_FILE)
         level, why = phase.host_level(
             self.levels, phase.SURVEY_S if self.device == "cuda" else 0.0
@@ -236,8 +237,8 @@ class Cell:
                 row["device_time_method"] = "none"
             if self.timed.eager:
                 self._eager_baseline(self._eager_peak)
-        load.at_least(pinning.MIN_WATCH_S)
-        probe.append(pinning.host_probe_us())
+        load.at_least(host_load.MIN_WATCH_S)
+        probe.append(host_load.host_probe_us())
         row.update(load.row(), host_probe_us=statistics.median(probe))
         figures.settle(self)
         row["measure_s"] = time.perf_counter() - t

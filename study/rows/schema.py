@@ -563,7 +563,7 @@ RUN = (
             "host_probe_us",
             "us",
             "the host's own speed while the cell was timed: median time of 50 tiny CPU tensor "
-            "additions, probed before and after the timed phases (study.cell.pinning); it moves "
+            "additions, probed before and after the timed phases (study.cell.host_load); it moves "
             "between processes when the host's own speed does (on the H200's VM: 2.3x over one "
             "session), and host-bound latencies move with it",
         ),
