@@ -14,8 +14,7 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.cell.compiling), so no compile workers share the cores.
 - ``OneCore`` narrows every thread of a CUDA cell to one core of its group while it is timed,
-  profiled and shape-swept
-  (``timing.one_core``). A training step runs on two threads (the main one, and autograd's
+  profiled and shape-swept (``timing.one_core``). A training step runs on two threads (the main one, and autograd's
   device thread for the backward), which the scheduler put on two cores; each vCPU of the
   H200 host has its own fast and slow phases, and the phase gauge runs on the main thread's.
   So the autograd thread's core could be slow while the gauge read fast, and each handoff
