@@ -212,15 +212,27 @@ def host_level(path: Path, survey_s: float = 0.0) -> tuple[float | None, str | N
     level = read_host_level(path)
     if level is not None or not survey_s > 0:
         return level, None
-    xs = survey(survey_s)
-    ph = Phases(readings=xs)
-    if len(xs) < MIN_LEVEL_READINGS:
-        return None, f"host survey: too few readings ({len(xs)}) for a level"
-    why = record_host_level(path, ph.level())
-    return ph.level(), why or (
+    ph, why = survey_and_record(path, survey_s)
+    if len(ph.readings) < MIN_LEVEL_READINGS:  # too few for a level, as for a cell's own
+        return None, f"host survey: {why}"
+    if why:  # a level, not recorded
+        return ph.level(), why
+    return ph.level(), (
         f"no host level of the last day: surveyed the host for {survey_s:g} s first "
         f"(fast level {ph.level():.1f} us)"
     )
+
+
+def survey_and_record(path: Path, seconds: float) -> tuple[Phases, str | None]:
+    """Survey the host for ``seconds`` and record its fast level in ``path``: (the readings,
+    why it was not recorded or None)."""
+    ph = Phases(readings=survey(seconds))
+    if len(ph.readings) < MIN_LEVEL_READINGS:
+        return ph, (
+            f"too few readings to record ({len(ph.readings)} < {MIN_LEVEL_READINGS}): "
+            f"survey for longer"
+        )
+    return ph, record_host_level(path, ph.level())
 
 
 def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:
@@ -254,14 +266,9 @@ def main(argv: list[str]) -> None:
         seconds = -1.0
     if len(argv) > 1 or not seconds > 0:
         sys.exit("usage: python -m study.phase [SECONDS]   (a positive number; default 10)")
-    xs = survey(seconds)
-    ph = Phases(readings=xs)
-    level, slow = ph.level(), ph.slow_level()
     path = cache_path().with_name(HOST_LEVEL_FILE)
-    if len(xs) >= MIN_LEVEL_READINGS:
-        why = record_host_level(path, level)
-    else:
-        why = f"too few readings to record ({len(xs)} < {MIN_LEVEL_READINGS}): survey for longer"
+    ph, why = survey_and_record(path, seconds)
+    xs, level, slow = ph.readings, ph.level(), ph.slow_level()
     print(
         f"host gauge over {seconds:g} s: fast level {level:.1f} us (10th percentile of "
         f"{len(xs)} readings), {sum(ph.fast_mask()) / len(xs):.0%} of them within "

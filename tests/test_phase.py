@@ -212,6 +212,9 @@ def test_with_no_host_level_recorded_a_cuda_cell_surveys_the_host_first(tmp_path
     path = tmp_path / phase.HOST_LEVEL_FILE
     assert phase.host_level(path, 0.0) == (None, None)  # the CPU's cells: no survey
     assert not path.exists()
+    monkeypatch.setattr(phase, "survey", lambda s: [10.0] * 5)  # too few readings for a level
+    level, why = phase.host_level(path, 1.0)
+    assert level is None and "too few readings" in why and not path.exists()
     monkeypatch.setattr(phase, "survey", lambda s: [30.0] * 50 + [10.0] * 50)
     level, why = phase.host_level(path, 1.0)
     assert level == pytest.approx(10.0) and "surveyed the host" in why

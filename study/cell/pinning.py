@@ -14,14 +14,15 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.cell.compiling), so no compile workers share the cores.
 - ``OneCore`` narrows every thread of a CUDA cell to one core of its group while it is timed,
-  profiled and shape-swept (``timing.one_core``). A training step runs on two threads (the main one, and autograd's
-  device thread for the backward), which the scheduler put on two cores; each vCPU of the
-  H200 host has its own fast and slow phases, and the phase gauge runs on the main thread's.
-  So the autograd thread's core could be slow while the gauge read fast, and each handoff
-  between the threads crossed cores. On the H200, flash fwd_bwd eager read 445-448 µs a step in
-  every condition with all threads on one core (p10 = median), against medians of 510-660 µs
-  and p10s of 443-565 µs with them spread, in the same probe (benchmarks/pair_probe.py,
-  2026-12-02); the cells' eager step moved by up to 31% between its own cell and the pairs.
+  profiled and shape-swept (``timing.one_core``). A training step runs on two threads (the main
+  one, and autograd's device thread for the backward), which the scheduler put on two cores;
+  each vCPU of the H200 host has its own fast and slow phases, and the phase gauge runs on the
+  main thread's. So the autograd thread's core could be slow while the gauge read fast, and each
+  handoff between the threads crossed cores. On the H200, flash fwd_bwd eager read 445-448 µs a
+  step in every condition with all threads on one core (p10 = median), against medians of
+  510-660 µs and p10s of 443-565 µs with them spread, in the same probe
+  (benchmarks/pair_probe.py, 2026-12-02); the cells' eager step moved by up to 31% between its
+  own cell and the pairs.
 
 How busy the host was meanwhile: study.cell.host_load.
 """
