@@ -71,6 +71,17 @@ def test_compiled_autograd_counts_its_captures(run_inline):
     assert row["autograd_captures"] >= 1 and row["autograd_compiles"] >= 1
 
 
+def test_an_in_process_cell_forgets_graphs_an_earlier_one_left_counted(run_inline):
+    # what CI once left behind: graphs still counted while the frame count read 0
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    counters["stats"]["unique_graphs"] = 3
+    row, _, _ = run_inline("variant=naive", "compile=default", name="leftover")
+    assert row["status"] == "ok", row["reason"]
+    assert row["graphs"] == 1
+
+
 @pytest.mark.parametrize("dynamic, most", [("false", 3), ("true", 2), ("mark", 2)])
 def test_a_shape_sweep_in_one_process_counts_its_graphs(run_inline, tmp_path, dynamic, most):
     row, _, _ = run_inline(
