@@ -156,9 +156,21 @@ def _no_compile_in_the_fast_lane(request):
     if _slow(request.node):
         yield
         return
+    from study.cell import compiling
+
+    cleared, real = [0], compiling.fresh_dynamo
+
+    def counting_fresh_dynamo():  # a compiled cell clears the count first: keep what it had
+        cleared[0] += _compiled_frames()
+        real()
+
+    compiling.fresh_dynamo = counting_fresh_dynamo
     before = _compiled_frames()
-    yield
-    if _compiled_frames() > before:
+    try:
+        yield
+    finally:
+        compiling.fresh_dynamo = real
+    if cleared[0] + _compiled_frames() > before:
         raise SlowInTheFastLane(
             f"{request.node.nodeid} compiles with torch.compile: mark it @pytest.mark.slow"
         )
