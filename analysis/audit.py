@@ -242,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="a results dir (results/h200), or sweep dirs")
     a = p.parse_args(argv)
-    failures, line = audit(a.dirs)
+    try:
+        failures, line = audit(a.dirs)
+    except FileNotFoundError as e:
+        sys.exit(f"analysis.audit: {e}")
     print(line)
     for f in failures:
         print(f"  {f}")

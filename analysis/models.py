@@ -103,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
     a = p.parse_args(argv)
-    d = load(expand(a.dirs))
+    try:
+        d = load(expand(a.dirs))
+    except FileNotFoundError as e:
+        sys.exit(f"analysis.models: {e}")
     t = table(d["repeats"], d["kernels"])
     if t.empty:
         print("no model rows (family custom): run +experiment=models first")

@@ -210,7 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
     p.add_argument("--source", help="only the rows of this source (a results dir's column)")
     a = p.parse_args(argv)
-    raw = load(expand(a.dirs))["repeats"]
+    try:
+        raw = load(expand(a.dirs))["repeats"]
+    except FileNotFoundError as e:
+        sys.exit(f"analysis.targets: {e}")
     if a.source:
         raw = raw[raw["source"] == a.source]
     t = table(raw)

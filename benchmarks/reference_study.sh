@@ -19,7 +19,8 @@
 #        NAME whose cells are all ok already is skipped cell by cell; NAMEs: part3 part1 part2
 #        (repeats=3: every cell in 3 fresh processes), block block_bwd part3_bwd part2_train
 #        dynamic flex scaling targets (no aot_inductor: it segfaults in its loader on this
-#        image) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
+#        image) targets_bwd (fwd_bwd of flash, cuDNN and the block under eager, dynamo_eager,
+#        aot_eager and default) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
 #        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
 #   bash benchmarks/reference_study.sh v3-check OUTDIR  # part3 fwd_bwd, flash and cuDNN, 4 modes,
 #        2 processes each: are training rows' paired and per-call ratios within 3%? (~1.5 min)
@@ -150,7 +151,7 @@ case $stage in
     ;;
   v3)  # v3 OUTDIR NAME...: each experiment in turn, resumed where a sweep dir exists
     shift 2
-    known=" part1 part2 part3 block block_bwd part3_bwd part2_train dynamic flex scaling targets models "
+    known=" part1 part2 part3 block block_bwd part3_bwd part2_train dynamic flex scaling targets targets_bwd models "
     [ $# -gt 0 ] || { echo "v3: name the experiments:$known"; exit 2; }
     for name in "$@"; do  # every name checked before anything runs
       [[ $known == *" $name "* ]] || { echo "v3: no experiment named $name; known:$known"; exit 2; }
@@ -164,6 +165,10 @@ case $stage in
         part2_train) sweep "$name" +experiment=part2 pass=train_step resume=true ;;
         targets) sweep "$name" +experiment=targets \
           compile=off,default,dynamo_eager,aot_eager,cudagraphs,cpp_wrapper resume=true ;;
+        # a training step taken apart: where compiled cuDNN's extra host time per step goes
+        # (Dynamo, AOTAutograd's two wrappers, Inductor's), against flash and the block
+        targets_bwd) sweep "$name" +experiment=targets pass=fwd_bwd variant=flash,cudnn,block \
+          compile=off,default,dynamo_eager,aot_eager resume=true ;;
         *) sweep "$name" +experiment="$name" resume=true ;;  # block dynamic flex scaling models
       esac
     done

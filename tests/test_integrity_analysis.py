@@ -285,3 +285,15 @@ def test_the_figure_colours_a_variant_by_its_cells_verdicts(tmp_path):
     grey = mcolors.to_rgba(fig_compare.COLORS["within"])
     assert len(bars) > 1 and all(p.get_facecolor() == grey for p in bars)
     plt.close(fig)
+
+
+@pytest.mark.parametrize("module", ["audit", "models", "targets", "report", "compare"])
+def test_every_analysis_command_names_a_dir_without_rows_in_one_line(tmp_path, module):
+    import importlib
+
+    main_of = importlib.import_module(f"analysis.{module}").main
+    args = [str(tmp_path / "nothing")] * (2 if module == "compare" else 1)
+    with pytest.raises(SystemExit) as e:
+        main_of(args)
+    assert str(e.value) == f"analysis.{module}: {tmp_path / 'nothing'} has no runs.csv: " \
+        "pass a sweep dir (outputs/sweeps/<time>)"  # fmt: skip
