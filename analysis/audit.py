@@ -2,8 +2,9 @@
 
     python -m analysis.audit DIR [DIR...]   # exit 1 when a checked row fails
 
-Five checks, on the rows made with the fixed paired timing (``pair_lead_in`` recorded: every
-row since the lead-in fix; v2's rows predate it and are counted, not judged):
+Five checks. The first two judge only the rows made with the fixed paired timing
+(``pair_lead_in`` recorded: every row since the lead-in fix); v2's rows predate it and are
+counted, not judged:
 
 1. **Lead-in.** A GPU-bound forward compiled row's paired speedup is not more than
    ``LEAD_IN`` (3%) below its per-call ratio (the eager cell's per-call latency over this
