@@ -11,7 +11,8 @@ import re
 import pandas as pd
 
 from analysis import training
-from analysis.findings_common import needs, of, ok, table
+from analysis.findings_common import device_pair, host_bound, needs, of, ok, table, with_eager
+from analysis.findings_host import WRAPPERS
 from analysis.measures import MODES, count, sig, truthy, xs
 
 # fwd sources and their training-pass twins (same variants, pass=fwd_bwd or train_step).
@@ -26,8 +27,63 @@ def section(data: dict) -> list[str]:
             "Training", "`part3_bwd`, `part2_train` or `block_bwd` (pass=fwd_bwd, train_step)"
         )
     else:
-        out = [*by_pass(raw), *backends(data), *saved(raw)]
+        out = [*by_pass(raw), *host_steps(of(data["runs"], *SOURCES)), *backends(data)]
+        out += saved(raw)
     return out + dynamic(data)
+
+
+SAME_DEVICE = 0.05  # device time "unchanged": within 5% of eager's
+
+
+def host_steps(runs: pd.DataFrame) -> list[str]:
+    """The training steps Inductor's wrapper (no CUDA graphs) makes slower through the host
+    alone: eager's kernels in eager's device time, the compiled step host-bound, so its paired
+    latency is its host time. That range is the rule: a step with less GPU work than the
+    compiled step's host side gets slower (the steps with eager's kernels that are not
+    host-bound are named beside it). Only rows timed on one core (``timing_core``): with the
+    threads spread, the backward's thread ran on other cores in other phases (docs/method.md)."""
+    if "pass" not in runs or "timing_core" not in runs:  # threads spread: not the host's figure
+        return []
+    r = ok(runs[runs["pass"].isin(TRAINING) & runs["timing_core"].notna()])
+    m = with_eager(r) if len(r) else pd.DataFrame()
+    if m.empty:
+        return []
+    m = m[m["compile"].isin(WRAPPERS) & (m["sp_kind"] == "paired")].copy()
+    m["_hb"] = host_bound(m)
+    m["C"] = m["eager_us"] / m["sp"]
+    dev = [device_pair(x) for _, x in m.iterrows()]
+    m["dev_c"], m["dev_e"] = [c for c, _ in dev], [e for _, e in dev]
+    same = m[
+        (m["kernels_per_step"] == m["eager_kernels"])
+        & ((m["dev_c"] - m["dev_e"]).abs() <= SAME_DEVICE * m["dev_e"])
+    ]
+    slow = same[same["_hb"] & (same["sp_hi"] < 1.0)]
+    if slow.empty:
+        return []
+    fast = slow[slow.get("timing_phase", pd.Series("", slow.index)).astype(str) == "fast"]
+    use, star = (fast, "") if len(fast) else (slow, "*")
+    cells = "; ".join(
+        f"{x['variant']} {x['pass']} {x['compile']} {sig(x['sp'])}x ({sig(x['dev_c'])} µs on "
+        f"the device, as eager's {sig(x['dev_e'])}; the step took {sig(x['C'])} µs of host "
+        f"time, at least {sig(x['C'] - x['eager_us'])} more than eager's)"
+        for _, x in use.iterrows()
+    )
+    hidden = same[~same["_hb"]]
+    hid = "; ".join(
+        f"{x['variant']} {x['pass']} {x['compile']} {sig(x['sp'])}x ({sig(x['dev_c'])} µs)"
+        for _, x in hidden.iterrows()
+    )
+    lo, hi = sig(use["C"].min()), sig(use["C"].max())
+    return [
+        "",
+        "- Slower through the host alone (Inductor without CUDA graphs; eager's kernels and "
+        f"device time; the compiled step host-bound, so its latency is its host time): {cells}. "
+        f"A compiled training step's host side took {lo if lo == hi else f'{lo}–{hi}'}{star} "
+        "µs here: a step with less GPU work than that gets slower "
+        "when compiled, even with eager's kernels"
+        + (f"; with eager's kernels and more GPU work, not host-bound: {hid}." if hid else ".")
+        + (" (*: not timed in the host's fast phase.)" if star else ""),
+    ]
 
 
 def _trained(raw: pd.DataFrame) -> pd.DataFrame:

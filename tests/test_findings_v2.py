@@ -411,3 +411,28 @@ def test_scaling_speedups_are_paired_with_their_interval_or_said_to_be_cross_pro
     text = "\n".join(findings_scaling._scaling_notes(sc, None, sc))
     assert "flash 0.653x [0.638–0.672] at 512 → 1.00x cross-process at 4096" in text
     assert "0.30x" not in text  # the cross-process ratio at 512, where a paired one exists
+
+
+def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
+    bwd = {"pass": "fwd_bwd", "kernels_per_step": 11, "timing_phase": "fast", "timing_core": 3}
+
+    def pair(variant, eager, compiled, gpu, sp, gpu_c=None):
+        return [
+            _cell("part3_bwd", variant, "off", eager, gpu_us_per_step=gpu, **bwd),
+            _cell("part3_bwd", variant, "default", compiled, gpu_us_per_step=gpu_c or gpu,
+                  speedup_paired=sp, speedup_ci_low=sp - 0.02, speedup_ci_high=sp + 0.02,
+                  eager_latency_paired_us=eager, **bwd),
+        ]  # fmt: skip
+
+    rows = pair("cudnn", 298.0, 450.0, 289.0, 298 / 450)  # host-bound, eager's device time
+    rows += pair("flash", 446.0, 448.0, 437.0, 0.995)  # the GPU covers the host side
+    rows += pair("math", 298.0, 450.0, 289.0, 298 / 450, gpu_c=400.0)  # the device changed
+    (line,) = [x for x in findings_training.host_steps(_data(rows)["runs"]) if x]
+    assert "cudnn fwd_bwd default 0.662x (289 µs on the device, as eager's 289; the step took " \
+        "450 µs of host time, at least 152 more than eager's)" in line  # fmt: skip
+    assert "host side took 450 µs here" in line and "math" not in line
+    assert "not host-bound: flash fwd_bwd default 0.995x (437 µs)" in line
+    covered = pair("flash", 446.0, 448.0, 437.0, 0.995)
+    assert findings_training.host_steps(_data(covered)["runs"]) == []
+    spread = [{**r, "timing_core": None} for r in rows]  # threads spread (v2): no figure
+    assert findings_training.host_steps(_data(spread)["runs"]) == []
