@@ -129,6 +129,8 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
     if a.empty:
         return pd.DataFrame()
     keys = [c for c in CELL if c in a]
+    ran = raw.astype({k: str for k in keys}).groupby([*keys, "compile"])["status"]
+    ran = ran.agg(lambda s: ", ".join(sorted(set(s)))).to_dict()  # every status, ok or not
     out = []
     for cell, g in a.groupby(keys, sort=False):
         by = g.set_index("compile")
@@ -173,6 +175,8 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
     if a.empty:
         return []
     keys = [c for c in CELL if c in a]
+    ran = raw.astype({k: str for k in keys}).groupby([*keys, "compile"])["status"]
+    ran = ran.agg(lambda s: ", ".join(sorted(set(s)))).to_dict()  # every status, ok or not
     out = []
     for cell, g in a.groupby(keys, sort=False):
         by = g.set_index("compile")
@@ -188,7 +192,8 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
         said = []
         for t in ("cpp_wrapper", "aot_inductor"):
             if t not in by.index:
-                said.append(f"{t} has no ok row")
+                st = ran.get((*map(str, cell), t))
+                said.append(f"{t} has no ok row ({st})" if st else f"{t} was not run")
                 continue
             x = by.loc[t]
             if x["sp_lo"] >= 1:
