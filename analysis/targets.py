@@ -47,6 +47,11 @@ DEPLOY = [
 TARGETS = ["dynamo_eager", "aot_eager", "default", "cudagraphs", "cpp_wrapper", "aot_inductor"]
 
 
+def as_keys(k: pd.DataFrame) -> pd.DataFrame:
+    """A cell's key columns as text, a missing value as "" (NaN never equals NaN)."""
+    return k.astype(object).where(k.notna(), "").astype(str)
+
+
 def added(raw: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, target): µs per call over eager (median over processes) and its
     interval, the speedup and its interval, device time per call, eager's µs, and how many of
@@ -68,7 +73,7 @@ def added(raw: pd.DataFrame) -> pd.DataFrame:
     r["fast"] = r.get("timing_phase", pd.Series("", r.index)).astype(str).eq("fast")
     r = r[r["added_us"].notna()]
     keys = [c for c in CELL if c in r] + ["compile"]
-    r[keys] = r[keys].astype(object).where(r[keys].notna(), "").astype(str)
+    r[keys] = as_keys(r[keys])
     g = r.groupby(keys, sort=False, dropna=False)
     out = g.agg(
         added_us=("added_us", "median"),
@@ -129,8 +134,6 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
     if a.empty:
         return pd.DataFrame()
     keys = [c for c in CELL if c in a]
-    ran = raw.astype({k: str for k in keys}).groupby([*keys, "compile"])["status"]
-    ran = ran.agg(lambda s: ", ".join(sorted(set(s)))).to_dict()  # every status, ok or not
     out = []
     for cell, g in a.groupby(keys, sort=False):
         by = g.set_index("compile")
@@ -175,8 +178,10 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
     if a.empty:
         return []
     keys = [c for c in CELL if c in a]
-    ran = raw.astype({k: str for k in keys}).groupby([*keys, "compile"])["status"]
-    ran = ran.agg(lambda s: ", ".join(sorted(set(s)))).to_dict()  # every status, ok or not
+    tried = raw[keys + ["compile"]].pipe(as_keys).assign(status=raw["status"])
+    # the statuses of a target's rows that gave no paired figure: failed, or ok without pairs
+    ran = tried.groupby([*keys, "compile"], dropna=False)["status"]
+    ran = ran.agg(lambda s: ", ".join(sorted(set(s)))).to_dict()
     out = []
     for cell, g in a.groupby(keys, sort=False):
         by = g.set_index("compile")
@@ -193,7 +198,11 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
         for t in ("cpp_wrapper", "aot_inductor"):
             if t not in by.index:
                 st = ran.get((*map(str, cell), t))
-                said.append(f"{t} has no ok row ({st})" if st else f"{t} was not run")
+                said.append(
+                    f"{t} was not run" if not st
+                    else f"{t} has no paired speedup (its rows: {st})" if "ok" in st
+                    else f"{t} has no ok row ({st})"
+                )  # fmt: skip
                 continue
             x = by.loc[t]
             if x["sp_lo"] >= 1:

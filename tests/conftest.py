@@ -151,7 +151,7 @@ def _compiled_frames() -> int:
 
 
 @pytest.fixture(autouse=True)
-def _no_compile_in_the_fast_lane(request):
+def _no_compile_in_the_fast_lane(request, monkeypatch):
     """...nor one that compiles with torch.compile."""
     if _slow(request.node):
         yield
@@ -164,12 +164,9 @@ def _no_compile_in_the_fast_lane(request):
         cleared[0] += _compiled_frames()
         real()
 
-    compiling.fresh_dynamo = counting_fresh_dynamo
+    monkeypatch.setattr(compiling, "fresh_dynamo", counting_fresh_dynamo)
     before = _compiled_frames()
-    try:
-        yield
-    finally:
-        compiling.fresh_dynamo = real
+    yield
     if cleared[0] + _compiled_frames() > before:
         raise SlowInTheFastLane(
             f"{request.node.nodeid} compiles with torch.compile: mark it @pytest.mark.slow"

@@ -431,7 +431,7 @@ def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
     assert "cudnn fwd_bwd default 0.662x (289 µs on the device, as eager's 289; the step took " \
         "450 µs of host time, at least 152 more than eager's)" in line  # fmt: skip
     assert "host side took 450 µs here" in line and "math" not in line
-    assert "not host-bound: flash fwd_bwd default 0.995x (437 µs)" in line
+    assert "GPU work that covers its host side: flash fwd_bwd default 0.995x (437 µs)" in line
     covered = pair("flash", 446.0, 448.0, 437.0, 0.995)
     assert findings_training.host_steps(_data(covered)["runs"]) == []
     spread = [{**r, "timing_core": None} for r in rows]  # threads spread (v2): no figure

@@ -194,8 +194,11 @@ def test_the_verdict_says_whether_a_deployment_path_removes_the_slowdown():
     assert "default is slower than eager" in v
     assert "cpp_wrapper removes it" in v and "aot_inductor was not run" in v
     failed = {**_row("aot_inductor", 1.0, 1.0, 1.0), "status": "error"}
-    (v,) = atargets.verdicts(pd.concat([RAW, pd.DataFrame([failed])]))
-    assert "aot_inductor has no ok row (error)" in v
+    (v,) = atargets.verdicts(pd.concat([RAW, pd.DataFrame([failed])]).assign(n=float("nan")))
+    assert "aot_inductor has no ok row (error)" in v  # a shape key no row has (NaN) too
+    unpaired = {**_row("aot_inductor", float("nan"), float("nan"), float("nan"))}
+    (v,) = atargets.verdicts(pd.concat([RAW, pd.DataFrame([unpaired])]))
+    assert "aot_inductor has no paired speedup (its rows: ok)" in v
     fine = RAW.assign(speedup_ci_high=1.2, speedup_ci_low=0.9, speedup_paired=1.0)
     (v,) = atargets.verdicts(fine)
     assert "nothing to remove" in v

@@ -211,8 +211,9 @@ def mark_dynamic(inputs, size: int) -> int:
 
 
 def fresh_dynamo() -> None:
-    """Forget what an earlier cell of this process compiled, and its counts (in-process cells
-    only: tests and isolation=inline; a forked cell starts fresh)."""
+    """Forget what an earlier cell of this process compiled, and its counts. Every compiled
+    cell calls it: an in-process one (tests, isolation=inline) may follow another cell, and in
+    a forked cell, which starts fresh, it clears nothing."""
     import torch
     from torch._dynamo.utils import clear_compilation_metrics, counters
 

@@ -4,7 +4,8 @@
 
 1. build: device, environment, seeded inputs (study.cell.build), outside every timed region.
 2. compile: Inductor's capture settings, ``torch.compile`` in the cell's mode, under the SDPA
-   pin (study.cell.compiling); Dynamo starts fresh (the cell is a fresh process).
+   pin (study.cell.compiling); Dynamo starts fresh (a forked cell is fresh; an in-process one
+   resets it).
 3. first call on its own (``first_call_s``: compile included); then what Inductor generated
    and what compiling cost (study.observe.inductor).
 4. check: the output against a float64 reference (study.cell.correctness); FLOPs counted on it.
