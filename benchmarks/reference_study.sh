@@ -30,7 +30,8 @@
 #        threads spread and on one core, cuDNN and max-autotune-no-cudagraphs on one core), then part3
 #        fwd_bwd flash and cuDNN under 4 modes (2 processes each), fwd for 3 variants, and fwd_bwd once
 #        more with timing.one_core=false (~7 min)
-# Then, here:  python -m analysis.report OUTDIR/*/sweeps/* --out results/h200
+# Then, here:  bash benchmarks/reference_study.sh assemble OUTDIR NEW   # audit + report into NEW
+#              (copy NEW into results/h200 without report.html, keep v1/ and v2's CSVs), then
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
@@ -190,6 +191,18 @@ case $stage in
     full_speed
     sweep check +experiment=part3 variant=flash,cudnn \
       compile=off,default,max-autotune-no-cudagraphs,reduce-overhead pass=fwd_bwd repeats=2
+    ;;
+  assemble)  # assemble OUTDIR NEW (here, after the last command): NEW.src/NAME per experiment
+    # (copies: analysis.load labels a dir by its resolved name, so a link would read as the
+    # sweep's timestamp), the audit, then one report of them all into NEW
+    new=$(realpath -m "$3"); src="$new.src"; rm -rf "$src"; mkdir -p "$src"
+    for d in "$out"/*/sweeps; do
+      name=$(basename "$(dirname "$d")"); n=$(find "$d" -mindepth 1 -maxdepth 1 -type d | wc -l)
+      [ "$n" -eq 1 ] || { echo "assemble: $d holds $n sweeps, not one: keep the one to report"; exit 2; }
+      cp -r "$d"/*/ "$src/$name"
+    done
+    python3 -m analysis.audit "$src"/*; echo "audit exit $?"
+    python3 -m analysis.report "$src"/* --out "$new"
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     full_speed
