@@ -37,11 +37,12 @@ SAME_DEVICE = 0.05  # device time "unchanged": within 5% of eager's
 
 def host_steps(runs: pd.DataFrame) -> list[str]:
     """The training steps Inductor's wrapper (no CUDA graphs) makes slower through the host
-    alone: as many kernels as eager in eager's device time, the compiled step host-bound, so its paired
-    latency is its host time. That range is the rule: a step with less GPU work than the
-    compiled step's host side gets slower (the steps with eager's kernels that are not
-    host-bound are named beside it). Only rows timed on one core (``timing_core``): with the
-    threads spread, the backward's thread ran on other cores in other phases (docs/method.md)."""
+    alone: as many kernels as eager in eager's device time, the compiled step host-bound, so its
+    paired latency is its host time. Their range of host time is the rule: a step with less GPU
+    work than that is host-bound when compiled, and slower where eager's own step needs less
+    host time (the steps with as many kernels as eager that are not host-bound are named beside
+    it). Only rows timed on one core (``timing_core``): with the threads spread, the backward's
+    thread ran on other cores in other phases (docs/method.md)."""
     if "pass" not in runs or "timing_core" not in runs:  # threads spread: not the host's figure
         return []
     r = ok(runs[runs["pass"].isin(TRAINING) & runs["timing_core"].notna()])
