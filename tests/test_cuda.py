@@ -52,3 +52,39 @@ def test_the_quickstart_on_a_gpu_proves_the_backend_each_row_claims(tmp_path):
     assert all(x["backend_seen"] == "flash" and x["backend_proof"] for x in flash), flash
     compiled = [x for x in rows if x["compile"] == "default"]
     assert all(float(x["speedup_paired"]) > 0 for x in compiled)
+
+
+def test_a_cuda_cells_threads_stay_on_one_core_while_timed_profiled_and_swept(run_inline,
+                                                                             monkeypatch):  # fmt: skip
+    """timing.one_core: from measure through profile and the shape sweep every thread of the
+    cell (autograd's device thread included) sits on ``timing_core``; afterwards each thread has
+    its cores back."""
+    import os
+
+    from study.cell import phases, pinning
+
+    seen = {}
+
+    def watched(name):
+        real = getattr(phases.Cell, name)
+
+        def run(self, *a, **kw):
+            out = real(self, *a, **kw)  # after the phase: autograd's thread exists by then
+            seen[name] = {t: os.sched_getaffinity(t) for t in pinning.threads()}
+            return out
+
+        monkeypatch.setattr(phases.Cell, name, run)
+
+    for name in ("measure", "profile", "shapes"):
+        watched(name)
+    before = os.sched_getaffinity(0)
+    row, _, _ = run_inline("device=cuda", "variant=flash", "pass=fwd_bwd", "compile=default",
+                           "shape_sweep.key=seq_len", "shape_sweep.sizes=[16,32]", name="one")  # fmt: skip
+    assert row["status"] == "ok", row["reason"]
+    core = row["timing_core"]
+    assert core is not None and core in before
+    assert set(seen) == {"measure", "profile", "shapes"}
+    for name, cores in seen.items():
+        assert len(cores) >= 2, name  # the main thread and autograd's device thread at least
+        assert all(c == {core} for c in cores.values()), (name, cores)
+    assert os.sched_getaffinity(0) == before
