@@ -8,21 +8,24 @@ from __future__ import annotations
 from analysis import targets
 from analysis.findings_common import needs, of, table
 
-SOURCE = "targets"
+# the forward, and a training step taken apart (reference_study.sh's targets_bwd)
+SOURCES = ("targets", "targets_bwd")
 
 
 def section(data: dict) -> list[str]:
-    raw = of(data["raw"], SOURCE)
+    raw = of(data["raw"], *SOURCES)
     t = targets.table(raw)
     if t.empty:
-        return needs("Compile targets", f"`{SOURCE}` (`+experiment=targets`)")
+        return needs("Compile targets", "`targets` (`+experiment=targets`)")
     failed = raw[raw["status"] != "ok"]
+    have = [f"`{s}`" for s in SOURCES if s in set(raw["source"])]
     out = [
         "",
         "Compile targets: µs per call each layer of torch.compile adds over eager, from each "
         "target's own paired rounds (same process, same host phase) [95% interval], and each "
         "target's paired speedup (* : a row timed outside the host's fast phase, so its µs are "
-        f"the slow phase's; source `{SOURCE}`, `python -m analysis.targets`):",
+        f"the slow phase's; source{'s' if len(have) > 1 else ''} {', '.join(have)}, "
+        "`python -m analysis.targets`):",
         "",
         *table(list(t.columns), t.values.tolist()),
         "",

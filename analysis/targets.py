@@ -194,8 +194,13 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
                 f"{name}: default is not slower than eager ({_speedup(d)}), nothing to remove."
             )
             continue
+        deploy = ("cpp_wrapper", "aot_inductor")
+        if not any(ran.get((*map(str, cell), t)) for t in deploy):
+            out.append(f"{name}: default is slower than eager ({_speedup(d)}); no deployment "
+                       "path ran for it.")  # fmt: skip
+            continue
         said = []
-        for t in ("cpp_wrapper", "aot_inductor"):
+        for t in deploy:
             if t not in by.index:
                 st = ran.get((*map(str, cell), t))
                 said.append(
