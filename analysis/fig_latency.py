@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import seaborn as sns
 
+from analysis.findings_causes import host_effects
 from analysis.measures import has, kinds_text, latency_methods, order, sig, speedup_words, speedups
 from analysis.style import (
     MAX_BARS,
@@ -186,4 +187,10 @@ def speedup(d) -> tuple:
         worst = clear.loc[clear["sp"].idxmin()]
         s += f": best {where(best)} {speedup_words(best)}, worst {where(worst)} {speedup_words(worst)}"
     s += f"; {n_same} show no measurable difference (interval contains 1.0)." if n_same else "."
+    host = host_effects(d["runs"])
+    if host:  # the standard: a slowdown with eager's kernels and device time is the host's
+        s += (
+            " Slower through the host, not the kernels (as many kernels as eager in eager's "
+            f"device time): {', '.join(host)}."
+        )
     return fig, s

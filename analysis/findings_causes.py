@@ -99,3 +99,28 @@ def lead_in_artefact(x: dict) -> bool:
         and abs(dev / edev - 1) <= 0.02  # device_pair: graph replay, else the trace's GPU busy
         and abs(lat / elat - 1) <= 0.02  # per call, too, compiled runs as fast as eager
     )
+
+
+def host_effects(runs) -> list[str]:
+    """'variant · mode' (with the pass where it is not the forward) of each compiled cell that
+    is slower by its interval while it runs as many kernels as eager in eager's device time:
+    slower through the host (``slow_cause``), not through its kernels. Cells without an eager
+    twin in the same source, pass and shape are left out. Rows as ``analysis.load`` gives them
+    (one per cell, with ``source``)."""
+    from analysis.findings_common import host_bound, with_eager
+
+    if runs.empty or "source" not in runs or not (runs["compile"] == "off").any():
+        return []
+    m = with_eager(runs.assign(**{"pass": runs.get("pass", "fwd")}))
+    if m.empty:
+        return []
+    m["_hb"] = host_bound(m)
+    out = []
+    for _, x in m.iterrows():
+        x = x.to_dict()
+        if not (x.get("sp_hi") == x.get("sp_hi") and x["sp_hi"] < 1.0):
+            continue
+        if x.get("kernels_per_step") == x.get("eager_kernels") and slow_cause(x) == "the host":
+            p = x.get("pass") or "fwd"
+            out.append(f"{x['variant']}{'' if p == 'fwd' else f' {p}'} · {x['compile']}")
+    return list(dict.fromkeys(out))

@@ -146,3 +146,12 @@ def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
         "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0 µs, against "
         "80.0 without them: for calls this small the graph's own bookkeeping" in text
     )
+
+
+def test_the_report_names_a_slowdown_with_eagers_kernels_and_device_time_as_the_hosts():
+    from analysis.findings_causes import host_effects
+
+    rows = _rows() + [_linear("max-autotune", 25.0, 2.9, 1.3, 19.0)]  # faster: not named
+    assert host_effects(_data(rows)["runs"]) == ["linear · default"]  # not the graphs' copies
+    no_eager = [r for r in rows if r["compile"] != "off"]
+    assert host_effects(_data(no_eager)["runs"]) == []
