@@ -19,6 +19,8 @@ DEVICE_SHARE = 0.25
 # ... and by more than this, relative: two profiled runs' GPU busy time of the same kernels
 # differ by about that much (dynamo_eager runs eager's kernels: +1.2% on cuDNN's 58 µs)
 DEVICE_NOISE = 0.02
+# device time "unchanged", for naming a slowdown the host's alone: within 5% of eager's
+SAME_DEVICE = 0.05
 
 
 def latencies(x: dict) -> tuple[float, float]:
@@ -102,12 +104,14 @@ def lead_in_artefact(x: dict) -> bool:
 
 
 def host_effects(runs) -> list[str]:
-    """'variant · mode' (with the pass where it is not the forward) of each compiled cell that
-    is slower by its interval while it runs as many kernels as eager in eager's device time:
-    slower through the host (``slow_cause``), not through its kernels. Cells without an eager
-    twin in the same source, pass and shape are left out. Rows as ``analysis.load`` gives them
-    (one per cell, with ``source``)."""
-    from analysis.findings_common import host_bound, with_eager
+    """'variant · mode' (with the pass where it is not the forward, and the shape keys that
+    vary among the variant's cells) of each compiled cell that is slower by its interval while
+    it runs as many kernels as eager in eager's device time (within ``SAME_DEVICE``): slower
+    through the host (``slow_cause``), not through its kernels. Left out: cells without an
+    eager twin in the same source, pass and shape, and training rows not timed on one core
+    (``timing_core``: with the threads spread, the backward ran on other cores in other
+    phases). Rows as ``analysis.load`` gives them (one per cell, with ``source``)."""
+    from analysis.findings_common import SHAPE_COLS, host_bound, with_eager
 
     if runs.empty or "source" not in runs or not (runs["compile"] == "off").any():
         return []
@@ -115,12 +119,21 @@ def host_effects(runs) -> list[str]:
     if m.empty:
         return []
     m["_hb"] = host_bound(m)
+    vary = [c for c in SHAPE_COLS if c in m and m.groupby("variant")[c].nunique().gt(1).any()]
     out = []
     for _, x in m.iterrows():
         x = x.to_dict()
-        if not (x.get("sp_hi") == x.get("sp_hi") and x["sp_hi"] < 1.0):
+        p = x.get("pass") or "fwd"
+        spread = p != "fwd" and number(x.get("timing_core")) != number(x.get("timing_core"))
+        if spread or not (x.get("sp_hi") == x.get("sp_hi") and x["sp_hi"] < 1.0):
             continue
-        if x.get("kernels_per_step") == x.get("eager_kernels") and slow_cause(x) == "the host":
-            p = x.get("pass") or "fwd"
-            out.append(f"{x['variant']}{'' if p == 'fwd' else f' {p}'} · {x['compile']}")
+        dev, edev = device_pair(x)
+        same_dev = dev == dev and edev == edev and abs(dev - edev) <= SAME_DEVICE * edev
+        if same_dev and x.get("kernels_per_step") == x.get("eager_kernels") \
+                and slow_cause(x) == "the host":  # fmt: skip
+            shape = ", ".join(
+                f"{c}={number(x[c]):g}" for c in vary if number(x.get(c)) == number(x.get(c))
+            )
+            what = x["variant"] + ("" if p == "fwd" else f" {p}") + (f" ({shape})" if shape else "")
+            out.append(f"{what} · {x['compile']}")
     return list(dict.fromkeys(out))

@@ -1,4 +1,5 @@
-"""Compile targets (source ``targets``): where a compiled call's time goes, layer by layer, and
+"""Compile targets (sources ``targets`` and ``targets_bwd``, a training step): where a compiled
+call's time goes, layer by layer, and
 whether a deployment path removes a compiled cell's slowdown. Part of
 ``python -m analysis.findings``; the arithmetic is ``analysis.targets``'s.
 """
@@ -16,7 +17,10 @@ def section(data: dict) -> list[str]:
     raw = of(data["raw"], *SOURCES)
     t = targets.table(raw)
     if t.empty:
-        return needs("Compile targets", "`targets` (`+experiment=targets`)")
+        return needs(
+            "Compile targets",
+            "`targets` (`+experiment=targets`) or `targets_bwd` (with pass=fwd_bwd)",
+        )
     failed = raw[raw["status"] != "ok"]
     have = [f"`{s}`" for s in SOURCES if s in set(raw["source"])]
     out = [

@@ -11,6 +11,7 @@ import re
 import pandas as pd
 
 from analysis import training
+from analysis.findings_causes import SAME_DEVICE
 from analysis.findings_common import device_pair, host_bound, needs, of, ok, table, with_eager
 from analysis.findings_host import WRAPPERS
 from analysis.measures import MODES, count, sig, truthy, xs
@@ -30,9 +31,6 @@ def section(data: dict) -> list[str]:
         out = [*by_pass(raw), *host_steps(of(data["runs"], *SOURCES)), *backends(data)]
         out += saved(raw)
     return out + dynamic(data)
-
-
-SAME_DEVICE = 0.05  # device time "unchanged": within 5% of eager's
 
 
 def host_steps(runs: pd.DataFrame) -> list[str]:

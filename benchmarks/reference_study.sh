@@ -31,7 +31,7 @@
 #        fwd_bwd flash and cuDNN under 4 modes (2 processes each), fwd for 3 variants, and fwd_bwd once
 #        more with timing.one_core=false (~7 min)
 # Then, here:  bash benchmarks/reference_study.sh assemble OUTDIR NEW   # audit + report into NEW
-#              (copy NEW into results/h200 without report.html, keep v1/ and v2's CSVs), then
+#              (copy NEW into results/h200 without report.html, keep v1/), then
 #              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
@@ -48,7 +48,8 @@ set -uo pipefail
 stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
 deadline=$((SECONDS + ${LIMIT:-86400}))
 export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
-GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")
+if [ "$stage" = assemble ]; then GPUS=0; else  # assemble only reads CSVs
+  GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())"); fi
 NJ=${NJ:-$((GPUS > 0 ? GPUS : 1))}
 LAUNCH=(); [ "$NJ" -gt 1 ] && LAUNCH=(hydra/launcher=gpus hydra.launcher.n_jobs="$NJ")
 snapshot() {
@@ -195,8 +196,12 @@ case $stage in
   assemble)  # assemble OUTDIR NEW (here, after the last command): NEW.src/NAME per experiment
     # (copies: analysis.load labels a dir by its resolved name, so a link would read as the
     # sweep's timestamp), the audit, then one report of them all into NEW
-    new=$(realpath -m "$3"); src="$new.src"; rm -rf "$src"; mkdir -p "$src"
-    for d in "$out"/*/sweeps; do
+    [ $# -ge 3 ] || { echo "usage: assemble OUTDIR NEW"; exit 2; }
+    new=$(realpath -m "$3"); src="$new.src"
+    shopt -s nullglob; sweeps=("$out"/*/sweeps)
+    [ ${#sweeps[@]} -gt 0 ] || { echo "assemble: no OUTDIR/NAME/sweeps under $out"; exit 2; }
+    rm -rf "$src"; mkdir -p "$src"
+    for d in "${sweeps[@]}"; do
       name=$(basename "$(dirname "$d")"); n=$(find "$d" -mindepth 1 -maxdepth 1 -type d | wc -l)
       [ "$n" -eq 1 ] || { echo "assemble: $d holds $n sweeps, not one: keep the one to report"; exit 2; }
       cp -r "$d"/*/ "$src/$name"

@@ -55,22 +55,34 @@ def test_the_quickstart_on_a_gpu_proves_the_backend_each_row_claims(tmp_path):
 
 
 def test_a_cuda_cells_threads_stay_on_one_core_while_timed_profiled_and_swept(run_inline,
-                                                                             monkeypatch):  # fmt: skip
+                                                                             monkeypatch, tmp_path):  # fmt: skip
     """timing.one_core: from measure through profile and the shape sweep every thread of the
     cell (autograd's device thread included) sits on ``timing_core``; afterwards each thread has
     its cores back."""
+    import csv
+    import functools
     import os
 
     from study.cell import phases, pinning
 
     seen = {}
 
+    def affinities() -> dict:
+        out = {}
+        for t in pinning.threads():
+            try:
+                out[t] = os.sched_getaffinity(t)
+            except OSError:  # ended while we looked
+                pass
+        return out
+
     def watched(name):
         real = getattr(phases.Cell, name)
 
+        @functools.wraps(real)  # run_cell names a phase by its function
         def run(self, *a, **kw):
             out = real(self, *a, **kw)  # after the phase: autograd's thread exists by then
-            seen[name] = {t: os.sched_getaffinity(t) for t in pinning.threads()}
+            seen[name] = affinities()
             return out
 
         monkeypatch.setattr(phases.Cell, name, run)
@@ -78,6 +90,7 @@ def test_a_cuda_cells_threads_stay_on_one_core_while_timed_profiled_and_swept(ru
     for name in ("measure", "profile", "shapes"):
         watched(name)
     before = os.sched_getaffinity(0)
+    had = affinities()
     row, _, _ = run_inline("device=cuda", "variant=flash", "pass=fwd_bwd", "compile=default",
                            "shape_sweep.key=seq_len", "shape_sweep.sizes=[16,32]", name="one")  # fmt: skip
     assert row["status"] == "ok", row["reason"]
@@ -87,4 +100,8 @@ def test_a_cuda_cells_threads_stay_on_one_core_while_timed_profiled_and_swept(ru
     for name, cores in seen.items():
         assert len(cores) >= 2, name  # the main thread and autograd's device thread at least
         assert all(c == {core} for c in cores.values()), (name, cores)
+    with open(tmp_path / "one" / "shapes.csv") as f:  # the sweep's sizes ran, on that core
+        assert [s["status"] for s in csv.DictReader(f)] == ["ok", "ok"]
+    after = affinities()
+    assert all(after[t] == had[t] for t in had.keys() & after.keys())  # each its cores back
     assert os.sched_getaffinity(0) == before

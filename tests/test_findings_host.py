@@ -155,3 +155,9 @@ def test_the_report_names_a_slowdown_with_eagers_kernels_and_device_time_as_the_
     assert host_effects(_data(rows)["runs"]) == ["linear · default"]  # not the graphs' copies
     no_eager = [r for r in rows if r["compile"] != "off"]
     assert host_effects(_data(no_eager)["runs"]) == []
+    device_rose = _rows()[:1] + [_linear("default", 80.0, 12.0, 0.25, 20.0)]  # 2.9 -> 12 us
+    assert host_effects(_data(device_rose)["runs"]) == []
+    spread = [{**r, "pass": "fwd_bwd"} for r in _rows()[:2]]  # training, threads spread
+    assert host_effects(_data(spread)["runs"]) == []
+    one_core = [{**r, "timing_core": 3} for r in spread]
+    assert host_effects(_data(one_core)["runs"]) == ["linear fwd_bwd · default"]
