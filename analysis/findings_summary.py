@@ -149,15 +149,30 @@ def trains(data: dict) -> str:
             ", ".join(f"{v} {sig(s)}x" for v, s in zip(g["variant"], g["sp"], strict=True))
             + f" ({p})"
         )
-    return "Training keeps less (default mode, paired): " + "; ".join(parts) + _host_step(c) + "."
+    core = pd.to_numeric(c.get("timing_core", pd.Series(index=c.index)), errors="coerce")
+    spread = (
+        "; timed with the main and autograd threads on different cores, which understates "
+        "compiled training: FINDINGS.md says by how much"
+        if core.isna().all()
+        else ""
+    )  # rows made before timing.one_core record no core
+    return (
+        f"Training keeps less (default mode, paired{spread}): " + "; ".join(parts)
+        + _host_step(c) + "."
+    )  # fmt: skip
 
 
 def _host_step(c: pd.DataFrame) -> str:
     """The slowest training cell that is host-bound compiled: its step's latency against its
-    GPU work (the host's, not the kernels')."""
+    GPU work (the host's, not the kernels'). Only cells timed on one core (``timing_core``), as
+    in ``findings_training.host_steps``: with the threads spread, the backward's thread ran on
+    other cores in other phases, and the step's latency read the spread, not the host."""
+    if "timing_core" not in c:
+        return ""
     lat = pd.to_numeric(c.get("latency_median_us"), errors="coerce")
     gpu = pd.to_numeric(c.get("gpu_us_per_step"), errors="coerce")
-    hb = c[(c["speedup_paired"] < 1) & (lat > 1.1 * gpu)]
+    one = pd.to_numeric(c["timing_core"], errors="coerce").notna()
+    hb = c[one & (c["speedup_paired"] < 1) & (lat > 1.1 * gpu)]
     if hb.empty:
         return ""
     x = hb.loc[hb["speedup_paired"].idxmin()]

@@ -436,3 +436,19 @@ def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
     assert findings_training.host_steps(_data(covered)["runs"]) == []
     spread = [{**r, "timing_core": None} for r in rows]  # threads spread (v2): no figure
     assert findings_training.host_steps(_data(spread)["runs"]) == []
+
+
+def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
+    from analysis import findings_summary
+
+    bwd = {"pass": "fwd_bwd", "kernels_per_step": 11, "gpu_us_per_step": 289.0}
+    rows = [
+        _cell("part3_bwd", "cudnn", "off", 298.0, **bwd),
+        _cell("part3_bwd", "cudnn", "default", 505.0, speedup_paired=0.59,
+              speedup_ci_low=0.55, speedup_ci_high=0.64, **bwd),
+    ]  # fmt: skip
+    spread = findings_summary.trains(_data(rows))
+    assert "threads on different cores" in spread and "Where it loses" not in spread
+    one = findings_summary.trains(_data([{**r, "timing_core": 3} for r in rows]))
+    assert "different cores" not in one
+    assert "the host does: compiled cudnn takes 505 µs a fwd_bwd step for 289 µs" in one
