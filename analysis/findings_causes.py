@@ -111,7 +111,7 @@ def host_effects(runs) -> list[str]:
     eager twin in the same source, pass and shape, and training rows not timed on one core
     (``timing_core``: with the threads spread, the backward ran on other cores in other
     phases). Rows as ``analysis.load`` gives them (one per cell, with ``source``)."""
-    from analysis.findings_common import SHAPE_COLS, host_bound, with_eager
+    from analysis.findings_common import SHAPE_COLS, host_bound, one_core, with_eager
 
     if runs.empty or "source" not in runs or not (runs["compile"] == "off").any():
         return []
@@ -119,12 +119,13 @@ def host_effects(runs) -> list[str]:
     if m.empty:
         return []
     m["_hb"] = host_bound(m)
+    m["_one"] = one_core(m)
     vary = [c for c in SHAPE_COLS if c in m and m.groupby("variant")[c].nunique().gt(1).any()]
     out = []
     for _, x in m.iterrows():
         x = x.to_dict()
         p = x.get("pass") or "fwd"
-        spread = p != "fwd" and number(x.get("timing_core")) != number(x.get("timing_core"))
+        spread = p != "fwd" and not x["_one"]
         if spread or not (x.get("sp_hi") == x.get("sp_hi") and x["sp_hi"] < 1.0):
             continue
         dev, edev = device_pair(x)

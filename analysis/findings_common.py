@@ -81,6 +81,14 @@ def host_bound(r: pd.DataFrame) -> pd.Series:
     return host_bound_of(r).fillna(False).astype(bool)
 
 
+def one_core(runs: pd.DataFrame) -> pd.Series:
+    """Rows timed with all the cell's threads on one core (``timing_core`` recorded, since
+    timing.one_core): only they give a training step's host time. With the threads spread, the
+    backward's thread ran on other cores in other host phases (docs/method.md)."""
+    core = runs["timing_core"] if "timing_core" in runs else pd.Series(index=runs.index)
+    return pd.to_numeric(core, errors="coerce").notna()
+
+
 def shape_of(r) -> tuple:
     return tuple(r[c] if c in r and pd.notna(r[c]) else None for c in SHAPE_COLS)
 

@@ -17,7 +17,7 @@ import pandas as pd
 from analysis import findings_compile, findings_flex, findings_host, training
 from analysis.findings_causes import slow_cause
 from analysis.findings_claims import claims, claims_source, eager_attention
-from analysis.findings_common import of, sp_text
+from analysis.findings_common import of, one_core, sp_text
 from analysis.measures import column, count, sig, xs
 
 MAX_LINES = 15
@@ -149,11 +149,10 @@ def trains(data: dict) -> str:
             ", ".join(f"{v} {sig(s)}x" for v, s in zip(g["variant"], g["sp"], strict=True))
             + f" ({p})"
         )
-    core = pd.to_numeric(c.get("timing_core", pd.Series(index=c.index)), errors="coerce")
     spread = (
         "; timed with the main and autograd threads on different cores, which understates "
         "compiled training: FINDINGS.md says by how much"
-        if core.isna().all()
+        if not one_core(c).any()
         else ""
     )  # rows made before timing.one_core record no core
     return (
@@ -167,12 +166,9 @@ def _host_step(c: pd.DataFrame) -> str:
     GPU work (the host's, not the kernels'). Only cells timed on one core (``timing_core``), as
     in ``findings_training.host_steps``: with the threads spread, the backward's thread ran on
     other cores in other phases, and the step's latency read the spread, not the host."""
-    if "timing_core" not in c:
-        return ""
     lat = pd.to_numeric(c.get("latency_median_us"), errors="coerce")
     gpu = pd.to_numeric(c.get("gpu_us_per_step"), errors="coerce")
-    one = pd.to_numeric(c["timing_core"], errors="coerce").notna()
-    hb = c[one & (c["speedup_paired"] < 1) & (lat > 1.1 * gpu)]
+    hb = c[one_core(c) & (c["speedup_paired"] < 1) & (lat > 1.1 * gpu)]
     if hb.empty:
         return ""
     x = hb.loc[hb["speedup_paired"].idxmin()]

@@ -12,7 +12,17 @@ import pandas as pd
 
 from analysis import training
 from analysis.findings_causes import SAME_DEVICE
-from analysis.findings_common import device_pair, host_bound, needs, of, ok, table, with_eager
+from analysis.findings_common import (
+    device_pair,
+    host_bound,
+    needs,
+    of,
+    ok,
+    one_core,
+    sp_text,
+    table,
+    with_eager,
+)
 from analysis.findings_host import WRAPPERS
 from analysis.measures import MODES, count, sig, truthy, xs
 
@@ -41,9 +51,9 @@ def host_steps(runs: pd.DataFrame) -> list[str]:
     host time (the steps with as many kernels as eager that are not host-bound are named beside
     it). Only rows timed on one core (``timing_core``): with the threads spread, the backward's
     thread ran on other cores in other phases (docs/method.md)."""
-    if "pass" not in runs or "timing_core" not in runs:  # threads spread: not the host's figure
+    if "pass" not in runs:
         return []
-    r = ok(runs[runs["pass"].isin(TRAINING) & runs["timing_core"].notna()])
+    r = ok(runs[runs["pass"].isin(TRAINING) & one_core(runs)])
     m = with_eager(r) if len(r) else pd.DataFrame()
     if m.empty:
         return []
@@ -62,7 +72,7 @@ def host_steps(runs: pd.DataFrame) -> list[str]:
     fast = slow[slow.get("timing_phase", pd.Series("", slow.index)).astype(str) == "fast"]
     use, star = (fast, "") if len(fast) else (slow, "*")
     cells = "; ".join(
-        f"{x['variant']} {x['pass']} {x['compile']} {sig(x['sp'])}x ({sig(x['dev_c'])} µs on "
+        f"{x['variant']} {x['pass']} {x['compile']} {sp_text(x)} ({sig(x['dev_c'])} µs on "
         f"the device, as eager's {sig(x['dev_e'])}; the step took {sig(x['C'])} µs of host "
         f"time, at least {sig(x['C'] - x['eager_us'])} more than eager's)"
         for _, x in use.iterrows()
@@ -71,7 +81,7 @@ def host_steps(runs: pd.DataFrame) -> list[str]:
     if not star:  # the rule's cells are the fast phase's: so are those set beside it
         hidden = hidden[hidden.get("timing_phase", pd.Series("", hidden.index)) == "fast"]
     hid = "; ".join(
-        f"{x['variant']} {x['pass']} {x['compile']} {sig(x['sp'])}x ({sig(x['dev_c'])} µs)"
+        f"{x['variant']} {x['pass']} {x['compile']} {sp_text(x)} ({sig(x['dev_c'])} µs)"
         for _, x in hidden.iterrows()
     )
     lo, hi = sig(use["C"].min()), sig(use["C"].max())
