@@ -10,9 +10,8 @@ comes from (``latencies``): the paired blocks' for a paired row, both in one pro
 from __future__ import annotations
 
 from analysis.findings_common import device_pair
-from analysis.measures import number
+from analysis.measures import GRAPHS, number
 
-GRAPHS = {"reduce-overhead", "max-autotune", "cudagraphs"}  # modes that replay CUDA graphs
 # a slower cell's device time that rose by at least this share of the latency it added
 # counts as a cause beside the host (CUDA graphs' copies)
 DEVICE_SHARE = 0.25

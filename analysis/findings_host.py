@@ -30,9 +30,9 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import findings_compile
-from analysis.findings_causes import GRAPHS, latencies, slow_cause
+from analysis.findings_causes import latencies, slow_cause
 from analysis.findings_common import device_pair, table
-from analysis.measures import count, sig
+from analysis.measures import GRAPHS, count, sig
 
 # Inductor without CUDA graphs: the compiled wrapper the rule is about (not Dynamo's or
 # AOTAutograd's layers alone, which targets measure apart)

@@ -24,7 +24,7 @@ from analysis.findings_common import (
     with_eager,
 )
 from analysis.findings_host import WRAPPERS
-from analysis.measures import MODES, count, sig, truthy, xs
+from analysis.measures import GRAPHS, MODES, count, sig, truthy, xs
 
 # fwd sources and their training-pass twins (same variants, pass=fwd_bwd or train_step).
 SOURCES = ("part3", "part3_bwd", "part2", "part2_train", "block", "block_bwd")
@@ -251,9 +251,6 @@ def saved(raw: pd.DataFrame) -> list[str]:
         + compression(c),
     ]
     return out
-
-
-GRAPHS = ("reduce-overhead", "max-autotune")  # the modes that replay CUDA graphs
 
 
 def compression(c: pd.DataFrame) -> str:
