@@ -191,6 +191,12 @@ def flash_occupancy(runs, kernels, src, ncu, d) -> str:
     )
 
 
+# cuDNN's "fat CPU bar" (the blog: about 214 µs of CPU a step, its plan chosen at run time)
+# holds where its profiled CPU time a step is at least this times flash's: v3 on the H200 read
+# 129 against 127 µs, which is no cost of its own.
+CPU_COST = 1.2
+
+
 def cudnn_cpu_cost(runs, kernels, src) -> str:
     cud, flash = _cell(runs, "cudnn", src), _cell(runs, "flash", src)
     gap_c = cud["latency_median_us"] - cud["device_time_us"]
@@ -200,11 +206,12 @@ def cudnn_cpu_cost(runs, kernels, src) -> str:
         c, f = _cell(runs, "cudnn", source), _cell(runs, "flash", source)
         if c is not None and f is not None:
             pairs.append((source, c["cpu_us_per_step"], f["cpu_us_per_step"]))
-    more = [c > f for _, c, f in pairs]
+    more = [c >= CPU_COST * f for _, c, f in pairs]
     word = verdict(all(more)) if all(more) or not any(more) else "**varies** between sweeps"
     return (
-        f"- cuDNN has a CPU-side cost: {word} in the trace — profiled CPU time per step, cuDNN vs "
-        "flash: "
+        f"- cuDNN has a CPU-side cost (the blog: about 214 µs of CPU a step, its plan chosen at "
+        f"run time; here: at least {CPU_COST:g}x flash's): {word} in the trace — profiled CPU "
+        "time per step, cuDNN vs flash: "
         + ", ".join(f"{c:.0f} vs {f:.0f} µs (`{s}`)" for s, c, f in pairs)
         + f"; it does not reach the per-call latency: latency minus device time is {gap_c:.1f} µs "
         f"for cuDNN and {gap_f:.1f} µs for flash (`{src}`)."
