@@ -193,7 +193,8 @@ def match(
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem", "lat_w",
-            "cmp_w", "mem_w", "timing_phase", "device_time_us", "pair_lead_in", "hbound",
+            "cmp_w", "mem_w", "timing_phase", "device_time_us", "gpu_us_per_step", "pair_lead_in",
+            "hbound",
             *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):
@@ -288,7 +289,9 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     m["regressed"], m["improved"] = worse, better
     # why: for every cell that moved past a threshold, or whose speedup intervals do not
     # overlap (flash 0.958x [0.95-0.96] -> 1.00x [1.00-1.00] is under 5%, and a verdict change)
-    m["why"] = compare_causes.causes(m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo))
+    m["why"] = compare_causes.causes(
+        m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo), (up & above) | (down & below)
+    )
     return order(m).reset_index(drop=True)
 
 

@@ -12,15 +12,26 @@ from analysis.measures import column
 DEVICE = 0.05  # device time moved by more than this: the kernels' own work changed
 
 
-def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
+def causes(m: pd.DataFrame, moved: pd.Series, lat_moved: pd.Series | None = None) -> list[str]:
     """Why a cell's latency or speedup moved between A and B (blank where it did not), the first
     that applies: its kernels changed; its device time changed (real changes); device time
     unknown; the speedup's method changed (cross-process against paired); A's paired speedup
-    predates the lead-in fix (no ``pair_lead_in``) and B's, with it, reads higher; the host
-    (kernels unchanged, a device change too small to carry the latency, and a side timed
-    outside the fast phase or host-bound); else, for a compiled cell, the eager side moved,
-    and for an eager cell it is unexplained."""
+    predates the lead-in fix (no ``pair_lead_in``) and B's, with it, reads higher, while the
+    per-call latency (``lat_moved``: past its threshold) held; the host (kernels unchanged, a
+    device change too small to carry the latency, and a side timed outside the fast phase or
+    host-bound); else, for a compiled cell, the eager side moved, and for an eager cell it is
+    unexplained.
+
+    A device time moved only where the trace's GPU busy time a step (``gpu_us_per_step``, the
+    kernels' own time) moved with it, when both sides record it: a CUDA-graph mode's device time
+    is ``do_bench`` around a whole call, which a slow host stretches (v2 → v3: cuDNN under
+    reduce-overhead read 158 → 112 µs so, its kernels 99.4 → 99.2 µs in the trace)."""
+    if lat_moved is None:
+        lat_moved = pd.Series(False, index=m.index)
     dev = column(m, "device_time_us_b") / column(m, "device_time_us_a")
+    busy = column(m, "gpu_us_per_step_b") / column(m, "gpu_us_per_step_a")
+    # the kernels' own time says the device time's move is the host's
+    dev = dev.where(busy.isna() | (busy - 1).abs().gt(DEVICE), 1.0)
     kern = m["kernels"].fillna(0) != 0
     lead = (
         column(m, "pair_lead_in_a").isna()
@@ -49,7 +60,7 @@ def causes(m: pd.DataFrame, moved: pd.Series) -> list[str]:
             out.append("unknown: kernels unchanged, device time not recorded on both sides")
         elif not eager and str(x.get("sp_kind_a")) != str(x.get("sp_kind_b")):
             out.append(f"method: A's speedup is {x.get('sp_kind_a')}, B's {x.get('sp_kind_b')}")
-        elif bool(lead.iloc[i]):
+        elif bool(lead.iloc[i]) and not bool(lat_moved.iloc[i]):
             out.append("lead-in: A's paired timing had no lead-in call before each block")
         else:
             where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))

@@ -260,8 +260,9 @@ def test_why_a_cell_moved_real_kernels_device_time_lead_in_or_host(tmp_path):
         runs.loc[x, "kernels_per_step"] -= 1
         for c in ("latency_median_us", "latency_p10_us", "latency_p90_us", "device_time_us"):
             runs.loc[x, c] *= 0.7
-        y = at(runs, "math", "default")  # same kernels, 30% more device time
-        for c in ("latency_median_us", "latency_p10_us", "latency_p90_us", "device_time_us"):
+        y = at(runs, "math", "default")  # same kernels, 30% more device time, in the trace too
+        for c in ("latency_median_us", "latency_p10_us", "latency_p90_us", "device_time_us",
+                  "gpu_us_per_step"):  # fmt: skip
             runs.loc[y, c] *= 1.3
         z = at(runs, "flash", "off")  # only the latency: the host, in a slow phase
         for c in ("latency_median_us", "latency_p10_us", "latency_p90_us"):
@@ -312,3 +313,24 @@ def test_an_eager_cell_is_never_put_down_to_its_eager_side_and_a_tiny_device_mov
     gpu = {**linear, "device_time_us_b": 3.11, "latency_median_us_a": 3.0,
            "latency_median_us_b": 3.2, "hbound_b": False}  # fmt: skip
     assert causes(pd.DataFrame([gpu]), pd.Series([True])) == ["real: device time +7%"]
+
+
+def test_a_graph_modes_device_time_stretched_by_the_host_is_not_a_real_change():
+    """v2 → v3, cuDNN under reduce-overhead: do_bench around the call read 158 → 112 µs and the
+    latency 169 → 106 µs, while its kernels' busy time held at 99 µs: the host (v2 slow), not
+    the device, and not the lead-in fix either, which moves a paired speedup, not the latency."""
+    from analysis.compare_causes import causes
+
+    row = {"kernels": 0, "kernels_per_step_a": 4, "kernels_per_step_b": 4,
+           "compile": "reduce-overhead", "device_time_us_a": 158.5, "device_time_us_b": 112.4,
+           "gpu_us_per_step_a": 99.4, "gpu_us_per_step_b": 99.2,
+           "latency_median_us_a": 169.0, "latency_median_us_b": 106.0,
+           "sp_kind_a": "paired", "sp_kind_b": "paired", "sp_a": 0.467, "sp_b": 0.559,
+           "pair_lead_in_a": None, "pair_lead_in_b": 1, "hbound_a": True, "hbound_b": False}  # fmt: skip
+    m, yes = pd.DataFrame([row]), pd.Series([True])
+    assert causes(m, yes, yes)[0].startswith("host: kernels unchanged")
+    # the latency held: the paired speedup's rise is the lead-in fix's
+    assert causes(m, yes, ~yes)[0].startswith("lead-in")
+    # the kernels' own time moved with it: a real change
+    m["gpu_us_per_step_b"] = 70.0
+    assert causes(m, yes, yes) == ["real: device time -29%"]
