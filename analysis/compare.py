@@ -230,7 +230,7 @@ def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
     col = f"timing_phase_{side}"
     if col not in m:
         return pd.Series(False, index=m.index)
-    ph = m[col].fillna("").astype(str)
+    ph = m[col].astype(str).where(m[col].notna(), "")
     return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
 
 
