@@ -63,18 +63,19 @@ def causes(m: pd.DataFrame, moved: pd.Series, lat_moved: pd.Series | None = None
         elif bool(lead.iloc[i]) and not bool(lat_moved.iloc[i]):
             out.append("lead-in: A's paired timing had no lead-in call before each block")
         else:
-            where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
-                     if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
-            where += [
-                f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")
-            ]
-            if where:
-                out.append(
-                    f"host: kernels unchanged, the device time does not carry it ({', '.join(where)})"
-                )
-            elif eager:
-                out.append("unexplained: kernels and device time unchanged, GPU-bound, fast")
-            else:
-                out.append("eager's side: this cell's kernels, device time and host-boundness "
-                           "are unchanged (see its eager cell)")  # fmt: skip
+            out.append(_rest(x, eager))
     return out
+
+
+def _rest(x: pd.Series, eager: bool) -> str:
+    """Kernels and device time unchanged: the host where a side was timed outside the fast
+    phase or host-bound; else the eager side (a compiled cell), or unexplained (an eager one)."""
+    where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
+             if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
+    where += [f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")]
+    if where:
+        return f"host: kernels unchanged, the device time does not carry it ({', '.join(where)})"
+    if eager:
+        return "unexplained: kernels and device time unchanged, GPU-bound, fast"
+    return ("eager's side: this cell's kernels, device time and host-boundness are unchanged "
+            "(see its eager cell)")  # fmt: skip
