@@ -243,3 +243,28 @@ def test_training_figure_spans_sources_and_gives_each_pass():
     assert lo < 1.0 and hi > 2.87 * 1.03 * 1.2
     with pytest.raises(figures.Skip):
         training(_runs(rows[1:2]))  # the forward alone
+
+
+def test_cpu_vs_gpu_rings_only_the_cells_host_bound_by_their_latency():
+    """Above the line is the profiled host side, which the profiler slows: flash's eager forward
+    sits there (130 µs of CPU against 92 of GPU) while its latency is its device time. Only the
+    cells whose per-call latency is host-bound get the ring."""
+    from analysis.fig_host import RING, cpu_gpu
+
+    rows = [{"variant": v, "compile": c, "cpu_us_per_step": cpu, "gpu_us_per_step": gpu,
+             "latency_median_us": lat}
+            for v, c, cpu, gpu, lat in (("flash", "off", 130.0, 92.0, 93.6),
+                                        ("cudnn", "default", 200.0, 58.4, 65.7),
+                                        ("naive", "off", 260.0, 1050.0, 1062.0))]  # fmt: skip
+    fig, sentence = cpu_gpu(_runs(rows))
+    try:
+        rings = [c for ax in fig.axes for c in ax.collections
+                 if len(c.get_edgecolor()) and tuple(c.get_edgecolor()[0][:3])
+                 == tuple(int(RING[i:i + 2], 16) / 255 for i in (1, 3, 5))]  # fmt: skip
+        assert [len(c.get_offsets()) for c in rings] == [1]
+        assert tuple(rings[0].get_offsets()[0]) == (58.4, 200.0)
+        assert any("host-bound by" in t.get_text() for leg in fig.legends for t in leg.texts)
+        assert "2 of 3 GPU cells spend more CPU time" in sentence
+        assert "1 are host-bound by per-call latency" in sentence
+    finally:
+        plt.close(fig)
