@@ -192,15 +192,25 @@ def sp_text(row) -> str:
 
 
 def spread_text(row) -> str:
-    """The spread of a repeated cell's speedup over its fresh processes: '3 runs: 0.54–0.91x'."""
+    """The spread of a repeated cell's speedup over the fresh processes its figures use:
+    '3 runs: 0.54–0.91x', or '2 of 3 runs in the host's fast phase: 0.968–0.994x' where
+    ``analysis.load`` left the others out (v3's cuDNN max-autotune-no-cudagraphs: a third
+    process timed in the slow phase read 0.452x)."""
     n = row.get("n_repeats", 1)
     if not n or n != n or n <= 1:
         return ""
+    n = int(n)
+    fast, good = number(row.get("n_repeats_fast")), number(row.get("n_repeats_ok"))
+    runs = f"{n} runs"  # the rows load kept: the fast ones where any, else the ok ones
+    if 0 < fast < n:
+        runs = f"{int(fast)} of {n} runs in the host's fast phase"
+    elif not fast > 0 and 0 < good < n:
+        runs = f"{int(good)} of {n} runs ok"
     col = "speedup_paired" if row.get("sp_kind") == "paired" else "speedup"
     lo, hi = row.get(f"{col}_min"), row.get(f"{col}_max")
     if lo is None or lo != lo:
-        return f"{int(n)} runs"
-    return f"{int(n)} runs: {sig(lo)}–{xs(hi)}"
+        return runs
+    return f"{runs}: {sig(lo)}–{xs(hi)}"
 
 
 def lat_text(row, col: str = "latency_median_us") -> str:

@@ -302,3 +302,18 @@ def test_version_facts_are_scoped_inline():
     assert "A fact of torch 2.11.0+cu130: its math path runs these matmuls in FP32" in math
     flex = next(x for x in text.splitlines() if x.startswith("- flex latency over flash's"))
     assert "(flash: the FlashAttention-2 kernel built into torch 2.11.0+cu130" in flex
+
+
+def test_a_cells_spread_names_the_runs_it_covers():
+    """v3's cuDNN max-autotune-no-cudagraphs: a third process timed in the slow phase read
+    0.452x; load leaves it out, and the spread says so instead of '3 runs'."""
+    from analysis.findings_common import spread_text
+
+    row = {"n_repeats": 3, "n_repeats_ok": 3, "n_repeats_fast": 2, "sp_kind": "paired",
+           "speedup_paired_min": 0.968, "speedup_paired_max": 0.994}  # fmt: skip
+    assert spread_text(row) == "2 of 3 runs in the host's fast phase: 0.968–0.994x"
+    assert spread_text({**row, "n_repeats_fast": 3}) == "3 runs: 0.968–0.994x"
+    # none fast: load keeps the ok ones
+    assert spread_text({**row, "n_repeats_fast": 0, "n_repeats_ok": 2}).startswith("2 of 3 runs ok")
+    assert spread_text({**row, "n_repeats_fast": None}) == "3 runs: 0.968–0.994x"  # older rows
+    assert spread_text({**row, "n_repeats": 1}) == ""
