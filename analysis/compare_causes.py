@@ -19,8 +19,8 @@ def causes(m: pd.DataFrame, moved: pd.Series, lat_moved: pd.Series | None = None
     predates the lead-in fix (no ``pair_lead_in``) and B's, with it, reads higher, while the
     per-call latency (``lat_moved``: past its threshold) held; the host (kernels unchanged, a
     device change too small to carry the latency, and a side timed outside the fast phase or
-    host-bound); else, for a compiled cell, the eager side moved, and for an eager cell it is
-    unexplained.
+    host-bound); else the eager side moved, for a compiled cell whose own latency held, and
+    otherwise it is unexplained.
 
     A device time moved only where the trace's GPU busy time a step (``gpu_us_per_step``, the
     kernels' own time) moved with it, when both sides record it: a CUDA-graph mode's device time
@@ -30,8 +30,9 @@ def causes(m: pd.DataFrame, moved: pd.Series, lat_moved: pd.Series | None = None
         lat_moved = pd.Series(False, index=m.index)
     dev = column(m, "device_time_us_b") / column(m, "device_time_us_a")
     busy = column(m, "gpu_us_per_step_b") / column(m, "gpu_us_per_step_a")
-    # the kernels' own time says the device time's move is the host's
-    dev = dev.where(busy.isna() | (busy - 1).abs().gt(DEVICE), 1.0)
+    # the kernels' own time says the device time's move is the host's, unless it moved the
+    # same way by more than DEVICE
+    dev = dev.where(busy.isna() | ((busy - 1).abs().gt(DEVICE) & (busy > 1).eq(dev > 1)), 1.0)
     kern = m["kernels"].fillna(0) != 0
     lead = (
         column(m, "pair_lead_in_a").isna()
@@ -63,19 +64,20 @@ def causes(m: pd.DataFrame, moved: pd.Series, lat_moved: pd.Series | None = None
         elif bool(lead.iloc[i]) and not bool(lat_moved.iloc[i]):
             out.append("lead-in: A's paired timing had no lead-in call before each block")
         else:
-            out.append(_rest(x, eager))
+            out.append(_rest(x, eager or bool(lat_moved.iloc[i])))
     return out
 
 
-def _rest(x: pd.Series, eager: bool) -> str:
+def _rest(x: pd.Series, own: bool) -> str:
     """Kernels and device time unchanged: the host where a side was timed outside the fast
-    phase or host-bound; else the eager side (a compiled cell), or unexplained (an eager one)."""
+    phase or host-bound; else unexplained where the cell's ``own`` latency moved (an eager cell,
+    or a compiled one whose per-call latency moved), or its eager side."""
     where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
              if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
     where += [f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")]
     if where:
         return f"host: kernels unchanged, the device time does not carry it ({', '.join(where)})"
-    if eager:
+    if own:
         return "unexplained: kernels and device time unchanged, GPU-bound, fast"
     return ("eager's side: this cell's kernels, device time and host-boundness are unchanged "
             "(see its eager cell)")  # fmt: skip

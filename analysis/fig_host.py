@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.measures import host_verdict, sig
+from analysis.measures import host_bound_of, sig
 from analysis.style import (
     FAMILY_MARKERS,
     MODE_COLORS,
@@ -43,12 +43,14 @@ def cpu_gpu(d) -> tuple:
     r = r[(r["cpu_us_per_step"] > 0) & (r["gpu_us_per_step"] > 0)]
     if r.empty:
         raise Skip("CPU vs GPU: no profiled ok cell")
-    r = r.assign(label=bar_labels(r), verdict=host_verdict(r))
+    r = r.assign(label=bar_labels(r))
     devices = sorted(set(r["device"]), key=lambda x: x != "cuda")
     modes = modes_in(r)
     fams = [f for f in FAMILY_MARKERS if f in set(r["family"])]
     handles, names = marker_legend(modes, fams)
-    hb = r["verdict"].fillna(False).astype(bool) & (r["device"] == "cuda")
+    # ringed by the latency rule alone: host_verdict falls back to the profiled CPU time, which
+    # is what being above the line already says
+    hb = host_bound_of(r).astype("boolean").fillna(False).astype(bool) & (r["device"] == "cuda")
     if hb.any():  # the cells whose GPU does wait, by per-call latency: ringed
         from matplotlib.lines import Line2D
 
@@ -102,12 +104,12 @@ def cpu_gpu(d) -> tuple:
     parts = []
     cuda = r[r["device"] == "cuda"]
     if len(cuda):
-        v = cuda["verdict"].dropna().astype(bool)
+        v = host_bound_of(cuda).dropna().astype(bool)  # the latency rule, as the rings
         parts.append(
             f"{int((cuda['cpu_us_per_step'] > cuda['gpu_us_per_step']).sum())} of {len(cuda)} "
             "GPU cells spend more CPU time per profiled step than the device is busy"
         )
-        if len(v):  # the verdict: from latency and busy time, or the runtime's column
+        if len(v):  # from latency and busy time, or the runtime's column where they are not
             parts.append(
                 f"{int(v.sum())} are host-bound by per-call latency (over 1.1x device busy time)"
             )

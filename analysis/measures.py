@@ -30,7 +30,9 @@ MODES = [
     "cpp_wrapper",
     "aot_inductor",
 ]
-# The modes that replay CUDA graphs: their allocator peak leaves out the graph pool.
+# The modes that replay CUDA graphs: their allocator peak leaves out the graph pool, so compare
+# judges their reserved memory (part3's naive under reduce-overhead read 49 MiB allocated against
+# 609 eager; reserved, with the pool, 394).
 GRAPHS = ("reduce-overhead", "max-autotune", "cudagraphs")
 FAMILIES = ["matmul", "linear", "mlp", "attention"]
 PASSES = ["fwd", "fwd_bwd", "train_step"]
@@ -50,16 +52,6 @@ LATENCY_METHOD_TEXT = {
 def column(df: pd.DataFrame, col: str) -> pd.Series:
     """``df[col]`` as numbers (anything else NaN), or all NaN where the column is absent."""
     return pd.to_numeric(df[col], errors="coerce") if col in df else pd.Series(np.nan, df.index)
-
-
-def peak_memory(df: pd.DataFrame) -> pd.Series:
-    """Each row's steady-state peak, in bytes: the allocator's peak, or the reserved memory for
-    a mode that replays CUDA graphs, whose outputs and intermediates live in a private pool the
-    allocator's peak leaves out (docs/method.md). part3's naive under reduce-overhead read 49 MiB
-    allocated against 609 eager; reserved, with the pool, 394."""
-    alloc, reserved = column(df, "peak_mem_alloc_bytes"), column(df, "peak_mem_reserved_bytes")
-    mode = df["compile"].astype(str) if "compile" in df else pd.Series("", df.index)
-    return alloc.where(~mode.isin(GRAPHS) | reserved.isna(), reserved)
 
 
 def number(v) -> float:

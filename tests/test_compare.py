@@ -147,6 +147,13 @@ def test_a_cuda_graph_mode_is_judged_by_its_reserved_memory(repeated):
         ("naive", "reduce-overhead", "peak memory")
     }
 
+    def no_reserved(runs):  # a side without reserved memory: both sides' allocator peaks
+        at = _at(runs, "naive", "reduce-overhead")
+        runs.loc[at, "peak_mem_reserved_bytes"] = float("nan")
+        runs.loc[at, "peak_mem_alloc_bytes"] *= 1.25
+
+    assert _flagged(repeated(no_reserved)) == {("naive", "reduce-overhead", "peak memory")}
+
 
 NAIVE_MA = "compile=max-autotune,variant=naive"
 OP0 = "op0 bmm [128, 1024, 64] x [128, 64, 1024]"
@@ -334,3 +341,26 @@ def test_a_graph_modes_device_time_stretched_by_the_host_is_not_a_real_change():
     # the kernels' own time moved with it: a real change
     m["gpu_us_per_step_b"] = 70.0
     assert causes(m, yes, yes) == ["real: device time -29%"]
+
+
+def test_judge_puts_a_speedup_rise_down_to_the_lead_in_only_while_the_latency_held(repeated):
+    """A predates the lead-in fix, B has it; math/default's paired speedup rises 10%."""
+
+    def rise(latency):
+        def edit(runs):
+            runs["pair_lead_in"] = 1
+            at = _at(runs)
+            for c in ("speedup_paired", "speedup_ci_low", "speedup_ci_high"):
+                runs.loc[at, c] *= 1.1
+            for c in ("latency_median_us", "latency_p10_us", "latency_p90_us"):
+                runs.loc[at, c] *= latency
+
+        return edit
+
+    def why(m):
+        return m[(m["variant"] == "math") & (m["compile"] == "default")]["why"].iloc[0]
+
+    assert why(repeated(rise(1.0))).startswith("lead-in")
+    # its own latency moved too, GPU-bound and fast on both sides: not the lead-in, and not
+    # its eager side either
+    assert why(repeated(rise(0.8))).startswith("unexplained")
