@@ -231,6 +231,19 @@ def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
     return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
 
 
+def _memory(m: pd.DataFrame) -> None:
+    """Peak memory B/A (``memory``) and each side's spread (``mem_w_*``): the allocator's peak,
+    or for a mode that replays CUDA graphs its reserved memory, where both sides have it (the
+    allocator's peak leaves out the graph pool: v2 -> v3 read naive's reduce-overhead 49 -> 81
+    MiB allocated, +65%, while reserved, pool and all, went 426 -> 459)."""
+    res_a, res_b = column(m, "peak_mem_reserved_bytes_a"), column(m, "peak_mem_reserved_bytes_b")
+    reserved = m["compile"].astype(str).isin(GRAPHS) & res_a.notna() & res_b.notna()
+    alloc = column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")
+    m["memory"] = alloc.where(~reserved, res_b / res_a)
+    for side in ("a", "b"):
+        m[f"mem_w_{side}"] = m[f"mem_w_{side}"].where(~reserved, m[f"res_w_{side}"])
+
+
 def judge(m: pd.DataFrame) -> pd.DataFrame:
     """Ratios B/A and the flags: regression (no longer ok; or worse beyond threshold + own
     interval, and for latency beyond the noise of both sides), improved, within noise."""
@@ -245,16 +258,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     m["latency"] = column(m, "latency_median_us_b") / column(m, "latency_median_us_a")
     m["speedup"] = column(m, "sp_b") / column(m, "sp_a")
     m["compile_time"] = column(m, "compile_s_b") / column(m, "compile_s_a")
-    # A mode that replays CUDA graphs: its reserved memory, where both sides have it (the
-    # allocator's peak leaves out the graph pool: v2 -> v3 read naive's reduce-overhead 49 -> 81
-    # MiB allocated, +65%, while reserved, pool and all, went 426 -> 459)
-    res_a, res_b = column(m, "peak_mem_reserved_bytes_a"), column(m, "peak_mem_reserved_bytes_b")
-    reserved = m["compile"].astype(str).isin(GRAPHS) & res_a.notna() & res_b.notna()
-    m["memory"] = (column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")).where(
-        ~reserved, res_b / res_a
-    )
-    m["mem_w_a"] = m["mem_w_a"].where(~reserved, m["res_w_a"])
-    m["mem_w_b"] = m["mem_w_b"].where(~reserved, m["res_w_b"])
+    _memory(m)
     m["kernels"] = column(m, "kernels_per_step_b") - column(m, "kernels_per_step_a")
     lat_t = LATENCY + m["lat_w_a"] + m["lat_w_b"]
     cmp_t = COMPILE + m["cmp_w_a"] + m["cmp_w_b"]
