@@ -10,10 +10,11 @@ calls (CUDA events around each chunk) for a few seconds at a time, eager then co
 eager, while nvidia-smi samples the SM clock, power, temperature and the clock-event reasons
 every 50 ms, and prints per second: the median µs a call, and what the GPU said meanwhile.
 
-    python benchmarks/clock_probe.py [--n 4096] [--seconds 6] [--chunk 10]
+    python benchmarks/clock_probe.py [--n 4096] [--seconds 6] [--chunk 10] [--one-core]
 
 Reading it: µs a call rising as the SM clock falls (reasons: SW power cap, HW slowdown) says
-the clocks; a flat clock with a slower compiled phase says the process.
+the clocks; a flat clock with a slower compiled phase says the process; slower with --one-core
+than without says the pinning.
 """
 
 from __future__ import annotations
@@ -55,13 +56,19 @@ def run(fn, seconds: float, chunk: int, label: str, marks: list) -> None:
 
 
 def main() -> None:
-    import torch
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=4096)
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--chunk", type=int, default=10)
+    p.add_argument("--one-core", action="store_true",
+                   help="every thread on one core, as study's cells are timed (timing.one_core)")  # fmt: skip
     args = p.parse_args()
+    if args.one_core:  # before torch starts its threads: they inherit the main thread's mask
+        import os
+
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    import torch
+
     x = torch.randn(args.n, args.n, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(args.n, args.n, device="cuda", dtype=torch.bfloat16)
     bias = torch.randn(args.n, device="cuda", dtype=torch.bfloat16)
