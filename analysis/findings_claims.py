@@ -206,9 +206,9 @@ def cudnn_cpu_cost(runs, kernels, src) -> str:
         c, f = _cell(runs, "cudnn", source), _cell(runs, "flash", source)
         if c is not None and f is not None:
             pairs.append((source, c["cpu_us_per_step"], f["cpu_us_per_step"]))
-    # no colon before the verdict: findings_v1 and findings_summary take the claim's name so
     more = [c >= CPU_COST * f for _, c, f in pairs if c == c and f == f]
     word = verdict(all(more)) if all(more) or not any(more) else "**varies** between sweeps"
+    # no colon before the verdict: findings_v1 and findings_summary cut a claim's name there
     return (
         f"- cuDNN has a CPU-side cost (about 214 µs of CPU a step in the blog, its plan chosen at "
         f"run time; counted here at {CPU_COST:g}x flash's or more): {word} in the trace — "
