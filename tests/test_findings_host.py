@@ -141,6 +141,10 @@ def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
     text = "\n".join(findings_host.section(_data(rows)))
     line = [x for x in text.split("\n") if x.startswith("| linear | reduce-overhead")][0]
     assert "| 2.90 → 7.00 |" in line and "slower: the host (its kernels changed)" in line
+    # the compile table's verdict says the same
+    table = "\n".join(findings_compile.section(_data(rows)))
+    verdict = [x for x in table.split("\n") if x.startswith("| linear | reduce-overhead")][0]
+    assert "| slower: the host (its kernels changed) |" in verdict
     # and the rule says what the graph's host side took, against the wrapper's 80 µs
     assert (
         "Under CUDA graphs (linear reduce-overhead) a call's host side took 82.0 µs, against "
