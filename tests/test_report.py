@@ -137,3 +137,23 @@ def test_the_cell_table_tells_flex_cells_of_one_length_apart_by_mask():
     t = cell_table({"runs": runs, "revealed": pd.DataFrame()})
     assert list(t["mask"]) == ["causal", "sliding_window"]
     assert "score_mod" not in t  # the same in every cell: no column
+
+
+def test_a_trace_cpu_bound_cell_that_is_gpu_bound_per_call_says_both():
+    """v3's block, eager: 826 µs of CPU against 724 of GPU in the trace, 639 µs a call."""
+    import pandas as pd
+
+    from analysis.report import cell_table
+
+    runs = pd.DataFrame([
+        {"run_id": "a", "variant": "block", "compile": "off", "status": "ok", "device": "cuda",
+         "latency_median_us": 639.0, "gpu_us_per_step": 724.0, "kernels_per_step": 16},
+        {"run_id": "b", "variant": "block", "compile": "default", "status": "ok", "device": "cuda",
+         "latency_median_us": 579.0, "gpu_us_per_step": 519.0, "kernels_per_step": 14},
+    ])  # fmt: skip
+    rev = pd.DataFrame({"run_id": ["a", "b"], "revealed": [
+        "CPU-bound: 826 us CPU vs 724 us GPU per step",
+        "CPU-bound: 592 us CPU vs 519 us GPU per step"]})  # fmt: skip
+    said = cell_table({"runs": runs, "revealed": rev})["what the trace revealed"].tolist()
+    assert said[0].startswith("CPU above GPU under the profiler, GPU-bound per call: 826 us")
+    assert said[1].startswith("CPU-bound: 592 us")  # 579 µs a call on 519 of GPU: host-bound
