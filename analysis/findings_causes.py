@@ -56,6 +56,13 @@ def host_only(x: dict) -> bool:
     return (hb or _gpu_bound_fixed(x)) and same and abs(dev - edev) < 0.5 * abs(lat - elat)
 
 
+def kernels_changed(x: dict) -> bool | None:
+    """Whether the compiled step launches another number of kernels than eager's; None where
+    either count is missing (a row without a trace)."""
+    a, b = number(x.get("kernels_per_step")), number(x.get("eager_kernels"))
+    return None if a != a or b != b else a != b
+
+
 def _gpu_bound_fixed(x: dict) -> bool:
     """Timed with the lead-in, and not replaying CUDA graphs (a replay's own launch can leave
     the GPU idle between calls without the host's Python in it): an idle GPU between the same
@@ -67,8 +74,8 @@ def slow_cause(x: dict) -> str:
     """Why a slower row is slower, in a few words: "v2's timing only" (``lead_in_artefact``),
     'the device' (its device time rose by more than DEVICE_NOISE and by at least DEVICE_SHARE
     of the latency it added; CUDA graphs' copies in a graph mode), 'the host' (host-bound on a
-    side, or timed with the lead-in without CUDA graphs, and the device time did not rise that
-    much), or '' where the figures cannot say."""
+    side, or timed with the lead-in without CUDA graphs with eager's kernels, and the device
+    time did not rise that much), or '' where the figures cannot say."""
     if lead_in_artefact(x):
         return "v2's timing only"
     dev, edev = device_pair(x)
@@ -78,7 +85,10 @@ def slow_cause(x: dict) -> str:
     if dev > edev * (1 + DEVICE_NOISE) and dev - edev >= DEVICE_SHARE * (lat - elat):
         mode = x.get("mode", x.get("compile"))
         return "the device" + (" (CUDA graphs' copies)" if mode in GRAPHS else "")
-    if bool(x.get("_hb")) or bool(x.get("eager_hb")) or _gpu_bound_fixed(x):
+    # GPU-bound on both sides, only an idle GPU between the same kernels is the host's wait
+    if bool(x.get("_hb")) or bool(x.get("eager_hb")):
+        return "the host"
+    if _gpu_bound_fixed(x) and kernels_changed(x) is False:
         return "the host"
     return ""
 

@@ -201,16 +201,17 @@ def spread_text(row) -> str:
         return ""
     n = int(n)
     fast, good = number(row.get("n_repeats_fast")), number(row.get("n_repeats_ok"))
-    runs = f"{n} runs"  # the rows load kept: the fast ones where any, else the ok ones
-    if 0 < fast < n:
-        runs = f"{int(fast)} of {n} runs in the host's fast phase"
-    elif not fast > 0 and 0 < good < n:
-        runs = f"{int(good)} of {n} runs ok"
+    # the rows load kept: the fast ones where any, else the ok ones, else all
+    kept = fast if fast > 0 else good if good > 0 else n
+    runs = f"{n} runs"
+    if kept < n:  # left out: runs in a slower phase (where an ok one is not fast), or failed
+        why = " in the host's fast phase" if fast > 0 and fast < good else " ok"
+        runs = f"{int(kept)} of {n} runs{why}"
     col = "speedup_paired" if row.get("sp_kind") == "paired" else "speedup"
     lo, hi = row.get(f"{col}_min"), row.get(f"{col}_max")
     if lo is None or lo != lo:
         return runs
-    return f"{runs}: {sig(lo)}–{xs(hi)}"
+    return f"{runs}: {xs(lo)}" if kept == 1 else f"{runs}: {sig(lo)}–{xs(hi)}"
 
 
 def lat_text(row, col: str = "latency_median_us") -> str:

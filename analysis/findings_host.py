@@ -30,7 +30,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import findings_compile
-from analysis.findings_causes import latencies, slow_cause
+from analysis.findings_causes import kernels_changed, latencies, slow_cause
 from analysis.findings_common import device_pair, table
 from analysis.measures import GRAPHS, count, sig
 
@@ -86,8 +86,9 @@ def cause(x) -> str:
         why = slow_cause(x)
         if why.startswith("the device"):
             return "slower: the device too" + why.removeprefix("the device")
+        changed = kernels_changed(x)  # None: a count is missing, and nothing is said
         return "slower: the host" + (
-            " (same kernels)" if x["same_kernels"] else " (its kernels changed)"
+            "" if changed is None else " (its kernels changed)" if changed else " (same kernels)"
         )
     if x["verdict"] == "faster" and x["host_us"] < 0 and x["ehb"]:
         return "faster: fewer launches save host time"

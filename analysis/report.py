@@ -105,7 +105,7 @@ def _per_call(revealed: str, host_bound) -> str:
     """The trace's "CPU-bound" (profiled CPU time above GPU busy time) beside what the per-call
     latency says, where it says otherwise: the profiler slows the host (v3's block, eager: 826
     µs of CPU against 724 of GPU in the trace, 639 µs a call)."""
-    if "CPU-bound:" in revealed and host_bound is False:
+    if isinstance(revealed, str) and "CPU-bound:" in revealed and host_bound is False:
         return revealed.replace(
             "CPU-bound:", "CPU above GPU under the profiler, GPU-bound per call:", 1
         )

@@ -335,3 +335,7 @@ def test_a_cells_spread_names_the_runs_it_covers():
     assert spread_text({**row, "n_repeats_fast": 0, "n_repeats_ok": 2}).startswith("2 of 3 runs ok")
     assert spread_text({**row, "n_repeats_fast": None}) == "3 runs: 0.968–0.994x"  # older rows
     assert spread_text({**row, "n_repeats": 1}) == ""
+    # the third run failed, the other two were fast: left out as not ok, not by phase
+    assert spread_text({**row, "n_repeats_ok": 2}) == "2 of 3 runs ok: 0.968–0.994x"
+    one = {**row, "n_repeats_fast": 1, "speedup_paired_min": 0.97, "speedup_paired_max": 0.97}
+    assert spread_text(one) == "1 of 3 runs in the host's fast phase: 0.970x"

@@ -165,3 +165,24 @@ def test_the_report_names_a_slowdown_with_eagers_kernels_and_device_time_as_the_
     assert host_effects(_data(spread)["runs"]) == []
     one_core = [{**r, "timing_core": 3} for r in spread]
     assert host_effects(_data(one_core)["runs"]) == ["linear fwd_bwd · default"]
+
+
+def test_a_gpu_bound_cell_whose_kernels_changed_is_not_put_down_to_the_host():
+    """Only an idle GPU between eager's own kernels is the host's wait: with other kernels, a
+    GPU-bound cell timed with the lead-in that reads slower is not named the host's."""
+    rows = _cudnn_rows()
+    rows[1] = _cudnn("default", 60.6, 57.1, 0.976, kernels=1)  # 2 -> 1 kernel, GPU-bound
+    text = "\n".join(findings_compile.section(_data(rows)))
+    line = [x for x in text.split("\n") if x.startswith("| cudnn | default")][0]
+    assert "the host" not in line and "| slower |" in line
+
+
+def test_a_host_bound_cell_without_kernel_counts_says_nothing_of_its_kernels():
+    rows = _rows()
+    rows[1]["kernels_per_step"] = float("nan")  # a row without a trace
+    text = "\n".join(findings_host.section(_data(rows)))
+    line = [x for x in text.split("\n") if x.startswith("| linear | default")][0]
+    assert "| slower: the host |" in line and "kernels changed" not in line
+    table = "\n".join(findings_compile.section(_data(rows)))
+    line = [x for x in table.split("\n") if x.startswith("| linear | default")][0]
+    assert "| slower: the host |" in line

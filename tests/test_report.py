@@ -157,3 +157,6 @@ def test_a_trace_cpu_bound_cell_that_is_gpu_bound_per_call_says_both():
     said = cell_table({"runs": runs, "revealed": rev})["what the trace revealed"].tolist()
     assert said[0].startswith("CPU above GPU under the profiler, GPU-bound per call: 826 us")
     assert said[1].startswith("CPU-bound: 592 us")  # 579 µs a call on 519 of GPU: host-bound
+    rev.loc[0, "revealed"] = float("nan")  # revealed.csv read back: a cell with nothing to say
+    said = cell_table({"runs": runs, "revealed": rev})["what the trace revealed"].iloc[0]
+    assert said != said  # left as it is (NaN), no TypeError
