@@ -52,7 +52,7 @@ def host_only(x: dict) -> bool:
     if dev != dev or edev != edev or lat != lat or elat != elat:
         return False
     hb = bool(x.get("_hb")) or bool(x.get("eager_hb"))
-    same = x.get("kernels_per_step") == x.get("eager_kernels")
+    same = kernels_changed(x) is False
     return (hb or _gpu_bound_fixed(x)) and same and abs(dev - edev) < 0.5 * abs(lat - elat)
 
 
@@ -139,8 +139,7 @@ def host_effects(runs) -> list[str]:
             continue
         dev, edev = device_pair(x)
         same_dev = dev == dev and edev == edev and abs(dev - edev) <= SAME_DEVICE * edev
-        if same_dev and x.get("kernels_per_step") == x.get("eager_kernels") \
-                and slow_cause(x) == "the host":  # fmt: skip
+        if same_dev and kernels_changed(x) is False and slow_cause(x) == "the host":
             shape = ", ".join(
                 f"{c}={number(x[c]):g}" for c in vary if number(x.get(c)) == number(x.get(c))
             )
