@@ -15,6 +15,7 @@ from analysis.findings_causes import (
 )
 from analysis.findings_common import (
     NOISE,
+    PAIRED_NOISE,
     blog_shapes,
     host_bound,
     sp_text,
@@ -159,7 +160,13 @@ def section(data: dict) -> list[str]:
             else ""
         )
         + "eager latency / compiled latency, per-call medians from the same sweep; verdict = "
-        + ("the interval against 1.0, or for a speedup without one, " if paired else "")
+        + (
+            f"the interval against 1.0 (one inside ±{PAIRED_NOISE:.0%} of it: within "
+            f"±{PAIRED_NOISE:.0%}, the size of the pairs' own error), or for a speedup without "
+            "one, "
+            if paired
+            else ""
+        )
         + f"more than {NOISE:.0%} from 1.0; "
         + ("repeats = the speedup's range over the cell's fresh processes; " if repeated else "")
         + "payback = calls until the compile time is repaid, for a faster cell only, over "

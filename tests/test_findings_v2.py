@@ -88,6 +88,18 @@ def test_a_cell_uses_its_fast_phase_repeats_and_never_mixes_in_the_others_silent
     assert findings_common.sp_text(c) == "0.200x [0.190–0.210], host contended"
 
 
+def test_a_paired_interval_that_excludes_one_inside_1pct_is_no_verdict():
+    """v3 on the H200: the naive attention under dynamo_eager, the same 7 kernels as eager,
+    read 1.00x [1.001-1.004]: 'faster' by its interval, and a payback of 392,000 calls."""
+    row = {"sp": 1.002, "sp_lo": 1.001, "sp_hi": 1.004, "sp_kind": "paired"}
+    assert findings_common.verdict(row) == "within ±1%"
+    assert findings_common.verdict(dict(row, sp=0.999, sp_lo=0.998, sp_hi=0.9995)) == "within ±1%"
+    assert findings_common.verdict(dict(row, sp=0.986, sp_lo=0.985, sp_hi=0.988)) == "slower"
+    assert findings_common.verdict(dict(row, sp=1.0, sp_lo=0.995, sp_hi=1.004)) == (
+        "no measurable difference"
+    )
+
+
 def test_cross_process_speedups_are_within_one_sweep_and_judged_against_2pct():
     rows = [_cell("part1", "mm", "off", 200.0), _cell("part1", "mm", "default", 160.0),
             _cell("core", "mm", "off", 100.0), _cell("core", "mm", "default", 99.0)]  # fmt: skip
