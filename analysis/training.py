@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import load
+from analysis.findings_common import verdict
 from analysis.measures import MODES, PASSES
 
 
@@ -31,11 +32,17 @@ def _read(dirs: list[Path], name: str) -> pd.DataFrame:
 
 
 def _sp(r) -> str:
+    """'1.20x [1.19–1.20]'; one not timed in the host's fast phase says so ('0.50x [0.49–0.50],
+    host slow': v3's cuDNN fwd_bwd under `default`, 0.50x against 0.64x in the fast phase under
+    max-autotune-no-cudagraphs); no change reads as the Findings' verdict says."""
     if pd.isna(r.get("speedup_paired")):
         return ""
     sp, lo, hi = r["speedup_paired"], r["speedup_ci_low"], r["speedup_ci_high"]
-    word = " (no measurable difference)" if lo <= 1.0 <= hi else ""
-    return f"{sp:.2f}x [{lo:.2f}–{hi:.2f}]{word}"
+    said = verdict({"sp": sp, "sp_lo": lo, "sp_hi": hi})
+    word = f" ({said})" if said not in ("faster", "slower") else ""
+    phase = r.get("timing_phase")
+    note = f", host {phase}" if isinstance(phase, str) and phase != "fast" else ""
+    return f"{sp:.2f}x [{lo:.2f}–{hi:.2f}]{note}{word}"
 
 
 def cells(runs: pd.DataFrame) -> pd.DataFrame:

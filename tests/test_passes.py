@@ -154,8 +154,11 @@ def test_the_training_tables_read_a_sweep(tmp_path):
             ("default", "fwd", 3.0, 2.9, 3.1, 1),
             ("default", "fwd_bwd", 1.01, 0.97, 1.05, 2),
             ("off", "fwd", None, None, None, 2),
+            ("reduce-overhead", "fwd", 0.999, 0.998, 0.9995, 1),
+            ("reduce-overhead", "fwd_bwd", 0.50, 0.49, 0.51, 1),
         )
     ]
+    runs[-1]["timing_phase"] = "slow"
     io.write_csv(tmp_path / "runs.csv", runs, "runs")
     shapes = [
         {
@@ -184,6 +187,10 @@ def test_the_training_tables_read_a_sweep(tmp_path):
     text = training.report([tmp_path])
     assert (
         "| naive | default | 3.00x [2.90–3.10] | 1.01x [0.97–1.05] (no measurable difference) |"
+        in text
+    )
+    assert (
+        "| naive | reduce-overhead | 1.00x [1.00–1.00] (within ±1%) | 0.50x [0.49–0.51], host slow |"
         in text
     )
     assert (
