@@ -4,7 +4,7 @@ Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): its scop
 and host phase level, ``findings_scope``), the blog's claims, each
 with a verdict computed from the rows, then one section per question, each in its own module:
 what compile changes (``findings_compile``), compile effects against host effects
-(``findings_host``), v1 against v2 (``findings_v1``), training
+(``findings_host``), the same cell in two sweeps (``findings_sweeps``), v1 against v2 (``findings_v1``), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
 (``findings_flex``), attention over length (``findings_scaling``), compile targets
 (``findings_targets``), real models (``findings_models``) and the sweep's own cost
@@ -29,6 +29,7 @@ from analysis import (
     findings_scaling,
     findings_scope,
     findings_summary,
+    findings_sweeps,
     findings_targets,
     findings_training,
     findings_v1,
@@ -45,6 +46,7 @@ SECTIONS = [
     findings_predicted.section,
     findings_compile.section,
     findings_host.section,
+    findings_sweeps.section,
     findings_v1.section,
     findings_training.section,
     findings_block.section,
