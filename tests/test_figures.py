@@ -233,16 +233,24 @@ def test_training_figure_spans_sources_and_gives_each_pass():
 
     rows = [{"source": src, "variant": "naive", "pass": p, "compile": "default", "seq_len": 1024,
              "speedup_paired": sp, "speedup_ci_low": sp * 0.97, "speedup_ci_high": sp * 1.03}
-            for src, p, sp in (("dynamic", "fwd", 1.5), ("part3", "fwd", 2.87),
-                               ("part3_bwd", "fwd_bwd", 1.92))]  # fmt: skip
+            for src, p, sp in (("dynamic", "fwd", 1.5), ("targets_bwd", "fwd_bwd", 1.6),
+                               ("part3", "fwd", 2.87), ("part3_bwd", "fwd_bwd", 1.92))]  # fmt: skip
+    # the compile targets' own modes are fig_targets' (and their sweep comes after the ladder's)
+    rows.append({**rows[-1], "source": "targets_bwd", "compile": "dynamo_eager"})
+    rows.append({**rows[-1], "source": "part3_bwd", "compile": "reduce-overhead",
+                 "timing_phase": "slow"})  # fmt: skip
     fig, s = training(_runs(rows))  # the dynamic sweep's own shapes are not the ladder's cell
     w, h = fig.get_size_inches() * DPI
     assert w <= MAX_PX[0] and h <= MAX_PX[1]
     assert "default mode naive 2.87x fwd → 1.92x fwd_bwd" in s
+    said = [t.get_text() for leg in fig.legends for t in leg.texts]
+    assert "dynamo_eager" not in said and "reduce-overhead" in said
+    assert any(t.startswith("hollow: timed outside") for t in said)
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == ["1.92x", "2.87x"]
     lo, hi = fig.axes[0].get_ylim()  # every bar inside the frame, with a margin; 1x in view
     assert lo < 1.0 and hi > 2.87 * 1.03 * 1.2
     with pytest.raises(figures.Skip):
-        training(_runs(rows[1:2]))  # the forward alone
+        training(_runs(rows[2:3]))  # the forward alone
 
 
 def test_cpu_vs_gpu_rings_only_the_cells_host_bound_by_their_latency():
