@@ -32,8 +32,10 @@
 #        fwd_bwd flash and cuDNN under 4 modes (2 processes each), fwd for 3 variants, and fwd_bwd once
 #        more with timing.one_core=false (~7 min)
 # Then, here:  bash benchmarks/reference_study.sh assemble OUTDIR NEW   # audit + report into NEW
-#              (copy NEW into results/h200 without report.html, keep v1/), then
-#              python -m analysis.findings results/h200 --write   # results/h200/FINDINGS.md
+#              bash benchmarks/reference_study.sh land NEW results/h200   # NEW replaces the study
+#              there (v1/, README.md and FINDINGS.md's own text kept; the old study kept in
+#              results/h200.prev for the compare), then the Findings, the audit and the compare
+#              old -> new; README.md's table of sources is still yours to rewrite
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
 # OUTDIR (no traces, no generated code) into FILE every minute and at the end, so a device
@@ -49,7 +51,7 @@ set -uo pipefail
 stage=$1; out=$(realpath -m "$2"); mkdir -p "$out"
 deadline=$((SECONDS + ${LIMIT:-86400}))
 export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
-if [ "$stage" = assemble ]; then GPUS=0; else  # assemble only reads CSVs
+if [ "$stage" = assemble ] || [ "$stage" = land ]; then GPUS=0; else  # they only read CSVs
   GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())"); fi
 NJ=${NJ:-$((GPUS > 0 ? GPUS : 1))}
 LAUNCH=(); [ "$NJ" -gt 1 ] && LAUNCH=(hydra/launcher=gpus hydra.launcher.n_jobs="$NJ")
@@ -222,6 +224,22 @@ case $stage in
     done
     python3 -m analysis.audit "$src"/*; echo "audit exit $?"
     python3 -m analysis.report "$src"/* --out "$new"
+    ;;
+  land)  # land NEW RESULTS (NEW: assemble's report dir; RESULTS: results/h200)
+    [ $# -ge 3 ] && [ -f "$out/runs.csv" ] && [ -d "$3" ] || {
+      echo "usage: land NEW RESULTS (NEW from assemble, with its runs.csv; RESULTS a results dir)"
+      exit 2; }
+    res=$(realpath "$3"); prev="$res.prev"
+    [ -e "$prev" ] && { echo "land: $prev exists: compare or remove it first"; exit 2; }
+    cp -r "$res" "$prev"
+    find "$res" -mindepth 1 -maxdepth 1 ! -name v1 ! -name README.md ! -name FINDINGS.md \
+      -exec rm -rf {} +
+    cp -r "$out"/. "$res"/ && rm -f "$res/report.html"
+    python3 -m analysis.findings "$res" --write
+    python3 -m analysis.audit "$res"; echo "audit exit $?"
+    python3 -m analysis.compare "$prev" "$res" --out "$res.compare"
+    echo "landed $out in $res (the old study: $prev; compare: $res.compare). Rewrite"
+    echo "$res/README.md's table of sources, then remove $prev and $res.compare."
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     full_speed
