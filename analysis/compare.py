@@ -484,8 +484,15 @@ def compare(
     return line, m, only_a, only_b
 
 
-def _cell(r) -> str:
-    return f"{r['source_a']}: {r['variant']} · {r['compile']}"
+def _cell(r, m: pd.DataFrame | None = None) -> str:
+    """'part1: matmul_add (n=4096) · default': the shape keys that vary between the source's
+    cells of that variant in ``m``, so v3's two matmul+bias sizes are told apart."""
+    shape = ""
+    if m is not None:
+        same = m[(m["source_a"] == r["source_a"]) & (m["variant"] == r["variant"])]
+        keys = [c for c in SHAPE_KEYS if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
+        shape = ", ".join(f"{c}={int(r[c])}" for c in keys)
+    return f"{r['source_a']}: {r['variant']}{f' ({shape})' if shape else ''} · {r['compile']}"
 
 
 def _first_line(reason, n: int = 100) -> str:
@@ -522,15 +529,15 @@ def main(argv: list[str] | None = None) -> int:
     print(line)
     reg = regressions(m)
     for _, r in reg.iterrows():
-        print(f"  regressed: {_cell(r)} ({r['regressed']}" + (
+        print(f"  regressed: {_cell(r, m)} ({r['regressed']}" + (
             f": {_first_line(r.get('reason_b'))})" if r["lost"] else
             f"; latency {_pct(r['latency'])})"))  # fmt: skip
     for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
-        print(f"  now ok: {_cell(r)} ({r['status_a'] or '?'} in A)")
+        print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A)")
     _print_only(only_b, "only in B")
     picks = m[(m["autotune"] != "") & ~m["autotune_tie"]] if "autotune" in m else m.iloc[0:0]
     for _, r in picks.iterrows():
-        print(f"  autotune: {r['source_a']}: {r['variant']} · {r['compile']}: {r['autotune']}")
+        print(f"  autotune: {_cell(r, m)}: {r['autotune']}")
     print(f"details: {out / 'compare.md'}")
     return 1 if args.fail_on_regression and len(reg) else 0
 

@@ -364,3 +364,14 @@ def test_judge_puts_a_speedup_rise_down_to_the_lead_in_only_while_the_latency_he
     # its own latency moved too, GPU-bound and fast on both sides: not the lead-in, and not
     # its eager side either
     assert why(repeated(rise(0.8))).startswith("unexplained")
+
+
+def test_a_printed_cell_names_the_shape_that_tells_it_apart():
+    """v3 against v2: part1's matmul+bias at n=64 and n=4096 both regressed; the line names n."""
+    from analysis.compare import _cell
+
+    m = pd.DataFrame({"source_a": ["part1", "part1", "part2"], "variant": ["matmul_add"] * 2
+                      + ["mlp"], "compile": ["default"] * 3, "n": [64.0, 4096.0, None]})  # fmt: skip
+    assert _cell(m.iloc[1], m) == "part1: matmul_add (n=4096) · default"
+    assert _cell(m.iloc[2], m) == "part2: mlp · default"
+    assert _cell(m.iloc[1]) == "part1: matmul_add · default"  # without the cells: no shape
