@@ -9,7 +9,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from analysis import kdiff
-from analysis.measures import count, kinds_text, order, sig, speedups
+from analysis.measures import PAIRED_NOISE, count, kinds_text, order, sig, speedups
 from analysis.style import (
     FAMILY_MARKERS,
     MAX_BARS,
@@ -54,7 +54,7 @@ def payback(d) -> tuple:
     handles, names = marker_legend(modes, fams)
     if r["sp_same"].any():
         handles += [Line2D([], [], color="grey", marker="o", mfc="white", ls="")]
-        names += ["no measurable difference"]
+        names += [f"no change (≈ 1.0x, ±{PAIRED_NOISE:.0%})"]
     leg = legend_width(names)
     fig, axes = figure(1, 1, w=8.6 + leg, h=6.4)
     ax = axes[0, 0]
@@ -107,7 +107,11 @@ def payback(d) -> tuple:
         s += f", the quickest after {sig(b['calls'])} calls ({b['label']} · {b['compile']})"
     s += f"; {len(slower)} are slower than eager and never do"
     n_same = int(r["sp_same"].sum())
-    s += f"; {n_same} show no measurable difference." if n_same else "."
+    s += (
+        f"; {n_same} show no change (interval holds 1.0, or within ±{PAIRED_NOISE:.0%})."
+        if n_same
+        else "."
+    )
     return fig, s
 
 

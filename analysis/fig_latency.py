@@ -10,7 +10,16 @@ import numpy as np
 import seaborn as sns
 
 from analysis.findings_causes import host_effects
-from analysis.measures import has, kinds_text, latency_methods, order, sig, speedup_words, speedups
+from analysis.measures import (
+    PAIRED_NOISE,
+    has,
+    kinds_text,
+    latency_methods,
+    order,
+    sig,
+    speedup_words,
+    speedups,
+)
 from analysis.style import (
     MAX_BARS,
     MAX_IN,
@@ -168,7 +177,10 @@ def speedup(d) -> tuple:
                 if lab in rows and c in cols:
                     ax.text(cols.index(c) + 0.5, rows.index(lab) + 0.5, b["status"],
                             ha="center", va="center", fontsize=7.5, color="#888888")  # fmt: skip
-    note = kinds_text(r) + ". ≈: the interval contains 1.0, no measurable difference."
+    note = kinds_text(r) + (
+        f". ≈: no change: the interval contains 1.0, or a paired one lies within "
+        f"±{PAIRED_NOISE:.0%} of it."
+    )
     fig.text(0.01, 0.01, "\n".join(textwrap.wrap(note, int(fig.get_figwidth() * 15))),
              fontsize=7.5, color="#444444", ha="left", va="bottom")  # fmt: skip
     q = (
@@ -186,7 +198,11 @@ def speedup(d) -> tuple:
         best = clear.loc[clear["sp"].idxmax()]
         worst = clear.loc[clear["sp"].idxmin()]
         s += f": best {where(best)} {speedup_words(best)}, worst {where(worst)} {speedup_words(worst)}"
-    s += f"; {n_same} show no measurable difference (interval contains 1.0)." if n_same else "."
+    s += (
+        f"; {n_same} show no change (interval contains 1.0, or within ±{PAIRED_NOISE:.0%})."
+        if n_same
+        else "."
+    )
     host = host_effects(d["runs"])
     if host:  # the standard: a slowdown with eager's kernels and device time is the host's
         s += (

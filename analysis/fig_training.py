@@ -34,10 +34,6 @@ def training(d) -> tuple:
         r[col] = (
             r[col].where(r[col].notna(), r["speedup_paired"]) if col in r else r["speedup_paired"]
         )
-    trained = sorted(set(r.loc[r["pass"].isin(TRAINING), "variant"]))
-    if not trained:
-        raise Skip("training: no compiled cell with a paired speedup in pass fwd_bwd or train_step")
-    r = r[r["variant"].isin(trained)]
     # one row per variant, pass and mode: at the blog's attention length where a sweep has more
     if "seq_len" in r and r["seq_len"].nunique() > 1:
         r = r[(r["family"] != "attention") | (r["seq_len"] == 1024)]
@@ -48,6 +44,13 @@ def training(d) -> tuple:
         # targets_bwd on a slower host, and either could have been drawn
         r = r.copy().assign(_t=r["source"].isin(TARGETS)).sort_values("_t", kind="stable")
     r = r[r["compile"].isin(INDUCTOR)].drop_duplicates(["variant", "pass", "compile"])
+    trained = sorted(set(r.loc[r["pass"].isin(TRAINING), "variant"]))
+    if not trained:
+        raise Skip(
+            "training: no compiled cell with a paired speedup in pass fwd_bwd or train_step "
+            "under Inductor's modes"
+        )
+    r = r[r["variant"].isin(trained)]
     shown = trained[:MAX_PANELS]
     modes = [m for m in MODES if m in set(r["compile"])]
     ncols = min(4, len(shown))
@@ -57,7 +60,10 @@ def training(d) -> tuple:
     for a in axes.flat[len(shown) :]:
         a.axis("off")
     width = 0.7 / max(1, len(modes))
-    slow = r["timing_phase"].isin(["slow", "mixed", "contended"]) if "timing_phase" in r else None
+    # any phase but fast, the combined ones ('mixed/slow', analysis.load.cells) included
+    slow = (
+        (r["timing_phase"].notna() & (r["timing_phase"] != "fast")) if "timing_phase" in r else None
+    )
     for ax, v in zip(axes.flat, shown, strict=False):
         g = r[r["variant"] == v]
         passes = [p for p in PASSES if p in set(g["pass"])]  # the passes this variant ran

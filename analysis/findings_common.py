@@ -4,7 +4,8 @@ how a speedup is written. Pure pandas on the committed CSVs; no torch.
 A speedup is the paired one where the row has it (eager and compiled timed in alternation in
 one process, with a 95% interval), else the cross-process ratio of the two cells' medians in
 the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.0 reads "no
-measurable difference" (``study.observe.stats.verdict``). A cell run in several fresh processes is one
+measurable difference" (``study.observe.stats.verdict``); one that excludes it within ±1%
+(``measures.PAIRED_NOISE``, the pairs' own error) reads "within ±1%". A cell run in several fresh processes is one
 row (``analysis.load.cells``: medians, from the repeats timed in the host's fast phase where it
 has any), its interval the one that covers processes (``study.observe.stats.across_processes``: a
 two-stage bootstrap, processes then pairs; the training tables and ``analysis.compare``
@@ -18,17 +19,13 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.load import TEXT, cells
-from analysis.measures import host_bound_of, number, sig, speedups, xs
+from analysis.measures import PAIRED_NOISE, host_bound_of, number, sig, speedups, xs
 from study.observe.stats import verdict as stats_verdict
 from study.rows.schema import SHAPE_KEYS
 
 # A cross-process speedup within this of 1 is no change: compiled GPU-bound cells repeat within
 # ~1% across processes on the H200 (benchmarks/README.md).
 NOISE = 0.02
-# A paired interval that excludes 1.0 but lies within this of it is no change worth a verdict:
-# v3 on the H200 timed the same kernels against themselves (flash under `default`, the naive
-# attention under dynamo_eager and aot_eager) at 0.999-1.004x, intervals that exclude 1.0.
-PAIRED_NOISE = 0.01
 BLOG_SEQ_LEN = 1024  # the blog's attention shape; other lengths belong to their own sections
 SHAPE_COLS = list(SHAPE_KEYS)
 
@@ -169,15 +166,16 @@ def device_pair(x) -> tuple[float, float]:
 
 
 def verdict(row) -> str:
-    """faster, slower or no measurable difference: the 95% interval where there is one (one
-    that excludes 1.0 inside ±PAIRED_NOISE is 'within ±1%'), else the cross-process ratio
-    against ±NOISE."""
+    """faster, slower or no measurable difference: the 95% interval where there is one (a
+    paired one that excludes 1.0 inside ±PAIRED_NOISE is 'within ±1%'), else the cross-process
+    ratio against ±NOISE."""
     sp, lo, hi = row.get("sp"), row.get("sp_lo"), row.get("sp_hi")
     if sp is None or sp != sp:
         return ""
     if lo == lo and hi == hi and lo is not None and hi is not None:
         said = stats_verdict(sp, lo, hi)
-        inside = 1 - PAIRED_NOISE <= lo and hi <= 1 + PAIRED_NOISE
+        paired = row.get("sp_kind") == "paired"
+        inside = paired and 1 - PAIRED_NOISE <= lo and hi <= 1 + PAIRED_NOISE
         return (
             f"within ±{PAIRED_NOISE:.0%}" if said != "no measurable difference" and inside else said
         )

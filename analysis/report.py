@@ -381,7 +381,8 @@ def build(dirs: list[Path], out: Path) -> Path:
         f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "
         "Speedup is eager over compiled: paired (both timed in alternating blocks in one "
         "process, with a 95% interval) where the rows have it, else the cross-process ratio of "
-        "two cells' medians; ≈ marks an interval that contains 1.0 (no measurable difference). "
+        "two cells' medians; ≈ marks no change: an interval that contains 1.0 (no measurable "
+        "difference), or a paired one within ±1% of it (the pairs' own error). "
         "Host-bound verdicts are given for GPU cells only."
     )
     md = [

@@ -4,7 +4,8 @@ Reads only CSVs (runs.csv, and shapes.csv where a cell swept shapes in one proce
 
 1. Speedup per pass: for each variant and compile mode, the paired speedup (eager / compiled,
    timed in alternation in one process) of ``fwd``, ``fwd_bwd`` and ``train_step``, with its 95%
-   interval; an interval that holds 1.0 reads "no measurable difference".
+   interval; an interval that holds 1.0 reads "no measurable difference", one within ±1% of it
+   "within ±1%" (the Findings' verdict).
 2. Memory: steady-state peak of the compiled step and of eager in the same process, the
    compression ratio (eager / compiled), the first call's peak (compile), and the tensors saved
    for backward, compiled against eager (what AOTAutograd's partitioner chose).
@@ -37,11 +38,13 @@ def _sp(r) -> str:
     max-autotune-no-cudagraphs); no change reads as the Findings' verdict says."""
     if pd.isna(r.get("speedup_paired")):
         return ""
-    sp, lo, hi = r["speedup_paired"], r["speedup_ci_low"], r["speedup_ci_high"]
-    said = verdict({"sp": sp, "sp_lo": lo, "sp_hi": hi})
-    word = f" ({said})" if said not in ("faster", "slower") else ""
+    sp, lo, hi = r["speedup_paired"], r.get("speedup_ci_low"), r.get("speedup_ci_high")
     phase = r.get("timing_phase")
     note = f", host {phase}" if isinstance(phase, str) and phase != "fast" else ""
+    if pd.isna(lo) or pd.isna(hi):  # a paired ratio without its interval: the ratio alone
+        return f"{sp:.2f}x{note}"
+    said = verdict({"sp": sp, "sp_lo": lo, "sp_hi": hi, "sp_kind": "paired"})
+    word = f" ({said})" if said not in ("faster", "slower") else ""
     return f"{sp:.2f}x [{lo:.2f}–{hi:.2f}]{note}{word}"
 
 

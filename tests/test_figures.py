@@ -238,7 +238,7 @@ def test_training_figure_spans_sources_and_gives_each_pass():
     # the compile targets' own modes are fig_targets' (and their sweep comes after the ladder's)
     rows.append({**rows[-1], "source": "targets_bwd", "compile": "dynamo_eager"})
     rows.append({**rows[-1], "source": "part3_bwd", "compile": "reduce-overhead",
-                 "timing_phase": "slow"})  # fmt: skip
+                 "timing_phase": "mixed/slow"})  # fmt: skip
     fig, s = training(_runs(rows))  # the dynamic sweep's own shapes are not the ladder's cell
     w, h = fig.get_size_inches() * DPI
     assert w <= MAX_PX[0] and h <= MAX_PX[1]
@@ -251,6 +251,8 @@ def test_training_figure_spans_sources_and_gives_each_pass():
     assert lo < 1.0 and hi > 2.87 * 1.03 * 1.2
     with pytest.raises(figures.Skip):
         training(_runs(rows[2:3]))  # the forward alone
+    with pytest.raises(figures.Skip):  # trained under a compile target's mode only
+        training(_runs([rows[2], {**rows[3], "compile": "dynamo_eager"}]))
 
 
 def test_cpu_vs_gpu_rings_only_the_cells_host_bound_by_their_latency():

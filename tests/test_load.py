@@ -70,6 +70,23 @@ def test_paired_speedup_wins_and_an_interval_over_one_is_no_difference():
     assert "faster" not in words[0] and "slower" not in words[0]
 
 
+def test_a_paired_interval_inside_1pct_is_no_change_in_every_figure():
+    """v3's naive under dynamo_eager, the same 7 kernels as eager: 1.002x [1.001-1.004]. The
+    figures mark it ≈ and quote no payback; a cross-process range there is not the pairs'."""
+    r = pd.DataFrame({"compile": ["dynamo_eager"] * 2, "speedup": [1.002, 1.002],
+                      "speedup_paired": [1.002, None], "speedup_ci_low": [1.001, None],
+                      "speedup_ci_high": [1.004, None], "n_repeats": [1, 3],
+                      "speedup_min": [None, 1.001], "speedup_max": [None, 1.004],
+                      "latency_median_us": [1071.0, 1071.0]})  # fmt: skip
+    s = speedups(r)
+    assert list(s["sp_kind"]) == ["paired", "cross-process"]
+    assert list(s["sp_same"]) == [True, False]
+    assert speedup_words(s.iloc[0].to_dict()).startswith("within ±1% (1.00x, 95% CI 1.00–1.00x")
+    from analysis.findings_common import verdict
+
+    assert [verdict(x) for x in s.to_dict("records")] == ["within ±1%", "faster"]
+
+
 def test_significant_digits_not_fixed_decimals():
     assert [sig(x) for x in (0.0334, 2.081, 96.84, 1062.0, 0.9996, 0.07)] == [
         "0.0334",

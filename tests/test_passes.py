@@ -159,6 +159,9 @@ def test_the_training_tables_read_a_sweep(tmp_path):
         )
     ]
     runs[-1]["timing_phase"] = "slow"
+    runs.append({**runs[-1], "run_id": "ma", "config_hash": "ma", "compile": "max-autotune",
+                 "pass": "fwd", "timing_phase": "fast", "speedup_ci_low": None,
+                 "speedup_ci_high": None})  # fmt: skip
     io.write_csv(tmp_path / "runs.csv", runs, "runs")
     shapes = [
         {
@@ -193,6 +196,7 @@ def test_the_training_tables_read_a_sweep(tmp_path):
         "| naive | reduce-overhead | 1.00x [1.00–1.00] (within ±1%) | 0.50x [0.49–0.51], host slow |"
         in text
     )
+    assert "| naive | max-autotune | 0.50x |  |" in text  # no interval: the ratio alone
     assert (
         "| naive | fwd_bwd | default | 2.0 | 2.0 | 1.00x |" in text
         and "3 (1.0) | 6 (4.0) |" in text
