@@ -22,11 +22,11 @@ counted, not judged:
    length in the same sweep, where there is one.
 4. **One code revision.** Every row that records ``code_hash`` records the same one.
 5. **One host speed.** Each source's (sweep's) median ``gauge_fast_us`` is at most
-   ``HOST_SPREAD`` (15%) above the study's full speed: the lower quartile of its CUDA cells'
-   levels. H200 machines' hosts ran at fast levels of 13.4 and 16.7 µs on one day, and every
+   ``HOST_SPREAD`` (15%) above the study's full speed: the lower quartile of the sources'
+   medians. H200 machines' hosts ran at fast levels of 13.4 and 16.7 µs on one day, and every
    host-bound cell read slower on the second (docs/method.md): a study stitched from both
    compares hosts, not compile modes. One machine's level also moves: 13.5 µs in part3_bwd's
-   first cells of v3, 11.5-11.6 in the rest minutes later, and 13.1 in block_bwd after it, so
+   first cells of v3, 10.5-11.6 in the rest minutes later, and 13.1 in block_bwd after it, so
    the fastest sweep is no yardstick: it made v3's block (13.8 µs) read 1.19x slow.
 
 Reads only CSVs; never imports torch.
@@ -46,7 +46,7 @@ from analysis.measures import column
 LEAD_IN = 0.03
 AGREE = 0.20
 HOST_SPREAD = 0.15
-FULL_SPEED_QUANTILE = 0.25  # one_host_speed: the study's full speed among its cells' levels
+FULL_SPEED_QUANTILE = 0.25  # one_host_speed: the study's full speed among its sweeps' medians
 SAME_SHARE = 1e-6  # flex's element share against SDPA's at the same mask: equal but for rounding
 
 
@@ -165,9 +165,10 @@ def one_code(runs: pd.DataFrame) -> list[str]:
 
 def one_host_speed(runs: pd.DataFrame) -> list[str]:
     """A study runs at one host speed: no source's median fast level above HOST_SPREAD of the
-    study's full speed, the lower quartile of its CUDA cells' levels. Not the fastest source's:
-    one machine's level moved from 13.5 to 11.6 µs within part3_bwd's minutes (v3, 2026-12-02),
-    and a sweep that ran at such a moment would make every other sweep read slow."""
+    study's full speed, the lower quartile of its sources' median levels (each sweep counted
+    once, so a big sweep on a slow machine cannot make itself the yardstick). Not the fastest
+    source's: one machine's level moved from 13.5 to 10.5-11.6 µs within part3_bwd's minutes
+    (v3, 2026-12-02), and a sweep that ran at such a moment made every other read slow."""
     if "gauge_fast_us" not in runs or "source" not in runs:
         return []
     gpu = runs[runs["device"] == "cuda"] if "device" in runs else runs  # a CPU box: its own host
@@ -175,10 +176,10 @@ def one_host_speed(runs: pd.DataFrame) -> list[str]:
     level = cells.groupby(gpu["source"]).median().dropna()
     if len(level) < 2:
         return []
-    full = cells.quantile(FULL_SPEED_QUANTILE)
+    full = level.quantile(FULL_SPEED_QUANTILE)
     return [
         f"host: {src} ran at a fast level of {lvl:.1f} µs (its cells' median), {lvl / full:.2f}x "
-        f"the study's full speed of {full:.1f} µs (the lower quartile of its cells' levels): "
+        f"the study's full speed of {full:.1f} µs (the lower quartile of its sweeps' medians): "
         f"its host-bound cells read slow; run it again on a machine at full speed"
         for src, lvl in level.items()
         if lvl > full * (1 + HOST_SPREAD)
