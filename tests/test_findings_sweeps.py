@@ -38,7 +38,7 @@ def test_a_step_at_the_line_follows_the_hosts_speed():
     text = _section(rows)
     assert "1 compiled cell(s) have a paired speedup in more than one source; 0 agree" in text
     assert (
-        "- flash fwd_bwd default (seq_len 1024): 0.976x [0.971–0.979] in `part3_bwd`, 0.814x "
+        "- flash fwd_bwd default: 0.976x [0.971–0.979] in `part3_bwd`, 0.814x "
         "[0.789–0.843] in `targets_bwd`; the host: its fast level 11.5 → 13.2 µs (1.15x), the "
         "compiled step 1.19x as long (456 → 541 µs), host-bound in `targets_bwd` (GPU work "
         "435 → 438 µs)." in text
@@ -67,3 +67,31 @@ def test_overlapping_intervals_agree_and_other_causes_come_first():
     assert "; the timing: `b` predates the lead-in fix" in _section(old)
     one = _pair("a", 456.0, 435.0, 0.976, 0.971, 0.979, 11.5)
     assert _section(one) == ""  # one sweep: nothing to set side by side
+
+
+def test_a_cause_is_claimed_only_where_the_rows_carry_it():
+    a = _pair("a", 456.0, 435.0, 0.976, 0.971, 0.979, 13.2)
+    # a slow phase on the higher side explains nothing of the lower one
+    hi_slow = [a[0], {**a[1], "timing_phase": "slow"}]
+    hi_slow += _pair("b", 541.0, 438.0, 0.814, 0.789, 0.843, 13.2)
+    text = _section(hi_slow)
+    assert "a slow phase" not in text and "; the host: the compiled step 1.19x" in text
+    # the host's level fell: no level phrase, the step still host-bound
+    fell = a + _pair("b", 541.0, 438.0, 0.814, 0.789, 0.843, 11.5)
+    assert "fast level" not in _section(fell) and "the host: the compiled step" in _section(fell)
+    # no GPU work on record: said, not 'the same'
+    bare = [{k: v for k, v in r.items() if k != "gpu_us_per_step"} for r in a]
+    bare += [{k: v for k, v in r.items() if k != "gpu_us_per_step"}
+             for r in _pair("b", 541.0, 438.0, 0.814, 0.789, 0.843, 13.2)]  # fmt: skip
+    assert "unexplained by the rows (GPU work not recorded" in _section(bare)
+    # one measure for both: a's trace busy time is not set against b's device time
+    mixed = [dict({k: v for k, v in r.items() if k != "gpu_us_per_step"},
+                  device_time_us=r["gpu_us_per_step"]) for r in a]  # fmt: skip
+    mixed += _pair("b", 541.0, 470.0, 0.814, 0.789, 0.843, 13.2)
+    assert "the device" not in _section(mixed) and "GPU work not recorded" in _section(mixed)
+    # a small rise that cannot carry the step's 85 µs: not the device
+    small = a + _pair("b", 541.0, 447.0, 0.814, 0.789, 0.843, 13.2)
+    assert "the device" not in _section(small) and "the host" in _section(small)
+    # apart by their intervals, but within 1% of each other: agreeing
+    near = a + _pair("b", 460.0, 435.0, 0.969, 0.965, 0.970, 13.2)
+    assert "1 agree" in _section(near)
