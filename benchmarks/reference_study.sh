@@ -230,11 +230,16 @@ case $stage in
       echo "usage: land NEW RESULTS (NEW from assemble, with its runs.csv; RESULTS a results dir)"
       exit 2; }
     res=$(realpath "$3"); prev="$res.prev"
+    case "$out/" in "$res"/*) echo "land: NEW ($out) is RESULTS or inside it"; exit 2;; esac
     [ -e "$prev" ] && { echo "land: $prev exists: compare or remove it first"; exit 2; }
-    cp -r "$res" "$prev"
+    for d in "$res"/*/; do  # a sweep the old study had and NEW lacks goes with the old study
+      n=$(basename "$d"); [ "$n" = v1 ] || [ -e "$out/$n" ] || echo "land: dropping $n (not in NEW)"
+    done
+    cp -r "$res" "$prev" || { echo "land: could not keep the old study in $prev"; exit 1; }
     find "$res" -mindepth 1 -maxdepth 1 ! -name v1 ! -name README.md ! -name FINDINGS.md \
       -exec rm -rf {} +
-    cp -r "$out"/. "$res"/ && rm -f "$res/report.html"
+    cp -r "$out"/. "$res"/ || { echo "land: copy failed; the old study is in $prev"; exit 1; }
+    rm -f "$res/report.html"
     python3 -m analysis.findings "$res" --write
     python3 -m analysis.audit "$res"; echo "audit exit $?"
     python3 -m analysis.compare "$prev" "$res" --out "$res.compare"
