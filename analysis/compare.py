@@ -485,13 +485,15 @@ def compare(
 
 
 def _cell(r, m: pd.DataFrame | None = None) -> str:
-    """'part1: matmul_add (n=4096) · default': the shape keys that vary between the source's
-    cells of that variant in ``m``, so v3's two matmul+bias sizes are told apart."""
+    """'part1: matmul_add (n=4096) · default': the pass, mask and shape keys that vary between
+    the source's cells of that variant in ``m``, so v3's two matmul+bias sizes are told apart."""
     shape = ""
     if m is not None:
         same = m[(m["source_a"] == r["source_a"]) & (m["variant"] == r["variant"])]
         keys = [c for c in SHAPE_KEYS if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
         shape = ", ".join(f"{c}={int(r[c])}" for c in keys)
+        other = [c for c in ("pass", "mask") if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
+        shape = ", ".join([*(f"{c}={r[c]}" for c in other), *([shape] if shape else [])])
     return f"{r['source_a']}: {r['variant']}{f' ({shape})' if shape else ''} · {r['compile']}"
 
 

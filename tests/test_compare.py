@@ -375,3 +375,6 @@ def test_a_printed_cell_names_the_shape_that_tells_it_apart():
     assert _cell(m.iloc[1], m) == "part1: matmul_add (n=4096) · default"
     assert _cell(m.iloc[2], m) == "part2: mlp · default"
     assert _cell(m.iloc[1]) == "part1: matmul_add · default"  # without the cells: no shape
+    two = pd.DataFrame({"source_a": ["b", "b"], "variant": ["block"] * 2, "compile": ["off"] * 2,
+                        "pass": ["fwd", "fwd_bwd"]})  # fmt: skip
+    assert _cell(two.iloc[1], two) == "b: block (pass=fwd_bwd) · off"
