@@ -48,7 +48,11 @@ def where_time_goes(d) -> tuple:
     ax.set_xlim(min(lo * 4, -20), max(hi * 4, 20))
     ax.set_yticks(np.arange(len(cells)), cells)
     ax.invert_yaxis()
-    ax.set_xlabel("µs per call the layer adds over eager (negative: saves); symlog")
+    star = not lay["fast"].astype(bool).all()  # the figure says what its * means
+    ax.set_xlabel(
+        "µs per call the layer adds over eager (negative: saves); symlog"
+        + ("\n*: timed outside the host's fast phase (the slow phase's µs)" if star else "")
+    )
     handles, names = ax.get_legend_handles_labels()
     legend_right(fig, handles, names, title="layer")
     ctx = context(ok(d["runs"]))

@@ -220,3 +220,23 @@ def test_a_cpp_wrappers_aten_shim_reads_as_the_aten_op_it_runs():
     assert e["name"] == "aten::_scaled_dot_product_flash_attention_for_cpu"
     assert classify(e["name"]) == "flash"  # so the CPU proof sees flash under cpp_wrapper/AOTI
     assert aten_name({"name": "aten::mm"}) == {"name": "aten::mm"}
+
+
+def test_the_figure_says_what_its_star_means():
+    """v3's targets_bwd: cuDNN's Inductor layer, +217.2*, timed in the slow phase; the figure
+    alone (without the report's sentence) says what * is."""
+    import matplotlib.pyplot as plt
+
+    from analysis.fig_targets import where_time_goes
+
+    raw = RAW.assign(family="linear", device_name="NVIDIA H200", torch_version="2.11")
+    fig, _ = where_time_goes({"runs": raw})
+    try:
+        assert "*: timed outside the host's fast phase" in fig.axes[0].get_xlabel()
+    finally:
+        plt.close(fig)
+    fig, _ = where_time_goes({"runs": raw[raw["compile"] != "cpp_wrapper"]})
+    try:
+        assert "*" not in fig.axes[0].get_xlabel()
+    finally:
+        plt.close(fig)
