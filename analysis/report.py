@@ -176,21 +176,51 @@ def _links(d: dict, runs: pd.DataFrame, rid: str, out: Path) -> str:
     return " · ".join(links)
 
 
+# a surprise_detail joins its broken predictions with '; ', each 'key: expected E, measured M'
+_PART = re.compile(r"; (?=[\w.=>]+: expected )")
+_ONE = re.compile(r"^(?P<key>.+?): expected (?P<expected>.+?), measured (?P<measured>.+)$")
+
+
 def surprises(rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """('N predictions checked, M broken in K rows.', the rows that broke one, most first), or
-    ('', empty) when no row carried a prediction."""
+    """('N predictions checked, M broken in K rows.', one line per cell and broken prediction,
+    most runs first: what it expected, what each run measured, and in how many of the cell's
+    runs it broke (v3's part3: cuDNN's CPU time broke in 2 of its 3 processes, its kernel
+    count in all 3)), or ('', empty) when no row carried a prediction."""
     if "expectations" not in rows or not rows["expectations"].notna().any():
         return "", pd.DataFrame()
     n = int(pd.to_numeric(rows["expectations"], errors="coerce").fillna(0).sum())
     k = pd.to_numeric(rows["surprises"], errors="coerce").fillna(0)
-    b = rows[k > 0].copy().assign(_k=k[k > 0]).sort_values("_k", ascending=False, kind="stable")
-    cols = [c for c in ("source", "variant", "compile", "pass", "repeat", "surprises",
-                        "surprise_detail") if c in b]  # fmt: skip
+    cell = [c for c in ("source", "variant", "compile", "pass", *SHAPE_KEYS) if c in rows]
+    key = pd.Series(
+        ["|".join(map(str, t)) for t in rows[cell].itertuples(index=False)], index=rows.index
+    )
+    runs = key.map(key.value_counts())
+    lines: dict[tuple, dict] = {}
+    for i in rows.index[k > 0]:
+        for part in _PART.split(str(rows.at[i, "surprise_detail"])):
+            m = _ONE.match(part.strip())
+            what = (m["key"], m["expected"]) if m else (part.strip(), "")
+            x = lines.setdefault((key[i], *what), {
+                **{c: rows.at[i, c] for c in cell if c in ("source", "variant", "compile", "pass")},
+                "prediction": f"{what[0]}: {what[1]}" if what[1] else what[0],
+                "measured": [], "of": int(runs[i])})  # fmt: skip
+            x["measured"].append(m["measured"] if m else "")
+    out = pd.DataFrame(
+        [
+            {
+                **{c: v for c, v in x.items() if c not in ("measured", "of")},
+                "measured": "; ".join(dict.fromkeys(v for v in x["measured"] if v)),
+                "runs": f"{len(x['measured'])} of {x['of']}",
+            }  # fmt: skip
+            for x in sorted(lines.values(), key=lambda x: -len(x["measured"]))
+        ]
+    )
     said = (
         f"{n} predictions checked (the variants' expect blocks and the command line's), "
-        f"{int(k.sum())} broken in {len(b)} rows: each with what was expected and measured."
+        f"{int(k.sum())} broken in {int((k > 0).sum())} rows. One line per cell and broken "
+        "prediction: what it expected, what the cell's runs measured, and in how many of them."
     )
-    return said, b[cols].reset_index(drop=True)
+    return said, out
 
 
 def failures(runs: pd.DataFrame) -> pd.DataFrame:

@@ -235,3 +235,29 @@ def test_a_typo_in_a_predictions_column_stops_at_start_naming_the_nearest(tmp_pa
     r = cli("-m", "variant=naive", f"out_root={tmp_path}", *TINY, "+expect.kernel_per_step=1")
     assert r.returncode == 2 and "nearest: kernels_per_step" in r.stderr, r.stderr[-800:]
     assert "Traceback" not in r.stderr and not (tmp_path / "sweeps").exists()
+
+
+def test_the_surprises_are_one_line_per_cell_and_prediction_with_the_runs_that_broke_it():
+    """v3's part3: cuDNN's eager cell in 3 processes broke its kernel count in all 3 and its
+    CPU time in 2: two lines, not 3 rows repeating themselves."""
+    import pandas as pd
+
+    from analysis.report import surprises
+
+    k = "cuda.eager.fwd.seq_len=1024.kernels_per_step: expected 1, measured 2 (cudnn 1, memset 1)"
+    cpu = "cuda.eager.fwd.seq_len=1024.cpu_us_per_step: expected 160..270, measured {}"
+    rows = pd.DataFrame(
+        [{"source": "part3", "variant": "cudnn", "compile": "off", "pass": "fwd", "repeat": i,
+          "expectations": 6, "surprises": 1 + (cpu_ is not None),
+          "surprise_detail": "; ".join([cpu.format(cpu_)] if cpu_ else []) + ("; " if cpu_ else "")
+          + k}
+         for i, cpu_ in enumerate((81.92, None, 115.3))]
+        + [{"source": "part3", "variant": "flash", "compile": "off", "pass": "fwd", "repeat": 0,
+            "expectations": 6, "surprises": 0, "surprise_detail": None}]
+    )  # fmt: skip
+    said, t = surprises(rows)
+    assert "24 predictions checked" in said and "5 broken in 3 rows" in said
+    assert t[["prediction", "measured", "runs"]].values.tolist() == [
+        ["cuda.eager.fwd.seq_len=1024.kernels_per_step: 1", "2 (cudnn 1, memset 1)", "3 of 3"],
+        ["cuda.eager.fwd.seq_len=1024.cpu_us_per_step: 160..270", "81.92; 115.3", "2 of 3"],
+    ]
