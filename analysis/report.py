@@ -181,6 +181,16 @@ _PART = re.compile(r"; (?=[\w.=>]+: expected )")
 _ONE = re.compile(r"^(?P<key>.+?): expected (?P<expected>.+?), measured (?P<measured>.+)$")
 
 
+def _shown(p) -> str:
+    """A source's path as the report names it: relative to the working dir when under it
+    (a committed report names results/h200/part3, not the machine's own /work/... path)."""
+    p = Path(p).resolve()
+    try:
+        return str(p.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
 def surprises(rows: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     """('N predictions checked, M broken in K rows.', one line per cell and broken prediction,
     most runs first: what it expected, what each run measured, and in how many of the cell's
@@ -405,7 +415,7 @@ def build(dirs: list[Path], out: Path) -> Path:
     sources = list(dict.fromkeys(runs["source"]))
     many = len(sources) > 1
     stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
-    srcs = ", ".join(str(p) for p in dirs)
+    srcs = ", ".join(_shown(p) for p in dirs)
     n_ok = int((runs["status"] == "ok").sum())
     how = (
         f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "

@@ -240,6 +240,8 @@ case $stage in
       -exec rm -rf {} +
     cp -r "$out"/. "$res"/ || { echo "land: copy failed; the old study is in $prev"; exit 1; }
     rm -f "$res/report.html"
+    python3 -m analysis.report "$3" --out "$3" >/dev/null && rm -f "$res/report.html"  # its
+    # sources named as results/h200, not as the assembled copies on this machine
     python3 -m analysis.findings "$res" --write
     python3 -m analysis.audit "$res"; echo "audit exit $?"
     python3 -m analysis.compare "$prev" "$res" --out "$res.compare"

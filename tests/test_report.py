@@ -160,3 +160,15 @@ def test_a_trace_cpu_bound_cell_that_is_gpu_bound_per_call_says_both():
     rev.loc[0, "revealed"] = float("nan")  # revealed.csv read back: a cell with nothing to say
     said = cell_table({"runs": runs, "revealed": rev})["what the trace revealed"].iloc[0]
     assert said != said  # left as it is (NaN), no TypeError
+
+
+def test_a_source_is_named_relative_to_the_working_dir(tmp_path, monkeypatch):
+    """A committed report names results/h200/part3, not the machine's own /work/... path."""
+    from analysis.report import _shown
+
+    (tmp_path / "results" / "h200").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert _shown(tmp_path / "results" / "h200") == "results/h200"
+    assert _shown("results/h200") == "results/h200"
+    elsewhere = tmp_path.parent / "other"
+    assert _shown(elsewhere) == str(elsewhere.resolve())  # outside it: the full path
