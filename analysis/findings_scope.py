@@ -41,11 +41,25 @@ def section(data: dict) -> list[str]:
         line += (
             f" The host's fast-phase gauge level (a 300-iteration Python loop and one CPU tensor "
             f"add; docs/method.md) read {sig(g.min())}–{sig(g.max())} µs in the {int(g.notna().sum())} "
-            f"rows that record it{f' ({srcs})' if srcs else ''}"
-            + (
-                f"; the other {int(g.isna().sum())} predate the gauge and give no phase."
-                if g.isna().any()
-                else "."
-            )
+            f"rows that record it{f' ({srcs})' if srcs else ''}" + _without(rows, g)
         )
     return [line, ""]
+
+
+def _without(rows: pd.DataFrame, g: pd.Series) -> str:
+    """The rows with no gauge: not timed (their statuses: oom, unsupported, ...), or ok rows made
+    before the gauge, which give no phase."""
+    if not g.isna().any():
+        return "."
+    st = rows.loc[g.isna(), "status"] if "status" in rows else pd.Series("ok", g[g.isna()].index)
+    failed = st[st != "ok"].value_counts()
+    parts = []
+    if len(failed):
+        parts.append(
+            f"{int(failed.sum())} were not timed ("
+            + ", ".join(f"{n} {s}" for s, n in failed.items())
+            + ")"
+        )
+    if (st == "ok").any():
+        parts.append(f"{int((st == 'ok').sum())} ok rows predate the gauge and give no phase")
+    return "; of the other rows, " + " and ".join(parts) + "."

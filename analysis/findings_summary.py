@@ -145,10 +145,7 @@ def trains(data: dict) -> str:
     parts = []
     for p, g in c.groupby("pass", sort=False):
         g = g.assign(sp=g["speedup_paired"]).sort_values("sp", ascending=False)
-        parts.append(
-            ", ".join(f"{v} {sig(s)}x" for v, s in zip(g["variant"], g["sp"], strict=True))
-            + f" ({p})"
-        )
+        parts.append(", ".join(_by_variant(g)) + f" ({p})")
     spread = (
         "; timed with the main and autograd threads on different cores, which understates "
         "compiled training: FINDINGS.md says by how much"
@@ -159,6 +156,19 @@ def trains(data: dict) -> str:
         f"Training keeps less (default mode, paired{spread}): " + "; ".join(parts)
         + _host_step(c) + "."
     )  # fmt: skip
+
+
+def _by_variant(g: pd.DataFrame) -> list[str]:
+    """'flash 0.976x `part3_bwd`, 0.814x `targets_bwd`': a variant measured in several sources
+    once, each figure with its source (``g`` sorted by ``sp``, fastest first)."""
+    out = []
+    for v, x in g.groupby("variant", sort=False):
+        if len(x) == 1 or "source" not in x:
+            out.append(f"{v} " + ", ".join(f"{sig(s)}x" for s in x["sp"]))
+        else:
+            out.append(f"{v} " + ", ".join(
+                f"{sig(s)}x `{src}`" for s, src in zip(x["sp"], x["source"], strict=True)))  # fmt: skip
+    return out
 
 
 def _host_step(c: pd.DataFrame) -> str:

@@ -285,7 +285,13 @@ def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
     (line, _) = findings_scope.section({"runs": runs})
     assert "3 cells measured on NVIDIA H200 (torch 2.11.0+cu130, 2.12.0; Triton 3.6.0)" in line
     assert "read 13.1–16.1 µs in the 2 rows that record it (`a`, `b`)" in line
-    assert "the other 1 predate the gauge" in line
+    assert "of the other rows, 1 ok rows predate the gauge" in line
+    # a row that failed has no timing, so no gauge: it is not timed, not old
+    failed = runs.assign(status=["ok", "ok", "oom"])
+    failed = pd.concat([failed, failed.iloc[[2]].assign(status="unsupported")])
+    (line, _) = findings_scope.section({"runs": failed})
+    assert "of the other rows, 2 were not timed (1 oom, 1 unsupported)." in line
+    assert "predate" not in line
 
 
 def test_the_readmes_summary_matches_committed_results_in_at_most_15_lines():

@@ -467,3 +467,22 @@ def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
     one = findings_summary.trains(_data([{**r, "timing_core": 3} for r in rows]))
     assert "different cores" not in one
     assert "the host does: compiled cudnn takes 505 µs a fwd_bwd step for 289 µs" in one
+
+
+def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps():
+    from analysis import findings_summary
+
+    bwd = {"pass": "fwd_bwd", "kernels_per_step": 1, "gpu_us_per_step": 435.0, "timing_core": 3}
+    rows = []
+    for src, sp in (("part3_bwd", 0.976), ("targets_bwd", 0.814)):
+        rows += [
+            _cell(src, "flash", "off", 446.0, **bwd),
+            _cell(src, "flash", "default", 446.0 / sp, speedup_paired=sp,
+                  speedup_ci_low=sp - 0.01, speedup_ci_high=sp + 0.01, **bwd),
+        ]  # fmt: skip
+    rows += [_cell("part3_bwd", "naive", "off", 900.0, **bwd),
+             _cell("part3_bwd", "naive", "default", 300.0, speedup_paired=3.0,
+                   speedup_ci_low=2.9, speedup_ci_high=3.1, **bwd)]  # fmt: skip
+    line = findings_summary.trains(_data(rows))
+    assert "naive 3.00x, flash 0.976x `part3_bwd`, 0.814x `targets_bwd` (fwd_bwd)" in line, line
+    assert line.split("(fwd_bwd)")[0].count("flash") == 1
