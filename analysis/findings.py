@@ -4,7 +4,7 @@ Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): its scop
 and host phase level, ``findings_scope``), the blog's claims, each
 with a verdict computed from the rows, then one section per question, each in its own module:
 what compile changes (``findings_compile``), compile effects against host effects
-(``findings_host``), the same cell in two sweeps (``findings_sweeps``), v1 against v2 (``findings_v1``), training
+(``findings_host``), the same cell in two sweeps (``findings_sweeps``), the previous study against this one (``findings_prev``; ``findings_v1`` where only v1 is kept), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
 (``findings_flex``), attention over length (``findings_scaling``), compile targets
 (``findings_targets``), real models (``findings_models``) and the sweep's own cost
@@ -26,13 +26,13 @@ from analysis import (
     findings_host,
     findings_models,
     findings_predicted,
+    findings_prev,
     findings_scaling,
     findings_scope,
     findings_summary,
     findings_sweeps,
     findings_targets,
     findings_training,
-    findings_v1,
 )
 from analysis.findings_claims import claims
 from analysis.findings_common import read
@@ -47,7 +47,7 @@ SECTIONS = [
     findings_compile.section,
     findings_host.section,
     findings_sweeps.section,
-    findings_v1.section,
+    findings_prev.section,
     findings_training.section,
     findings_block.section,
     findings_flex.section,

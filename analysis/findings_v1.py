@@ -79,7 +79,7 @@ def join(m: pd.DataFrame, ra: pd.DataFrame, rb: pd.DataFrame) -> pd.DataFrame:
     return m
 
 
-def _label(x) -> str:
+def label(x) -> str:
     """'naive', 'matmul_add (n=64)', 'flash (seq_len=4096)': the shape where a sweep varies it."""
     for col in ("n", "seq_len"):
         v = x.get(col)
@@ -102,7 +102,7 @@ def latencies(m: pd.DataFrame) -> list[str]:
         within = int((g["move"].abs() <= NOISE).sum())
         out.append(
             f"- Per-call latency, cells {what}: {within} of {len(g)} within {NOISE:.0%} of v1; "
-            f"the most moved: {_label(w)} {w['compile']} (`{w['source_a']}`), "
+            f"the most moved: {label(w)} {w['compile']} (`{w['source_a']}`), "
             f"{sig(w['lat_a'])} → {sig(w['lat_b'])} µs ({w['move']:+.0%})."
         )
     return out
@@ -166,7 +166,7 @@ def section(data: dict) -> list[str]:
     if len(moved):
         out += ["", f"Compiled cells at the blog's shapes whose speedup moved ({len(moved)}):", ""]
         rows = [
-            [_label(x), x["compile"], x["source_a"], xs(x["sp_a"]),
+            [label(x), x["compile"], x["source_a"], xs(x["sp_a"]),
              xs(x["sx_b"]), sp_text({"sp": x["sp_b"], "sp_lo": x["sp_lo_b"], "sp_hi": x["sp_hi_b"],
                                      "sp_kind": x["sp_kind_b"]}),
              f"{sig(x['lat_a'])} → {sig(x['lat_b'])}",
@@ -179,7 +179,7 @@ def section(data: dict) -> list[str]:
     same = blog[blog["why"] == "unchanged"]
     if len(same):
         by = [
-            f"`{src}` " + ", ".join(f"{_label(x)} {x['compile']}" for x in g.to_dict("records"))
+            f"`{src}` " + ", ".join(f"{label(x)} {x['compile']}" for x in g.to_dict("records"))
             for src, g in same.groupby("source_a", sort=False)
         ]
         out += ["", "Unchanged at the blog's shapes: " + "; ".join(by) + "."]
@@ -199,8 +199,8 @@ def pairing_gap(comp: pd.DataFrame) -> list[str]:
     return [
         f"- Pairing alone: in the {len(g)} compiled cells that are GPU-bound and whose eager and "
         f"compiled latencies both repeat v1's within {NOISE:.0%}, the paired speedup is "
-        f"{sig(r.min())}–{xs(r.max())} the cross-process one ({_label(lo)} {lo['compile']}: "
-        f"{xs(lo['sp_b'])} paired, {xs(lo['sx_b'])} cross-process; {_label(hi)} {hi['compile']}: "
+        f"{sig(r.min())}–{xs(r.max())} the cross-process one ({label(lo)} {lo['compile']}: "
+        f"{xs(lo['sp_b'])} paired, {xs(lo['sx_b'])} cross-process; {label(hi)} {hi['compile']}: "
         f"{xs(hi['sp_b'])}, {xs(hi['sx_b'])})."
     ]
 

@@ -160,10 +160,10 @@ OP0 = "op0 bmm [128, 1024, 64] x [128, 64, 1024]"
 
 
 def _with_autotune(tmp_path, change=None, repeat=None):
-    """results/h200 (v2 rows, with autotune.csv) and a copy of it, B, where ``change(at)``
+    """results/h200/v2 (v2 rows, with autotune.csv: one repeat a cell) and a copy of it, B, where ``change(at)``
     edits the part3 naive/max-autotune cell's op0 autotune rows in place. ``repeat(at)`` adds
     a second repeat of that cell to B: its runs.csv row and its own autotune rows."""
-    a = ROOT / "results" / "h200"
+    a = ROOT / "results" / "h200" / "v2"
     b = tmp_path / "b"
     b.mkdir(parents=True)
     for f in ("runs.csv", "kernels.csv", "autotune.csv"):
