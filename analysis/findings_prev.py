@@ -85,9 +85,15 @@ def lost(m: pd.DataFrame) -> list[str]:
     x = m[m["lost"]] if "lost" in m else m.iloc[0:0]
     return [
         f"- No longer ok: {r['source_b']} {findings_v1.label(r)} {r['compile']} "
-        f"({r['status_a']} → {r['status_b']}: {str(r.get('reason_b') or '')[:90]})"
+        f"({r['status_a']} → {r['status_b']}: {_first(r.get('reason_b'))})"
         for r in x.to_dict("records")
     ]
+
+
+def _first(reason) -> str:
+    """The error's own words, without CUDA's advice ('Search for ...', 'CUDA kernel errors ...')."""
+    text = str(reason) if reason == reason and reason is not None else ""
+    return re.split(r"\. | Search for ", text)[0][:120]
 
 
 def _named(why: str, va: str, vb: str) -> str:

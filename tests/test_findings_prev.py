@@ -54,3 +54,19 @@ def test_v2_to_v3_says_why_each_blog_cell_moved(tmp_path):
 def test_without_a_kept_v2_the_section_is_v1s(tmp_path):
     text = "\n".join(findings_prev.section(read(_study(tmp_path, with_v2=False))))
     assert "v1 → v2" in text and "v2 → v3" not in text
+
+
+def test_a_cell_no_longer_ok_is_said_with_the_errors_own_words(tmp_path):
+    d = _study(tmp_path)
+    runs = pd.read_csv(d / "runs.csv", low_memory=False)
+    at = (runs["variant"] == "math") & (runs["compile"] == "default")
+    runs["reason"] = runs["reason"].astype(object)
+    runs.loc[at, "status"] = "oom"
+    runs.loc[at, "reason"] = (
+        "AcceleratorError: CUDA error: out of memory Search for `cudaErrorMemoryAllocation' in "
+        "https://docs.nvidia.com for more information. CUDA kernel errors might be reported"
+    )
+    runs.to_csv(d / "runs.csv", index=False)
+    text = "\n".join(findings_prev.section(read(d)))
+    assert "- No longer ok: part3 math default (ok → oom: AcceleratorError: CUDA error: out of " \
+        "memory)" in text  # fmt: skip
