@@ -155,14 +155,13 @@ def _key() -> str:
 
     import torch
 
+    from study.rows.env import boot_id
+
     # The boot: every H200 machine is called "vm", and host_gauge.txt travels with a study's
     # outputs from one machine to the next, whose host may run at another speed.
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
-    except OSError:
-        boot = "-"
     return (
-        f"{socket.gethostname()}|boot{boot}|py{platform.python_version()}|torch{torch.__version__}"
+        f"{socket.gethostname()}|boot{boot_id()}|py{platform.python_version()}"
+        f"|torch{torch.__version__}"
     )
 
 

@@ -31,9 +31,10 @@ def test_every_variant_matches_its_reference(run_inline, variant):
     assert row["tflops"] == pytest.approx(row["flops"] / (row["latency_median_us"] * 1e-6) / 1e12)
     assert all(k["kernel_class"] for k in kernels)
     assert (ROOT / "conf").exists()
-    from study.rows.env import code_hash
+    from study.rows.env import boot_id, code_hash
 
     assert row["code_hash"] == code_hash()  # the code that ran, whatever git_rev says
+    assert row["boot_id"] == boot_id()  # the machine it ran on, whatever its host name
 
 
 @pytest.mark.slow

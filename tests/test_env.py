@@ -26,3 +26,19 @@ def test_code_hash_follows_the_measuring_code_and_nothing_else(tmp_path):
 def test_this_checkouts_code_hash_is_twelve_hex():
     h = env.code_hash()
     assert len(h) == 12 and int(h, 16) >= 0
+
+
+def test_boot_id_names_this_boot_and_says_dash_where_unreadable(monkeypatch):
+    from pathlib import Path
+
+    from study.rows import env
+
+    f = Path("/proc/sys/kernel/random/boot_id")
+    if f.exists():
+        assert env.boot_id() == f.read_text().strip()[:8] and len(env.boot_id()) == 8
+
+    def unreadable(self, *a, **k):
+        raise OSError("no procfs")
+
+    monkeypatch.setattr(Path, "read_text", unreadable)
+    assert env.boot_id() == "-"

@@ -569,6 +569,13 @@ RUN = (
         ),
         Col("cpu_governor", "", "CPU frequency governor of the cell's first core, where readable"),
         Col("host", "", "host name"),
+        Col(
+            "boot_id",
+            "",
+            "the machine's boot (first 8 hex of /proc/sys/kernel/random/boot_id, '-' where "
+            "unreadable): rows with one boot_id ran on one machine. Every H200 VM is called "
+            '"vm", and their hosts run at their own speeds (v3: fast levels 9.7-13.5 µs)',
+        ),
         Col("python_version", "", "Python version"),
         Col("git_rev", "", "the study's git revision (-dirty when modified)"),
         Col(
@@ -830,6 +837,7 @@ NON_NUMERIC = frozenset(
         "driver_version",
         "device_name",
         "host",
+        "boot_id",
         "python_version",
         "git_rev",
         "code_hash",

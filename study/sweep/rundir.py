@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 from study.rows import io
 from study.rows.config import to_plain
+from study.rows.env import boot_id
 from study.rows.expect import block_of
 from study.rows.identity import config_hash, eager_hash, renamed_keys
 
@@ -159,6 +160,7 @@ def finish(cell: Cell, failed, wall: float, waited: float | None, gpu, report_wa
         row = io.base_row(OmegaConf.create(cell.resolved), cell.name)
         row.update(status=failed[0], reason=failed[1], wall_s=wall - waited)
         row["host"] = socket.gethostname()
+        row["boot_id"] = boot_id()
         row.update({k: v for k, v in cell.resolved["shape"].items() if v is not None})
         row["gpu_index"] = gpu  # a timeout or crash on a GPU slot still names its GPU
     else:
