@@ -32,10 +32,11 @@
 #        fwd_bwd flash and cuDNN under 4 modes (2 processes each), fwd for 3 variants, and fwd_bwd once
 #        more with timing.one_core=false (~7 min)
 # Then, here:  bash benchmarks/reference_study.sh assemble OUTDIR NEW   # audit + report into NEW
-#              bash benchmarks/reference_study.sh land NEW results/h200   # NEW replaces the study
-#              there (v1/, README.md and FINDINGS.md's own text kept; the old study kept in
-#              results/h200.prev for the compare), then the Findings, the audit and the compare
-#              old -> new; README.md's table of sources is still yours to rewrite
+#              bash benchmarks/reference_study.sh land NEW results/h200 v3  # NEW replaces the
+#              study there (v1/, v2/, ..., README.md and FINDINGS.md's own text kept; the old
+#              study's CSVs kept in results/h200/v3, the whole of it in results/h200.prev for the
+#              compare), then the Findings (with v3 -> new), the audit and the compare old -> new;
+#              README.md's table of sources is still yours to rewrite
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
 # LIMIT=SECONDS stops the stage by then (finished cells keep their rows). SNAP=FILE.tgz packs
 # OUTDIR (no traces, no generated code) into FILE every minute and at the end, so a device
@@ -225,28 +226,40 @@ case $stage in
     python3 -m analysis.audit "$src"/*; echo "audit exit $?"
     python3 -m analysis.report "$src"/* --out "$new"
     ;;
-  land)  # land NEW RESULTS (NEW: assemble's report dir; RESULTS: results/h200)
+  land)  # land NEW RESULTS [KEEP] (NEW: assemble's report dir; RESULTS: results/h200; KEEP: vN,
+    # a name to keep the old study's CSVs under, RESULTS/vN, beside v1/ and v2/)
     [ $# -ge 3 ] && [ -f "$out/runs.csv" ] && [ -d "$3" ] || {
-      echo "usage: land NEW RESULTS (NEW from assemble, with its runs.csv; RESULTS a results dir)"
+      echo "usage: land NEW RESULTS [vN] (NEW from assemble, with its runs.csv; RESULTS a results"
+      echo "dir; vN keeps the old study's CSVs in RESULTS/vN)"
       exit 2; }
-    res=$(realpath "$3"); prev="$res.prev"
+    res=$(realpath "$3"); prev="$res.prev"; keep=${4:-}
     case "$out/" in "$res"/*) echo "land: NEW ($out) is RESULTS or inside it"; exit 2;; esac
     [ -e "$prev" ] && { echo "land: $prev exists: compare or remove it first"; exit 2; }
+    if [ -n "$keep" ]; then
+      [[ "$keep" =~ ^v[0-9]+$ ]] || { echo "land: KEEP is a version name (v3), not '$keep'"; exit 2; }
+      [ -e "$res/$keep" ] && { echo "land: $res/$keep exists: the old study is kept already?"; exit 2; }
+    fi
     for d in "$res"/*/; do  # a sweep the old study had and NEW lacks goes with the old study
-      n=$(basename "$d"); [ "$n" = v1 ] || [ -e "$out/$n" ] || echo "land: dropping $n (not in NEW)"
+      n=$(basename "$d"); [[ "$n" =~ ^v[0-9]+$ ]] || [ -e "$out/$n" ] || echo "land: dropping $n (not in NEW)"
     done
     cp -r "$res" "$prev" || { echo "land: could not keep the old study in $prev"; exit 1; }
-    find "$res" -mindepth 1 -maxdepth 1 ! -name v1 ! -name README.md ! -name FINDINGS.md \
+    # kept: the earlier studies' CSVs (v1/, v2/, ...), README.md and FINDINGS.md's own text
+    find "$res" -mindepth 1 -maxdepth 1 ! -name 'v[0-9]*' ! -name README.md ! -name FINDINGS.md \
       -exec rm -rf {} +
     cp -r "$out"/. "$res"/ || { echo "land: copy failed; the old study is in $prev"; exit 1; }
+    if [ -n "$keep" ]; then
+      mkdir -p "$res/$keep" && cp "$prev"/*.csv "$res/$keep"/ \
+        || { echo "land: could not keep the old CSVs in $res/$keep"; exit 1; }
+    fi
     rm -f "$res/report.html"
     python3 -m analysis.report "$3" --out "$3" >/dev/null && rm -f "$res/report.html"  # its
     # sources named as results/h200, not as the assembled copies on this machine
     python3 -m analysis.findings "$res" --write
     python3 -m analysis.audit "$res"; echo "audit exit $?"
     python3 -m analysis.compare "$prev" "$res" --out "$res.compare"
-    echo "landed $out in $res (the old study: $prev; compare: $res.compare). Rewrite"
-    echo "$res/README.md's table of sources, then remove $prev and $res.compare."
+    echo "landed $out in $res (the old study: $prev${keep:+, its CSVs in $res/$keep}; compare:"
+    echo "$res.compare). Rewrite $res/README.md's table of sources, then remove $prev and"
+    echo "$res.compare."
     ;;
   resume)  # resume OUTDIR NAME [OVERRIDES...]
     full_speed
