@@ -178,12 +178,25 @@ def one_host_speed(runs: pd.DataFrame) -> list[str]:
         return []
     full = level.quantile(FULL_SPEED_QUANTILE)
     return [
-        f"host: {src} ran at a fast level of {lvl:.1f} µs (its cells' median), {lvl / full:.2f}x "
-        f"the study's full speed of {full:.1f} µs (the lower quartile of its sweeps' medians): "
-        f"its host-bound cells read slow; run it again on a machine at full speed"
+        f"host: {src} ran at a fast level of {lvl:.1f} µs (its cells' median){_machines(gpu, src)}, "
+        f"{lvl / full:.2f}x the study's full speed of {full:.1f} µs (the lower quartile of its "
+        f"sweeps' medians): its host-bound cells read slow; run it again on a machine at full "
+        f"speed"
         for src, lvl in level.items()
         if lvl > full * (1 + HOST_SPREAD)
     ]
+
+
+def _machines(runs: pd.DataFrame, src: str | None = None) -> str:
+    """' on machine 6831806f' (rows' ``boot_id``: every H200 VM is called "vm"), '' where the
+    rows do not record it (v3's and older)."""
+    if "boot_id" not in runs:
+        return ""
+    r = runs if src is None else runs[runs["source"] == src]
+    boots = [str(b) for b in dict.fromkeys(r["boot_id"].dropna()) if str(b) not in ("", "-")]
+    if not boots:
+        return ""
+    return f" on machine{'s' if len(boots) > 1 else ''} {', '.join(boots)}"
 
 
 def flex_elements(runs: pd.DataFrame) -> list[str]:
@@ -234,14 +247,14 @@ def check(runs: pd.DataFrame) -> tuple[list[str], str]:
     if m.empty:
         return flex, (
             f"{len(runs)} cells, none compiled with an eager twin; {nflex} masked flex row(s) "
-            f"checked: {len(flex)} failure(s)"
+            f"checked{_machines(runs)}: {len(flex)} failure(s)"
         )
     failures = lead_in(m) + agreement(m) + flex
     line = (
         f"{int(fixed(m).sum())} compiled cells made with the lead-in fix, with an eager twin, "
         f"of {len(runs)} cells, checked ({exempt(m)} of them timed outside the host's fast "
         f"phase, on their side or eager's, not judged for agreement), and {nflex} masked flex "
-        f"row(s): {len(failures)} failure(s)"
+        f"row(s){_machines(runs)}: {len(failures)} failure(s)"
     )
     return failures, line
 

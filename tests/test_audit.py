@@ -103,6 +103,12 @@ def test_a_study_runs_at_one_host_speed():
     assert fails == []
     cpu = [dict(r, device="cpu") if r["source"] == "slow" else r for r in rows]
     assert _check(*cpu)[0] == []  # a CPU sweep's host is another machine, not a slow GPU host
+    # rows that name their machine (boot_id): the slow sweep's is said, and the summary says all
+    named = [dict(r, boot_id="aaaa1111" if r["source"] == "fast" else "bbbb2222") for r in rows]
+    fails, line = _check(*named)
+    assert fails[0].startswith("host: slow ran at a fast level of 16.1 µs (its cells' median) on "
+                               "machine bbbb2222, 1.18x")  # fmt: skip
+    assert "on machines aaaa1111, bbbb2222: 1 failure(s)" in line
 
 
 def test_one_sweep_at_a_faster_moment_does_not_make_the_others_read_slow():

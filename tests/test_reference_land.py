@@ -40,9 +40,10 @@ def test_land_keeps_every_earlier_study_and_the_replaced_one_under_its_name(tmp_
     assert (res / "v1" / "runs.csv").exists() and (res / "v2" / "runs.csv").exists()
     kept = pd.read_csv(res / "v3" / "runs.csv", low_memory=False)
     assert len(kept) == (runs["source"] == "part1").sum()
-    assert kept["latency_median_us"].tolist() == runs[runs["source"] == "part1"][
-        "latency_median_us"
-    ].tolist()  # the replaced study's own rows, not the new ones
+    assert (
+        kept["latency_median_us"].tolist()
+        == runs[runs["source"] == "part1"]["latency_median_us"].tolist()
+    )  # the replaced study's own rows, not the new ones
     now = pd.read_csv(res / "runs.csv", low_memory=False)
     assert now["latency_median_us"].tolist() == pytest.approx(kept["latency_median_us"] * 0.9)
     assert (res / "README.md").read_text() == "# mine\n"
