@@ -497,11 +497,13 @@ def _cell(r, m: pd.DataFrame | None = None) -> str:
     return f"{r['source_a']}: {r['variant']}{f' ({shape})' if shape else ''} · {r['compile']}"
 
 
-def _first_line(reason, n: int = 100) -> str:
-    """A reason's first line, cut to ``n`` characters, or 'no reason given'."""
+def first_words(reason, n: int = 100) -> str:
+    """A reason's own words: its first line, without the advice CUDA appends to an error ('Search
+    for `cudaError...' in https://... CUDA kernel errors might ...'), cut to ``n`` characters; or
+    'no reason given'."""
     if not isinstance(reason, str) or not reason.strip():
         return "no reason given"
-    first = reason.strip().splitlines()[0]
+    first = reason.strip().splitlines()[0].split(" Search for `")[0]
     return first if len(first) <= n else first[: n - 1] + "…"
 
 
@@ -532,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     reg = regressions(m)
     for _, r in reg.iterrows():
         print(f"  regressed: {_cell(r, m)} ({r['regressed']}" + (
-            f": {_first_line(r.get('reason_b'))})" if r["lost"] else
+            f": {first_words(r.get('reason_b'))})" if r["lost"] else
             f"; latency {_pct(r['latency'])})"))  # fmt: skip
     for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
         print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A)")

@@ -62,9 +62,14 @@ def _cause(why: str) -> str:
     return next((k for k, _ in CAUSES if why.startswith(k)), why.split(":")[0])
 
 
+def _compiled(m: pd.DataFrame) -> pd.DataFrame:
+    """The matched compiled cells with a speedup on both sides."""
+    return m[(m["compile"] != "off") & m["sp_a"].notna() & m["sp_b"].notna()]
+
+
 def causes(m: pd.DataFrame, a: int) -> list[str]:
     """How many compiled cells' speedups moved, by cause."""
-    comp = m[(m["compile"] != "off") & m["sp_a"].notna() & m["sp_b"].notna()]
+    comp = _compiled(m)
     moved = comp[comp["why"] != ""]
     if comp.empty:
         return []
@@ -85,15 +90,9 @@ def lost(m: pd.DataFrame) -> list[str]:
     x = m[m["lost"]] if "lost" in m else m.iloc[0:0]
     return [
         f"- No longer ok: {r['source_b']} {findings_v1.label(r)} {r['compile']} "
-        f"({r['status_a']} → {r['status_b']}: {_first(r.get('reason_b'))})"
+        f"({r['status_a']} → {r['status_b']}: {compare.first_words(r.get('reason_b'), 120)})"
         for r in x.to_dict("records")
     ]
-
-
-def _first(reason) -> str:
-    """The error's own words, without CUDA's advice ('Search for ...', 'CUDA kernel errors ...')."""
-    text = str(reason) if reason == reason and reason is not None else ""
-    return re.split(r"\. | Search for ", text)[0][:120]
 
 
 def _named(why: str, va: str, vb: str) -> str:
@@ -103,7 +102,7 @@ def _named(why: str, va: str, vb: str) -> str:
 
 def moved_at_blog_shapes(m: pd.DataFrame, va: str, vb: str) -> list[str]:
     """The blog's forward cells (part1–3) whose compiled speedup moved, with the cause."""
-    comp = m[(m["compile"] != "off") & m["sp_a"].notna() & m["sp_b"].notna()]
+    comp = _compiled(m)
     comp = blog_shapes(comp[comp["source_b"].isin(BLOG_SOURCES)])
     moved = comp[comp["why"] != ""]
     if moved.empty:

@@ -378,3 +378,15 @@ def test_a_printed_cell_names_the_shape_that_tells_it_apart():
     two = pd.DataFrame({"source_a": ["b", "b"], "variant": ["block"] * 2, "compile": ["off"] * 2,
                         "pass": ["fwd", "fwd_bwd"]})  # fmt: skip
     assert _cell(two.iloc[1], two) == "b: block (pass=fwd_bwd) · off"
+
+
+def test_a_reason_is_said_in_its_own_words_without_cudas_advice():
+    from analysis.compare import first_words
+
+    oom = ("AcceleratorError: CUDA error: out of memory Search for `cudaErrorMemoryAllocation' "
+           "in https://docs.nvidia.com for more information. CUDA kernel errors might be")  # fmt: skip
+    assert first_words(oom) == "AcceleratorError: CUDA error: out of memory"
+    said = "OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 GiB"
+    assert first_words(said) == said  # the allocator's own words stay
+    assert first_words(float("nan")) == "no reason given"
+    assert first_words("x" * 300, 10) == "x" * 9 + "…"
