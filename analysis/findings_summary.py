@@ -53,7 +53,24 @@ def scope(runs: pd.DataFrame) -> str:
     return (
         f"{first.get('device_name', 'GPU')}, torch {first.get('torch_version', '?')}, bf16, "
         f"{len(ok)} ok cells{when}. Speedups are paired (eager and compiled in one process), "
-        f"[95% interval over processes]. Every table, and why each cell moved: [{LINK}]({LINK})."
+        f"{_interval(ok)}. Every table, and why each cell moved: [{LINK}]({LINK})."
+    )
+
+
+def _interval(ok: pd.DataFrame) -> str:
+    """What the brackets cover: the cell's fresh processes where a source ran each cell in
+    several (v3: part1-3, repeats=3), one process's pairs where it ran each once."""
+    n = pd.to_numeric(ok.get("n_repeats", pd.Series(1, ok.index)), errors="coerce").fillna(1)
+    src = ok["source"] if "source" in ok else pd.Series("", ok.index)
+    many = n.groupby(src).min()
+    multi = [s for s, k in many.items() if k > 1]
+    if not multi:
+        return "[95% interval over one process's pairs]"
+    if len(multi) == len(many):
+        return "[95% interval over processes]"
+    return (
+        f"[95% interval over the cell's processes in {', '.join(multi)}, over one process's "
+        "pairs elsewhere]"
     )
 
 

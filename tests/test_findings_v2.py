@@ -486,3 +486,16 @@ def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps(
     line = findings_summary.trains(_data(rows))
     assert "naive 3.00x, flash 0.976x `part3_bwd`, 0.814x `targets_bwd` (fwd_bwd)" in line, line
     assert line.split("(fwd_bwd)")[0].count("flash") == 1
+
+
+def test_the_summary_says_what_its_intervals_cover():
+    from analysis import findings_summary
+
+    rows = [_cell("part3", "naive", "off", 900.0, repeat=r, started_at="2026-12-02T15:00")
+            for r in range(3)]  # fmt: skip
+    rows += [_cell("models", "gpt2", "off", 1500.0, started_at="2026-12-03T06:30")]
+    line = findings_summary.scope(_data(rows)["runs"])
+    assert "[95% interval over the cell's processes in part3, over one process's pairs " \
+        "elsewhere]" in line  # fmt: skip
+    only = findings_summary.scope(_data(rows[:3])["runs"])
+    assert "[95% interval over processes]" in only
