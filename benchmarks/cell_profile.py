@@ -64,7 +64,7 @@ def main() -> None:
     from study.cell import pinning
     from study.cell.compiling import cache_env
     from study.sweep.scheduler import gpu_id, kill_group
-    from study.sweep.server_pipe import Server
+    from study.sweep.server import Server
 
     house, groups = pinning.plan(pinning.allowed(), 1, "auto")
     out = a.out or Path(tempfile.mkdtemp(prefix="cell_profile-"))

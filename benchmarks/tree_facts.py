@@ -28,7 +28,7 @@ PLUMBING = ("study/sweep/", "study/run.py", "hydra_plugins/", "study/cell/worker
 # The issue's count of process plumbing (2,352 lines in v2: server, client, jobs, part of sweep,
 # sweep_check, callbacks, prewarm, pycache, the sweeper plugin), file by file in this tree.
 GROUPS = {
-    "transport and scheduling": ("study/sweep/server.py", "study/sweep/server_pipe.py",
+    "transport and scheduling": ("study/sweep/server.py",
                                  "study/sweep/scheduler.py", "study/sweep/launcher.py",
                                  "study/sweep/sweeper.py", "hydra_plugins/study_plugins/__init__.py"),
     "the warm parent's extras": ("study/sweep/prewarm.py", "study/sweep/pycache.py"),

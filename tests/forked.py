@@ -105,3 +105,10 @@ def modules(out: str) -> None:
 
     _write(out, inductor="torch._inductor.compile_fx" in sys.modules,
            phases="study.cell.phases" in sys.modules)  # fmt: skip
+
+
+def start_method(out: str) -> None:
+    """The default start method a cell's own multiprocessing uses (tqdm's lock, a DataLoader)."""
+    import multiprocessing
+
+    _write(out, method=multiprocessing.get_start_method())

@@ -5,7 +5,7 @@ import pytest
 
 from study.rows import io
 from study.sweep.scheduler import Scheduler
-from study.sweep.server_pipe import ServerError
+from study.sweep.server import ServerError
 from tests.conftest import TINY
 
 

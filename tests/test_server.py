@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from study.sweep.server_pipe import Server
+from study.sweep.server import Server
 
 pytestmark = [
     pytest.mark.slow,
@@ -132,3 +132,14 @@ def test_an_eager_sweeps_warm_parent_leaves_inductor_out_and_its_cells_run(tmp_p
         assert got["inductor"] is False and got["phases"] is True
     finally:
         s.close()
+
+
+def test_a_cells_multiprocessing_starts_as_in_a_fresh_process(server, tmp_path):
+    """The parent is a spawn process, which sets its own start method: a cell that kept it made
+    named semaphores (tqdm's lock, in every compile) that outlived it, one warning each."""
+    import subprocess
+    import sys
+
+    fresh = subprocess.run([sys.executable, "-c", "import multiprocessing as m; print(m.get_start_method())"],
+                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    assert run(server, tmp_path, "start_method")["method"] == fresh

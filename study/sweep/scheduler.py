@@ -26,7 +26,7 @@ from study.cell import compiling, pinning
 from study.rows import io, targets
 from study.rows.config import plain
 from study.sweep import rundir
-from study.sweep.server_pipe import Server, ServerError
+from study.sweep.server import Server, ServerError
 
 
 def inductor(mode: str) -> bool:
@@ -137,7 +137,7 @@ class Scheduler:
         """The warm parent, started on first use; a dead one is replaced (after its cells'
         rows are written)."""
         if self._server is not None and not self._server.alive():
-            self._lost(f"the cell server died (exit code {self._server.proc.poll()})")
+            self._lost(f"the cell server died (exit code {self._server.proc.exitcode})")
         if self._server is None:
             self._server = self._make_server(self.house, **self._server_args)
         return self._server

@@ -1,41 +1,16 @@
-"""The warm parent: import torch, Dynamo, Inductor and Triton once; fork a fresh child per cell.
+"""The warm parent, both ends: it imports torch once and forks a fresh child per cell.
 
-    python -m study.sweep.server [--no-prewarm] [--eager]   # started by study.sweep.scheduler
+The sweep starts it (``Server``) as a ``multiprocessing`` spawn process on the sweep's cores,
+and talks to it over one ``multiprocessing`` pipe (the only transport). The parent imports and
+prewarms (study.sweep.prewarm), freezes its objects for the garbage collector, and never
+compiles, runs an op or initialises CUDA, so each forked child starts with a fresh Dynamo state,
+Inductor config, CUDA context, allocator and compile caches; it refuses to serve if an import
+initialised CUDA. Why, and what it buys: docs/method.md ("Isolation").
 
-Why: a cell spent 6-10 s of its life importing (H200 host) for < 1 s of measured work. The
-server pays the imports once per sweep and forks each cell from that warm state. A forked
-child is as isolated as a new process for what the study cares about: the parent never
-compiles a workload, never touches CUDA and never runs an op, so every child starts with a
-fresh Dynamo state, Inductor config, CUDA context, allocator and compile caches (chosen by the
-child's own environment), and a child that crashes or hangs costs only its own row. What a
-child inherits is the host's, never a cell's: the imports, Triton's key and driver helper, and
-on the CPU the answer of Inductor's ISA probe (study.sweep.prewarm.cpu_isa).
-
-The parent must never initialise CUDA: a child cannot use a CUDA context its parent made.
-The server sets ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` before importing torch, so
-``torch.cuda.is_available()`` asks NVML instead of the driver, and refuses to serve if CUDA
-is initialised after its imports, by torch or by the driver itself (``driver_initialised``;
-``benchmarks/fork_probe.py`` checks each import on a GPU).
-
-Beyond imports, the server does once what every cell repeated and needs no device
-(``study.sweep.prewarm``; ``hydra.launcher.prewarm=false`` skips it), then freezes its objects
-for the garbage collector (``gc.freeze``), so a cell's ``gc.collect()`` walks only the cell's
-own objects. Where torch has no bytecode cache, the scheduler gives it one (study.sweep.pycache).
-
-Protocol, one JSON object per line on stdin and stdout (the only transport):
-
-    <- {"ready": {...}}    (once, after the imports)
-    -> {"op": "spawn", "id": ID, "target": "pkg.mod:func", "kwargs": {...}, "env": {...},
-        "cores": [..] | null, "log": PATH, "cpu_compile": BOOL}
-                           (cpu_compile: probe the CPU's ISAs first, once; prewarm.cpu_isa)
-    <- {"spawned": ID, "pid": PID}
-    <- {"exit": ID, "pid": PID, "rc": RC}          # RC < 0: killed by signal -RC
-    -> {"op": "status"}    <- {"status": {...}}
-
-The child: new session (its group is killable as one), dies with the server
-(PR_SET_PDEATHSIG), stdin from /dev/null, stdout and stderr to ``log``, ``env`` applied,
-pinned to ``cores``, default signal handlers; then ``target(**kwargs)`` and ``os._exit``.
-End of stdin ends the server and kills its children.
+Messages (dicts): ``{"ready": status}`` once; ``{"op": "spawn", "id", "target": "mod:func",
+"kwargs", "env", "cores", "log", "cpu_compile"}`` answered by ``{"spawned": id, "pid"}``;
+``{"exit": id, "pid", "rc"}`` as each child ends (rc < 0: killed by signal -rc); ``{"op":
+"status"}`` answered by ``{"status": ...}``. The pipe's end ends the parent and its children.
 """
 
 from __future__ import annotations
@@ -44,29 +19,29 @@ import ctypes
 import functools
 import gc
 import importlib
-import json
+import multiprocessing
 import os
-import select
 import signal
-import subprocess
 import sys
 import time
 import traceback
 import warnings
+from contextlib import contextmanager
 
 from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
+from study.sweep.pycache import bytecode_cache
 
 PR_SET_PDEATHSIG = 1
 
 
 @functools.cache
 def libc_prctl():
-    """libc's ``prctl``, looked up once: a child forked beside other threads (``preexec_fn``)
-    then calls it without the loader's lock (dlopen, dlsym). None where there is none."""
+    """libc's ``prctl``, looked up once, before any fork: a child forked beside other threads
+    then calls it without the loader's lock. None where there is none (not Linux)."""
     try:
         return ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
-        return None  # not Linux: the child still ends when its stdin closes or the group is killed
+        return None
 
 
 def die_with_parent() -> None:
@@ -75,58 +50,197 @@ def die_with_parent() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+class ServerError(RuntimeError):
+    """The warm parent could not start or stopped answering."""
+
+
+@contextmanager
+def environ(extra: dict):
+    """``os.environ`` with ``extra`` while the parent starts (it inherits the environment)."""
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+class Server:
+    """The sweep's end: the warm parent, started now (it imports while the sweep goes on)."""
+
+    def __init__(self, cores=None, prewarm: bool = True, pycache: str = "auto", timeout=300.0,
+                 eager: bool = False):  # fmt: skip
+        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this one
+        self.conn, theirs = ctx.Pipe()
+        args = (theirs, list(cores or []), prewarm, eager)
+        self.proc = ctx.Process(target=serve, args=args, name="study-warm-parent", daemon=True)
+        with environ({"PYTHONUNBUFFERED": "1", **bytecode_cache(dict(os.environ), pycache)}):
+            self.proc.start()
+        theirs.close()
+        self._status, self._timeout, self._next = None, timeout, 0
+        self.exits: dict[int, int] = {}  # request id -> exit code, until taken
+
+    @property
+    def status(self) -> dict:
+        """What the parent said once its imports were done (waits for it the first time)."""
+        if self._status is None:
+            msg = self._read_until(lambda m: "ready" in m, self._timeout)
+            if msg is None:
+                raise ServerError(f"the cell server did not start within {self._timeout:g} s")
+            self._status = msg["ready"]
+        return self._status
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def read(self, timeout: float) -> dict | None:
+        """The next message, or None at ``timeout``; an exit is also kept in ``exits``."""
+        try:
+            if not self.conn.poll(max(0.0, timeout)):
+                return None
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(5)
+            raise ServerError(
+                f"the cell server exited (code {self.proc.exitcode}); see the sweep's stderr"
+            ) from None
+        if "exit" in msg:  # keyed by request: a reused pid cannot answer for an earlier child
+            self.exits[msg["exit"]] = msg["rc"]
+        return msg
+
+    def _read_until(self, want, timeout: float) -> dict | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = self.read(deadline - time.monotonic())
+            if msg is not None and want(msg):
+                return msg
+        return None
+
+    def _send(self, req: dict) -> None:
+        try:
+            self.conn.send(req)
+        except OSError:  # BrokenPipeError
+            raise ServerError("the cell server is gone") from None
+
+    def spawn(self, target: str, kwargs: dict, env: dict, cores, log,
+              cpu_compile: bool = False) -> tuple[int, int]:  # fmt: skip
+        """Fork a child running ``target(**kwargs)``: (request id, pid = its process group).
+        ``cpu_compile``: the child compiles on the CPU (the parent probes the ISAs first, once)."""
+        self.status  # noqa: B018 - ready first
+        self._next += 1
+        req = {"op": "spawn", "id": self._next, "target": target, "kwargs": kwargs, "env": env,
+               "cores": list(cores) if cores else None, "log": str(log), "cpu_compile": cpu_compile}  # fmt: skip
+        self._send(req)
+        limit = 300.0 if cpu_compile else 60.0  # the first ISA probe: 15 s on 2 cores
+        msg = self._read_until(lambda m: m.get("spawned") == req["id"], limit)
+        if msg is None:
+            raise ServerError(f"the cell server did not fork within {limit:g} s")
+        return req["id"], msg["pid"]
+
+    def query(self) -> dict:
+        self.status  # noqa: B018 - ready first
+        self._send({"op": "status"})
+        return self._read_until(lambda m: "status" in m, 30.0)["status"]
+
+    def close(self) -> None:
+        """End the parent: it kills the cells it still has."""
+        if self._status is None:  # still importing (a bad point, Ctrl-C): it forked nothing
+            self.proc.kill()
+        self.conn.close()
+        self.proc.join(10)
+        if self.proc.exitcode is None:
+            self.proc.kill()
+            self.proc.join()
+
+
+# -- the parent's end ---------------------------------------------------------------------------
 def _gpus() -> int:
     """GPUs this host has, without initialising CUDA here: NVML, else a throwaway process (if
-    NVML fails, torch falls back to cudaGetDeviceCount, which would initialise the driver in
-    the server and leave every forked cell without CUDA)."""
+    NVML fails, torch falls back to cudaGetDeviceCount, which would initialise the driver)."""
+    import subprocess
+
     import torch
 
     n = torch.cuda._device_count_nvml() if hasattr(torch.cuda, "_device_count_nvml") else -1
     if n >= 0 or not torch.version.cuda:
         return max(n, 0)
-    r = subprocess.run(
-        [sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
-        capture_output=True,
-        text=True,
-    )
+    r = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                       capture_output=True, text=True)  # fmt: skip
     return int(r.stdout.strip() or 0) if r.returncode == 0 else 0
 
 
-_VARIANTS: dict = {}  # registered variant -> its shape keys (the job side's resolve needs no torch)
-
-
-def _status(imports_s: float, gpus: int, warmed: dict | None = None) -> dict:
+def _status(base: dict) -> dict:
     import torch
 
     return {
-        "variants": _VARIANTS,
+        **base,
         "pid": os.getpid(),
         "torch": torch.__version__,
         "cuda_initialized": torch.cuda.is_initialized(),
         "cuda_driver_initialized": driver_initialised(),
-        "cuda_available": gpus > 0,
-        "device_count": gpus,
         "nvml_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
         "threads": len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None,
-        "imports_s": imports_s,
-        "prewarm_s": warmed or {},
         "gc_frozen": gc.get_freeze_count(),
         "eager_only": "torch._inductor.compile_fx" not in sys.modules,
     }
 
 
-def _child(req: dict, parent: int) -> None:
-    """In the forked child: become the cell's own process, run the target, never return."""
+def _warm_up(prewarm_on: bool, eager: bool) -> dict:
+    """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised.
+    ``eager``: no cell of the sweep compiles: Dynamo and Inductor are left unimported."""
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    # Python 3.12+ warns on fork() with threads running: the one other thread is torch's native
+    # one, and a forked child uses nothing it holds.
+    warnings.filterwarnings("ignore", message=r".*multi-threaded, use of fork\(\)",
+                            category=DeprecationWarning)  # fmt: skip
+    t = time.perf_counter()
+    for mod in WARM_EAGER if eager else WARM:
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            if mod.startswith("study") or mod == "torch":
+                raise
+            print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
+    import torch
+
+    from study.rows.env import code_hash, git_revision
+    from study.workloads import registry
+
+    git_revision()  # once here, inherited by every cell
+    code_hash()
+    base = {"variants": {n: list(registry.get(n).shape_keys) for n in registry.names()},
+            "imports_s": time.perf_counter() - t, "device_count": _gpus()}  # fmt: skip
+    base["cuda_available"] = base["device_count"] > 0
+    base["prewarm_s"] = prewarm(base["device_count"], compiled=not eager) if prewarm_on else {}
+    # Frozen, a cell's gc.collect() walks only the cell's own objects (0.7-1.0 s a cell before).
+    gc.collect()
+    gc.freeze()
+    status = _status(base)
+    if torch.cuda.is_initialized() or status["cuda_driver_initialized"]:
+        who = "torch" if torch.cuda.is_initialized() else "the driver (cuInit, behind torch's back)"
+        sys.exit(
+            f"[study.server] CUDA is initialised in the server, by {who}: forked cells could not "
+            "use it. An import or the prewarm did it; hydra.launcher.prewarm=false tells which "
+            "(benchmarks/fork_probe.py checks each import)."
+        )
+    return status
+
+
+def _child(req: dict, parent: int, conn) -> None:
+    """In the forked child: become the cell's own process (its own session, dies with the
+    parent, no pipe to the sweep, stdin from /dev/null, output to its log, env applied,
+    pinned), run, never return."""
     code = 1
     try:
+        conn.close()  # held here, it would hide the parent's death from the sweep
         os.setsid()
         die_with_parent()
-        if os.getppid() != parent:  # the server died between fork and prctl: nobody to report to
+        if os.getppid() != parent:  # the parent died between fork and prctl
             os._exit(1)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
@@ -149,53 +263,8 @@ def _child(req: dict, parent: int) -> None:
         os._exit(code)
 
 
-def _warm_up(prewarm_on: bool, eager: bool = False) -> dict:
-    """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised.
-    ``eager``: no cell of the sweep compiles: Dynamo and Inductor are left unimported."""
-    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    # Python 3.12+ warns on fork() with threads running. The one other thread is a native
-    # thread torch starts at import; a forked child uses nothing it holds (DataLoader forks its
-    # workers from such processes all the time).
-    warnings.filterwarnings(
-        "ignore", message=r".*multi-threaded, use of fork\(\)", category=DeprecationWarning
-    )
-    t = time.perf_counter()
-    for mod in WARM_EAGER if eager else WARM:
-        try:
-            importlib.import_module(mod)
-        except ImportError as e:
-            if mod.startswith("study") or mod == "torch":
-                raise
-            print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
-    import torch
-
-    from study.rows.env import code_hash, git_revision
-    from study.workloads import registry
-
-    git_revision()  # once here, inherited by every cell
-    code_hash()
-    _VARIANTS.update({n: list(registry.get(n).shape_keys) for n in registry.names()})
-    imports_s = time.perf_counter() - t
-    gpus = _gpus()
-    warmed = prewarm(gpus, compiled=not eager) if prewarm_on else {}
-    # Every object so far is the warm state, shared by all cells: frozen, a cell's gc.collect()
-    # walks only the cell's own objects. Unfrozen, each collection walked all of torch's: 0.19-0.24 s
-    # a call, 0.7-1.0 s a cell (memory.Peak and timing.quiet collect before they measure).
-    gc.collect()
-    gc.freeze()
-    status = _status(imports_s, gpus, warmed)
-    if torch.cuda.is_initialized() or status["cuda_driver_initialized"]:
-        who = "torch" if torch.cuda.is_initialized() else "the driver (cuInit, behind torch's back)"
-        sys.exit(
-            f"[study.server] CUDA is initialised in the server, by {who}: forked cells could not "
-            "use it. An import or the prewarm did it; hydra.launcher.prewarm=false tells which "
-            "(benchmarks/fork_probe.py checks each import)."
-        )
-    return status
-
-
 def _reap(children: dict, send) -> None:
-    """Report every child that has exited (exits are reported as soon as they happen)."""
+    """Report every child that has exited."""
     while children:
         try:
             pid, st = os.waitpid(-1, os.WNOHANG)
@@ -207,58 +276,41 @@ def _reap(children: dict, send) -> None:
         send({"exit": children.pop(pid, None), "pid": pid, "rc": rc})
 
 
-def serve(prewarm_on: bool = True, eager: bool = False) -> None:
-    """Serve the protocol on stdin/stdout until stdin ends; then kill what is left."""
-    proto = os.fdopen(os.dup(1), "w")  # fd 1 goes to stderr: a stray print cannot break it
-    os.dup2(2, 1)
-
-    def send(msg: dict) -> None:
-        proto.write(json.dumps(msg) + "\n")
-        proto.flush()
-
+def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> None:
+    """The parent: warm up, announce, then fork on request until the pipe ends."""
     die_with_parent()
+    if cores:
+        os.sched_setaffinity(0, cores)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
+    # The cells' default start method, as in a fresh process (spawn set its own: tqdm's lock
+    # then made named semaphores that outlived each cell)
+    multiprocessing.set_start_method(None, force=True)
     status = _warm_up(prewarm_on, eager)
-    send({"ready": status})
+    conn.send({"ready": status})
     children: dict[int, object] = {}  # pid -> request id
-    buf = b""
-    stdin = sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer
     while True:
-        _reap(children, send)
-        ready, _, _ = select.select([stdin], [], [], 0.02)
-        if not ready:
-            continue
-        chunk = os.read(stdin.fileno(), 65536)
-        if not chunk:  # the sweep is gone: so are its cells
-            for pid in list(children):
+        _reap(children, conn.send)
+        try:
+            if not conn.poll(0.02):
+                continue
+            req = conn.recv()
+        except (EOFError, OSError):  # the sweep is gone: so are its cells
+            for pid in children:
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             return
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            req = json.loads(line) if line.strip() else {}
-            if req.get("op") == "status":
-                send(
-                    {
-                        "status": _status(
-                            status["imports_s"], status["device_count"], status["prewarm_s"]
-                        )
-                    }
-                )
-            elif req.get("op") == "spawn":
-                if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
-                    status["prewarm_s"]["cpu_isa"] = cpu_isa()
-                sys.stdout.flush()
-                me = os.getpid()
-                pid = os.fork()
-                if pid == 0:
-                    _child(req, me)
-                children[pid] = req.get("id")
-                send({"spawned": req.get("id"), "pid": pid})
-
-
-if __name__ == "__main__":
-    serve(prewarm_on="--no-prewarm" not in sys.argv, eager="--eager" in sys.argv)
+        if req.get("op") == "status":
+            conn.send({"status": _status({k: status[k] for k in ("variants", "imports_s",
+                       "device_count", "cuda_available", "prewarm_s")})})  # fmt: skip
+        elif req.get("op") == "spawn":
+            if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
+                status["prewarm_s"]["cpu_isa"] = cpu_isa()
+            sys.stdout.flush()
+            me = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                _child(req, me, conn)
+            children[pid] = req.get("id")
+            conn.send({"spawned": req.get("id"), "pid": pid})
