@@ -32,7 +32,7 @@ GROUPS = {
                                  "study/sweep/scheduler.py", "study/sweep/launcher.py",
                                  "study/sweep/sweeper.py", "hydra_plugins/study_plugins/__init__.py"),
     "the warm parent's extras": ("study/sweep/prewarm.py", "study/sweep/pycache.py"),
-    "the sweep's check and its dir": ("study/sweep/validate.py", "study/sweep/sweepdir.py"),
+    "the sweep dir": ("study/sweep/sweepdir.py",),
 }  # fmt: skip
 WARM_PARENT = ("study/sweep/server.py", "study/sweep/prewarm.py")  # they import torch on purpose
 # v2's plumbing, as the issue listed it (sweep.py whole: its lines 52-157 were the count's part)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from study.rows import io
+from study.rows.config_check import check_config
+from study.rows.summary import summary
 from study.run import _SWEEP_IDS, sweep_id
-from study.sweep import sweepdir
-from study.sweep.validate import check_config
 from tests.conftest import TINY, cli, compose
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("integrity")]  # most start sweeps
@@ -259,6 +259,6 @@ def test_printed_commands_paste_into_a_shell(tmp_path, capsys):
     sd = tmp_path / "my sweeps" / "s"
     row = {"run_id": "a", "status": "ok", "variant": "linear", "compile": "off"}
     io.write_csv(sd / "runs.csv", [row], "runs")
-    sweepdir.summary(sd)
+    summary(sd)
     out = capsys.readouterr().out
     assert f"report: python -m analysis.report '{sd}'" in out

@@ -68,7 +68,7 @@ def test_an_eager_sweeps_prewarm_only_registers_cudas_ops(triton):
      ([["compile=off", "compile.mode=default"]], False), ([], False)],
 )  # fmt: skip
 def test_a_sweep_is_eager_only_when_every_point_says_compile_off(pts, want):
-    from study.sweep.validate import eager_only
+    from study.sweep.sweeper import eager_only
 
     assert eager_only(pts) is want
 

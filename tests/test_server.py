@@ -123,7 +123,7 @@ def test_the_cpu_isa_probe_runs_once_in_the_parent_for_the_first_compiled_cpu_ce
 
 
 def test_an_eager_sweeps_warm_parent_leaves_inductor_out_and_its_cells_run(tmp_path):
-    """No cell of the sweep compiles (study.sweep.validate.eager_only): the parent imports what
+    """No cell of the sweep compiles (study.sweep.sweeper.eager_only): the parent imports what
     an eager cell needs, not Dynamo or Inductor (2.4 s of its start on 2 cores)."""
     s = Server(eager=True)
     try:

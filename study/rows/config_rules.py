@@ -61,7 +61,7 @@ def fits(shape: dict) -> None:
 
 def validate(cfg: DictConfig, registry: bool = True) -> None:
     """Reject what types cannot: sizes, the compile target, counts, a variant that is not
-    registered (``registry=False``: left to the caller, study.sweep.validate). Raises ConfigError."""
+    registered (``registry=False``: left to the caller, study.rows.config_check.point_error). Raises ConfigError."""
     for check in (_compile, _sizes, _timing, _rest, _shape_sweep):
         check(cfg)
     _variant(cfg, registry)

@@ -19,7 +19,7 @@ import os
 import time
 from pathlib import Path
 
-# What an eager cell imports: all a sweep whose cells never compile needs (validate.eager_only).
+# What an eager cell imports: all a sweep whose cells never compile needs (study.sweep.sweeper.eager_only).
 WARM_EAGER = ("torch", "torch.utils.flop_counter", "torch.profiler", "study.cell.phases",
               "study.cell.worker")  # fmt: skip
 # And for a sweep that compiles: Dynamo, Inductor and FlexAttention too.

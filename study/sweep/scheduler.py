@@ -121,7 +121,7 @@ class Scheduler:
                  pycache: str = "auto", total: int = 0, t0: float = 0.0, make_server=Server,
                  eager: bool = False):  # fmt: skip
         """``make_server(cores, prewarm=, pycache=, eager=)``: the warm parent (tests give a
-        stand-in); ``eager``: no cell compiles (study.sweep.validate.eager_only)."""
+        stand-in); ``eager``: no cell compiles (study.sweep.sweeper.eager_only)."""
         self.slots = max(1, int(slots))
         self._make_server = make_server
         self.house, self.groups = pinning.plan(pinning.allowed(), self.slots, str(cores))

@@ -1,12 +1,9 @@
-"""The sweep dir as a whole: who holds it, what a resume may add to it, and the summary.
+"""The sweep dir as a whole: who holds it, what a resume may add to it, how to resume it.
 
-The study's sweeper (study.sweep.plugins) takes the dir's lock (one writer per sweep dir, held
-to the end), refuses a resume with other fixed overrides than the sweep it would add to,
-writes ``sweep.yaml`` (the command, the fixed overrides, the size and the start), and at the
-end prints one summary: statuses, the cells that are not ok, where the rows are, the report
-command. Exit status 1 when a cell failed for a reason of the harness (``crash``, or ``error``
-outside compile); ``unsupported``, ``oom``, ``mismatch``, ``timeout``, ``invalid`` and compile
-errors are results, not failures of the command.
+The study's sweeper (study.sweep.sweeper) takes the dir's lock (one writer per sweep dir, held
+to the end), refuses a resume with other fixed overrides than the sweep it would add to, and
+writes ``sweep.yaml`` (the command, the fixed overrides, the size and the start). Its summary
+at the end is study.rows.summary's.
 """
 
 from __future__ import annotations
@@ -15,14 +12,23 @@ import fcntl
 import os
 import shlex
 import sys
-import time
-from collections import Counter
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from study.rows.usage import fail
-from study.sweep.validate import overrides
+
+
+def overrides(config: DictConfig):
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    params = config.hydra.sweeper.get("params") or {}
+    args = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
+    gh = GlobalHydra.instance()  # its config loader expands glob(...) over a config group
+    loader = gh.hydra.config_loader if gh.is_initialized() else None
+    return OverridesParser.create(config_loader=loader).parse_overrides(args)
+
 
 # Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
 RUNTIME = {
@@ -166,66 +172,11 @@ def command(*extra: str) -> str:
     return shlex.join(["python", "-m", "study.run", *args, *extra])
 
 
-def harness_failure(row: dict) -> bool:
-    return row["status"] == "crash" or (
-        row["status"] == "error" and not row.get("reason", "").startswith("compile:")
-    )
-
-
-SHOW_SURPRISES = 5  # broken predictions printed at the end of a sweep (the rest: revealed.csv)
-
-
-def summary(sweep_dir: Path) -> int:
-    """Print what the sweep gave; 1 when a cell failed for a reason of the harness, else 0."""
+def interrupted(sweep_dir: Path, total: int) -> None:
+    """Ctrl-C: one line, what finished, where, and the command that resumes."""
     from study.rows import io
 
-    path = sweep_dir / "runs.csv"
-    rows = io.read_csv(path) if path.exists() else []
-    t0 = clock(sweep_dir)[1]
-    took = f" in {time.time() - t0:.0f} s" if t0 else ""
-    counts = Counter(r["status"] for r in rows)
-    print(
-        f"[study] done: {len(rows)} cells{took}: "
-        + ", ".join(f"{n} {s}" for s, n in counts.most_common()),
-        flush=True,
-    )
-    for r in rows:
-        if r["status"] != "ok":
-            print(
-                f"[study]   {r['run_id']}: {r['status']} ({r.get('reason', '')[:200]})", flush=True
-            )
-    print(
-        f"[study] rows: {path}\n[study] report: "
-        + shlex.join(["python", "-m", "analysis.report", str(sweep_dir)]),
-        flush=True,
-    )
-    checked = sum(int(float(r.get("expectations") or 0)) for r in rows)
-    broke = [r for r in rows if float(r.get("surprises") or 0) > 0]
-    if checked:
-        n = sum(int(float(r["surprises"])) for r in broke)
-        print(
-            f"[study] predictions: {checked} checked, {n} surprise(s) in {len(broke)} cell(s)"
-            + (":" if broke else ""),
-            flush=True,
-        )
-        for r in broke[:SHOW_SURPRISES]:
-            print(f"[study]   {r['run_id']}: {r['surprise_detail'][:300]}", flush=True)
-        if len(broke) > SHOW_SURPRISES:
-            print(f"[study]   ... and {len(broke) - SHOW_SURPRISES} more: revealed.csv", flush=True)
-    failed = [r for r in rows if harness_failure(r)]
-    if failed:
-        print(
-            f"[study] {len(failed)} cell(s) failed for a reason of the harness (crash, or error "
-            "outside compile): exit status 1. Their logs: <run dir>/cell.log, error.txt",
-            file=sys.stderr,
-            flush=True,
-        )
-        return 1
-    return 0
-
-
-def interrupted(sweep_dir: Path, done: int, total: int) -> None:
-    """Ctrl-C: one line, what finished, where, and the command that resumes."""
+    done = len(io.run_csvs(sweep_dir))
     print(
         f"[study] interrupted: {done} of {total or '?'} cells finished, rows in "
         f"{sweep_dir}/runs.csv; resume with: {resume_command(str(sweep_dir))}",

@@ -7,12 +7,12 @@ registers it; conf/hydra/sweeper/study.yaml is the default):
    runs one cell); ``repeats=N`` becomes a sweep over ``repeat=0..N-1`` that varies slowest:
    every cell once, then every cell again, each in a fresh process.
 2. Compose each point through the app's config loader, as a launcher would, and check it
-   (study.sweep.validate). Any bad point stops the run with one message listing every bad
-   point, and exit status 2; no dir is made. The study's launcher starts its warm parent
-   first, so torch imports while the points are composed, and takes the composed configs.
+   (study.rows.config_check), while the study's launcher starts its warm parent (torch imports
+   meanwhile). Any bad point stops the run with one message listing every bad point, and exit
+   status 2; no dir is made. The launcher takes the composed configs and composes nothing again.
 3. Take the sweep dir (study.sweep.sweepdir): its lock, the resume check, ``sweep.yaml``.
-4. Launch, then print the summary and exit: 1 when a cell failed for a reason of the harness.
-   Ctrl-C prints what finished and the command that resumes, and exits 130.
+4. Launch, then print the summary (study.rows.summary) and exit: 1 when a cell failed for a
+   reason of the harness. Ctrl-C prints what finished and the command that resumes, and exits 130.
 """
 
 from __future__ import annotations
@@ -24,12 +24,51 @@ from pathlib import Path
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
 
+def unique(pts: list[list[str]]) -> list[list[str]]:
+    """Each point once, in order (a value given twice in a sweep makes the same point)."""
+    seen: set[tuple[str, ...]] = set()
+    return [p for p in pts if not (tuple(p) in seen or seen.add(tuple(p)))]
+
+
+def eager_only(pts: list[list[str]]) -> bool:
+    """Every point says ``compile=off`` (and no ``compile.mode``): no cell of the sweep compiles,
+    so the warm parent leaves Inductor unimported (2.4 s on 2 cores). A wrong guess (an
+    experiment that sets ``compile.mode`` under ``compile=off``) costs only speed."""
+    return bool(pts) and all(
+        "compile=off" in p and not any(o.startswith("compile.mode=") for o in p) for p in pts
+    )
+
+
+def repeated_values(parsed) -> list[str]:
+    """``key=value`` for each value a sweep override (parsed by Hydra) gives more than once."""
+    out = []
+    for o in parsed:
+        if o.is_sweep_override() and o.is_discrete_sweep():
+            vals = list(o.sweep_string_iterator())
+            out += [f"{o.get_key_element()}={v}" for v in dict.fromkeys(vals) if vals.count(v) > 1]
+    return out
+
+
+def bad_points(pts: list[list[str]], whys: list[str | None]) -> str | None:
+    """One message listing every bad point of the sweep, or None when every point can run."""
+    bad: dict[str, list[str]] = {}
+    for p, why in zip(pts, whys, strict=True):
+        if why:
+            bad.setdefault(why, []).append(" ".join(p) or "(no overrides)")
+    if not bad:
+        return None
+    n = len({w for where in bad.values() for w in where})
+    lines = [f"{n} of {len(pts)} sweep points cannot run; no cell was started:"]
+    for why, where in bad.items():
+        at = "every point" if len(where) == len(pts) and len(pts) > 1 else "; ".join(where)
+        lines.append(f"  - {why}  [{at}]")
+    return "\n".join(lines)
+
+
 class Sweeper(BasicSweeper):
     @staticmethod
     def split_arguments(overrides, max_batch_size):
         """Hydra's batches, each point once."""
-        from study.sweep.validate import unique
-
         batches = BasicSweeper.split_arguments(overrides, None)
         points = unique([p for batch in batches for p in batch])
         if max_batch_size is None:
@@ -38,8 +77,6 @@ class Sweeper(BasicSweeper):
 
     def _points(self, arguments: list[str]) -> list[list[str]]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
-
-        from study.sweep.validate import repeated_values
 
         params = self._parse_config()
         n = int(self.config.get("repeats", 1) or 1)
@@ -58,12 +95,12 @@ class Sweeper(BasicSweeper):
         """The composed config of every point; stops the run (exit 2) if any cannot run."""
         from omegaconf import flag_override
 
+        from study.rows import config_check as check
         from study.rows.usage import fail
-        from study.sweep import validate
 
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
         if launcher is not None:  # the warm parent imports torch while the points are composed
-            launcher.start(eager=validate.eager_only(pts))
+            launcher.start(eager=eager_only(pts))
         loader = self.hydra_context.config_loader
         configs, whys = [], []
         for p in pts:
@@ -72,23 +109,24 @@ class Sweeper(BasicSweeper):
                 whys.append(None)
             except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
                 configs.append(None)
-                whys.append(validate.composition_error(e))
+                whys.append(check.composition_error(e))
         variants = launcher.variants if launcher is not None else None  # waited for when needed
         for i, cfg in enumerate(configs):
             if cfg is not None:
                 cell = cfg.copy()
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
-                whys[i] = validate.point_error(cell, variants)
-        validate.say_renamed([c for c in configs if c is not None])
+                whys[i] = check.point_error(cell, variants)
+        check.say_renamed([c for c in configs if c is not None])
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
-        message = validate.bad_points(pts, whys)
+        message = bad_points(pts, whys)
         if message:
             fail(message)
         return configs
 
     def sweep(self, arguments: list[str]):
+        from study.rows.summary import summary
         from study.rows.usage import fail
         from study.sweep import sweepdir
 
@@ -112,11 +150,9 @@ class Sweeper(BasicSweeper):
             failed = self._launch(pts, configs, t0)
         except KeyboardInterrupt:
             self._abandon()
-            from study.rows import io
-
-            sweepdir.interrupted(sweep_dir, len(io.run_csvs(sweep_dir)), len(pts))
+            sweepdir.interrupted(sweep_dir, len(pts))
             sys.exit(130)
-        code = sweepdir.summary(sweep_dir)
+        code = summary(sweep_dir, t0)
         sweepdir.release(lock)
         sys.exit(1 if failed else code)
 
@@ -127,20 +163,15 @@ class Sweeper(BasicSweeper):
         size = self.max_batch_size or len(pts) or 1
         failed = 0
         try:
-            failed = self._batches(pts, size)
+            for i in range(0, len(pts), size):
+                for ret in self.launcher.launch(pts[i : i + size], initial_job_idx=i):
+                    if getattr(ret.status, "name", "") == "FAILED":
+                        failed += 1
+                        err = ret._return_value
+                        print(f"[study] a job failed in the harness: {type(err).__name__}: {err}",
+                              file=sys.stderr, flush=True)  # fmt: skip
         finally:
             self._abandon()  # the study's launcher: kill nothing left, end its warm parent
-        return failed
-
-    def _batches(self, pts, size: int) -> int:
-        failed = 0
-        for i in range(0, len(pts), size):
-            for ret in self.launcher.launch(pts[i : i + size], initial_job_idx=i):
-                if getattr(ret.status, "name", "") == "FAILED":
-                    failed += 1
-                    err = ret._return_value
-                    print(f"[study] a job failed in the harness: {type(err).__name__}: {err}",
-                          file=sys.stderr, flush=True)  # fmt: skip
         return failed
 
     def _abandon(self) -> None:

@@ -1,12 +1,10 @@
-"""Every point of a sweep checked before its first cell, on the configs Hydra composes anyway.
+"""Why a composed cell config cannot run, said in one line: the study's own checks of a config.
 
-The study's sweeper (study.sweep.plugins) composes each point through the app's own config
-loader, as a launcher would, and asks ``check_config`` why it cannot run: unknown keys, bad
-values, a variant that is not registered, Inductor keys. Any bad point stops the run with one
-message that lists every bad point (``bad_points``), and exit status 2; the composed configs
-go on to the study's launcher, which composes nothing again. Composing is pure Python, 0.1-0.2 s
-a point (a part3 of 35 points: 6-8 s on the H200 VM), while the warm parent imports torch.
-A registered variant needs no torch here; a variant of your own and ``compile.inductor`` keys do.
+``check_config`` (a single run) and ``point_error`` (each point of a sweep, study.sweep.sweeper)
+merge the config into the typed schema (unknown keys, types), apply the rules types cannot say
+(study.rows.config_rules), look the variant up, and check ``compile.inductor`` keys against
+torch's Inductor config. A registered variant needs no torch here; a variant of your own and
+``compile.inductor`` keys do.
 """
 
 from __future__ import annotations
@@ -14,43 +12,6 @@ from __future__ import annotations
 import functools
 
 from omegaconf import DictConfig, OmegaConf
-
-
-def overrides(config: DictConfig):
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    params = config.hydra.sweeper.get("params") or {}
-    args = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-    gh = GlobalHydra.instance()  # its config loader expands glob(...) over a config group
-    loader = gh.hydra.config_loader if gh.is_initialized() else None
-    return OverridesParser.create(config_loader=loader).parse_overrides(args)
-
-
-def unique(pts: list[list[str]]) -> list[list[str]]:
-    """Each point once, in order (a value given twice in a sweep makes the same point)."""
-    seen: set[tuple[str, ...]] = set()
-    return [p for p in pts if not (tuple(p) in seen or seen.add(tuple(p)))]
-
-
-def eager_only(pts: list[list[str]]) -> bool:
-    """Every point says ``compile=off`` (and no ``compile.mode``): no cell of the sweep compiles,
-    so the warm parent can leave Inductor unimported (2.4 s on 2 cores). A point that says
-    nothing of compile counts as compiled. A wrong guess (an experiment's body that sets
-    ``compile.mode`` under ``compile=off``) costs only speed: the cell imports what it needs."""
-    return bool(pts) and all(
-        "compile=off" in p and not any(o.startswith("compile.mode=") for o in p) for p in pts
-    )
-
-
-def repeated_values(parsed) -> list[str]:
-    """``key=value`` for each value a sweep override (parsed by Hydra) gives more than once."""
-    out = []
-    for o in parsed:
-        if o.is_sweep_override() and o.is_discrete_sweep():
-            vals = list(o.sweep_string_iterator())
-            out += [f"{o.get_key_element()}={v}" for v in dict.fromkeys(vals) if vals.count(v) > 1]
-    return out
 
 
 @functools.cache
@@ -142,19 +103,3 @@ def composition_error(e: Exception) -> str:
     from study.rows.usage import explain
 
     return explain(e) or " ".join(str(e).split("Config search path")[0].split())
-
-
-def bad_points(pts: list[list[str]], whys: list[str | None]) -> str | None:
-    """One message listing every bad point of the sweep, or None when every point can run."""
-    bad: dict[str, list[str]] = {}
-    for p, why in zip(pts, whys, strict=True):
-        if why:
-            bad.setdefault(why, []).append(" ".join(p) or "(no overrides)")
-    if not bad:
-        return None
-    n = len({w for where in bad.values() for w in where})
-    lines = [f"{n} of {len(pts)} sweep points cannot run; no cell was started:"]
-    for why, where in bad.items():
-        at = "every point" if len(where) == len(pts) and len(pts) > 1 else "; ".join(where)
-        lines.append(f"  - {why}  [{at}]")
-    return "\n".join(lines)

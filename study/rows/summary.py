@@ -1,0 +1,73 @@
+"""The end of a sweep, said from its rows: statuses, the cells that are not ok, broken predictions,
+where the rows are, the report command, and the exit status.
+
+Exit status 1 when a cell failed for a reason of the harness (``crash``, or ``error`` outside
+compile); ``unsupported``, ``oom``, ``mismatch``, ``timeout``, ``invalid`` and compile errors
+are results, not failures of the command.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+
+def harness_failure(row: dict) -> bool:
+    return row["status"] == "crash" or (
+        row["status"] == "error" and not row.get("reason", "").startswith("compile:")
+    )
+
+
+SHOW_SURPRISES = 5  # broken predictions printed at the end of a sweep (the rest: revealed.csv)
+
+
+def summary(sweep_dir: Path, t0: float = 0.0) -> int:
+    """Print what the sweep (or a single run's dir) gave; 1 when a cell failed for a reason of
+    the harness, else 0. ``t0``: when it started (its time is said)."""
+    from study.rows import io
+
+    path = sweep_dir / "runs.csv"
+    rows = io.read_csv(path) if path.exists() else []
+    took = f" in {time.time() - t0:.0f} s" if t0 else ""
+    counts = Counter(r["status"] for r in rows)
+    print(
+        f"[study] done: {len(rows)} cells{took}: "
+        + ", ".join(f"{n} {s}" for s, n in counts.most_common()),
+        flush=True,
+    )
+    for r in rows:
+        if r["status"] != "ok":
+            print(
+                f"[study]   {r['run_id']}: {r['status']} ({r.get('reason', '')[:200]})", flush=True
+            )
+    print(
+        f"[study] rows: {path}\n[study] report: "
+        + shlex.join(["python", "-m", "analysis.report", str(sweep_dir)]),
+        flush=True,
+    )
+    checked = sum(int(float(r.get("expectations") or 0)) for r in rows)
+    broke = [r for r in rows if float(r.get("surprises") or 0) > 0]
+    if checked:
+        n = sum(int(float(r["surprises"])) for r in broke)
+        print(
+            f"[study] predictions: {checked} checked, {n} surprise(s) in {len(broke)} cell(s)"
+            + (":" if broke else ""),
+            flush=True,
+        )
+        for r in broke[:SHOW_SURPRISES]:
+            print(f"[study]   {r['run_id']}: {r['surprise_detail'][:300]}", flush=True)
+        if len(broke) > SHOW_SURPRISES:
+            print(f"[study]   ... and {len(broke) - SHOW_SURPRISES} more: revealed.csv", flush=True)
+    failed = [r for r in rows if harness_failure(r)]
+    if failed:
+        print(
+            f"[study] {len(failed)} cell(s) failed for a reason of the harness (crash, or error "
+            "outside compile): exit status 1. Their logs: <run dir>/cell.log, error.txt",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
+    return 0
