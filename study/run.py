@@ -23,7 +23,7 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.rows.config import plain, register_configs  # noqa: E402
+from study.rows.config import register_configs  # noqa: E402
 from study.rows.usage import fail  # noqa: E402
 
 _SWEEP_IDS: dict = {}
@@ -81,15 +81,6 @@ if not OmegaConf.has_resolver("study_sweep_id"):
 register_configs()
 
 
-def _say_device(sched, cfg: DictConfig) -> None:
-    if plain(cfg.device) == "auto" and not sched.status["cuda_available"]:
-        print(
-            "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
-            "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
-            flush=True,
-        )
-
-
 def finished_since(sweep_dir: Path, t0: float) -> int:
     """Cells of the sweep finished since it started (their run.csv's age)."""
     from study.rows import io
@@ -124,7 +115,7 @@ def main(cfg: DictConfig) -> None:
         if multirun:  # one job of another launcher (slurm): its [k/N] counts the whole sweep
             sched.sweep_done = finished_since
         else:
-            _say_device(sched, cfg)
+            sched.say_device([cfg])
         sched.submit(cfg, run_dir, sweep_dir)
     if not multirun:
         sys.exit(summary(run_dir))

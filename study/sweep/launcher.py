@@ -50,7 +50,7 @@ class Launcher(HydraLauncher):
             cores = str(self.config.cores)  # a bad core list is the check's to report
             cores = cores if check_spec(cores) is None else "auto"
             self.scheduler = Scheduler(self.slots(), cores, self.prewarm, self.pycache, eager=eager)
-            self.scheduler.start()
+            self.scheduler.server()  # it imports while the sweep is checked
 
     def variants(self) -> dict:
         """{registered variant: its shape keys}, from the warm parent (no torch here)."""
@@ -70,7 +70,7 @@ class Launcher(HydraLauncher):
             )
         if slots <= 1 or not any(c is not None and plain(c.device) != "cpu" for c in configs):
             return None
-        gpus = self.scheduler.gpus()
+        gpus = int(self.scheduler.status["device_count"])
         if gpus == 0:
             return None  # CPU cells on core groups
         try:
@@ -89,15 +89,7 @@ class Launcher(HydraLauncher):
         self.composed = {tuple(p): c for p, c in zip(pts, configs, strict=True)}
         self.start()
         self.scheduler.total, self.scheduler.t0 = len(pts), t0
-        from study.rows.config import plain
-
-        auto = any(c is not None and plain(c.device) == "auto" for c in configs)
-        if auto and not self.scheduler.status["cuda_available"]:
-            print(
-                "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
-                "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
-                flush=True,
-            )
+        self.scheduler.say_device(configs)
 
     def launch(self, job_overrides, initial_job_idx: int):
         from hydra.core.utils import run_job, setup_globals

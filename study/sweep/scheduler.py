@@ -1,14 +1,11 @@
 """The sweep's main process runs the cells: one warm parent, N slots, one child per cell.
 
-``Scheduler.submit`` takes one composed cell config: it resolves it (study.sweep.rundir), keeps
-it if ``resume=true`` finds it done, else writes its ``cell.yaml``, waits for a free slot and
-asks the warm parent (study.sweep.server) to fork the cell, pinned to the slot's CPU cores
-and, on CUDA, to the slot's GPU (``CUDA_VISIBLE_DEVICES`` before CUDA starts). While it waits
-it hears exits, so each cell's row is finished (study.sweep.rundir.finish), ``runs.csv``
-rebuilt and one progress line printed as soon as the cell ends. A cell past its
-``timeout_s`` (counted from its fork, not from its wait for a slot) is killed with its whole
-process group. Slots are the scheduler's own: nothing is claimed through files or the
-environment, and no two cells share a slot (a GPU, or a group of cores).
+``submit`` takes one composed cell config: it resolves it (study.sweep.rundir), keeps it if
+``resume=true`` finds it done, else writes its ``cell.yaml``, waits for a free slot (hearing
+exits meanwhile) and has the warm parent (study.sweep.server) fork the cell, pinned to the
+slot's cores and, on CUDA, its GPU. Each cell's row, ``runs.csv`` and a progress line follow as
+soon as it ends. A cell past its ``timeout_s`` (from its fork) is killed with its process
+group. Slots are the scheduler's own: no two cells share a GPU or a group of cores.
 """
 
 # Long: one class, the scheduler, and the process-group helpers only it uses.
@@ -18,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +25,6 @@ from study.rows import io, targets
 from study.rows.config import plain
 from study.sweep import rundir
 from study.sweep.server import Server, ServerError
-
-
-def inductor(mode: str) -> bool:
-    """Whether a cell of this compile target runs Inductor (on the CPU: its ISA probe first)."""
-    return mode in targets.TARGETS and targets.get(mode).inductor
 
 
 def gpu_id(slot: int) -> str:
@@ -61,15 +54,9 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def kill_group(pgid: int, limit_s: float = 120.0) -> None:
-    """Kill what is left of a cell's process group and wait until none of it lives (its slot
-    is free only then)."""
-    kill_groups([pgid], limit_s)
-
-
 def kill_groups(pgids: list[int], limit_s: float = 120.0) -> None:
-    """SIGKILL every group first, then wait for them all together; say so when a process
-    outlives the wait (stuck in the driver)."""
+    """SIGKILL what is left of each cell's process group (ncu, nsys), then wait until none of it
+    lives (its slot is free only then); say so when a process outlives the wait."""
     for pgid in pgids:
         try:
             os.killpg(pgid, signal.SIGKILL)
@@ -88,12 +75,6 @@ def kill_groups(pgids: list[int], limit_s: float = 120.0) -> None:
             file=sys.stderr,
             flush=True,
         )
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 @dataclass
@@ -132,31 +113,32 @@ class Scheduler:
         self.sweep_done = None  # a job of another launcher: count the sweep's finished cells
         self.statuses: list[str] = []
 
-    # -- the warm parent ------------------------------------------------------------------
     def server(self) -> Server:
-        """The warm parent, started on first use; a dead one is replaced (after its cells'
-        rows are written)."""
+        """The warm parent, started on first use (the launcher asks early, so that it imports
+        while the sweep is checked); a dead one is replaced, after its cells' rows."""
         if self._server is not None and not self._server.alive():
             self._lost(f"the cell server died (exit code {self._server.proc.exitcode})")
         if self._server is None:
             self._server = self._make_server(self.house, **self._server_args)
         return self._server
 
-    def start(self) -> None:
-        """Start the warm parent now, so that it imports while the sweep is checked."""
-        self.server()
-
     @property
     def status(self) -> dict:
         return self.server().status
 
-    def gpus(self) -> int:
-        return int(self.status["device_count"])
+    def say_device(self, configs) -> None:
+        """One line when a ``device=auto`` cell will run on the CPU."""
+        auto = any(c is not None and plain(c.device) == "auto" for c in configs)
+        if auto and not self.status["cuda_available"]:
+            print(
+                "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
+                "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
+                flush=True,
+            )
 
-    # -- cells ----------------------------------------------------------------------------
     def shape_keys(self, variant) -> list[str]:
-        """The shape keys of a registered variant from the warm parent (no torch here); a
-        variant of your own (``variant.target``) from the registry, which imports it."""
+        """A registered variant's shape keys from the warm parent (no torch here); a variant
+        of your own (``variant.target``) from the registry, which imports it."""
         known = self.status.get("variants") or {}
         if not variant.get("target") and variant.name in known:
             return list(known[variant.name])
@@ -189,7 +171,9 @@ class Scheduler:
             self._inline(cell, asked)
             return
         t = time.perf_counter()
-        slot = self._free_slot()
+        while len(self.running) >= self.slots:
+            self.poll(0.5)
+        slot = min(set(range(self.slots)) - {r.slot for r in self.running.values()})
         waited = time.perf_counter() - t
         self._spawn(cell, slot, asked, waited, asked_wall + waited)
 
@@ -198,45 +182,38 @@ class Scheduler:
         env = compiling.cache_env(r["cache"], cell.run_dir, Path(r["out_root"]), r)
         env["PYTHONUNBUFFERED"] = "1"
         if r["device"] == "cuda" and self.status["cuda_available"]:
-            # only its own GPU: CUDA sets up every device it sees (setup_s 0.62 -> 0.41 s on
-            # the two-GPU host)
+            # only its own GPU: CUDA sets up every device it sees (setup_s 0.62 -> 0.41 s, x2)
             env["CUDA_VISIBLE_DEVICES"] = gpu or gpu_id(0)
         return env
 
     def _spawn(self, cell, slot: int, asked: float, waited: float, asked_at: float) -> None:
         """Fork the cell on ``slot``; ``asked_at``: the wall-clock time it was asked for, after
         its wait for a slot (the child's ``prepare_s`` counts from there)."""
-        gpu = gpu_id(slot) if self.slots > 1 and cell.resolved["device"] == "cuda" else None
+        r = cell.resolved
+        gpu = gpu_id(slot) if self.slots > 1 and r["device"] == "cuda" else None
         kwargs = {"run_dir": str(cell.run_dir), "gpu": gpu, "asked_at": asked_at}
+        mode = r["compile"]["mode"]  # a compiled CPU cell: the parent probes the ISAs first
+        cpu_compile = (
+            r["device"] == "cpu" and mode in targets.TARGETS and targets.get(mode).inductor
+        )
+        run = Running(
+            cell, 0, 0, slot, gpu, asked, waited, time.perf_counter() + float(r["timeout_s"])
+        )
         try:
-            r = cell.resolved
-            rid, pid = self.server().spawn(
+            run.rid, run.pid = self.server().spawn(
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
-                cell.run_dir / "cell.log", cpu_compile=r["device"] == "cpu" and inductor(r["compile"]["mode"]),
+                cell.run_dir / "cell.log", cpu_compile=cpu_compile,
             )  # fmt: skip
         except ServerError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
             self._lost(str(e))
-            wall = time.perf_counter() - asked
-            self._finish(
-                cell, ("crash", f"the cell server failed to fork the cell: {e}"), wall, waited, gpu
-            )
+            why = ("crash", f"the cell server failed to fork the cell: {e}")
+            self._end([run], lambda _: why)
             return
-        (cell.run_dir / ".cell.pid").write_text(f"{pid}\n")  # the cell's process (and group) id
-        limit = float(cell.resolved["timeout_s"])
-        self.running[rid] = Running(
-            cell, rid, pid, slot, gpu, asked, waited, time.perf_counter() + limit
-        )
-
-    def _free_slot(self) -> int:
-        while True:
-            busy = {r.slot for r in self.running.values()}
-            free = [s for s in range(self.slots) if s not in busy]
-            if free:
-                return free[0]
-            self.poll(0.5)
+        (cell.run_dir / ".cell.pid").write_text(f"{run.pid}\n")  # its process (and group) id
+        self.running[run.rid] = run
 
     def poll(self, timeout: float) -> None:
-        """Hear exits for up to ``timeout`` s; finish every cell that ended or ran past its limit."""
+        """Hear exits for up to ``timeout`` s; end every cell that exited or ran past its limit."""
         if not self.running:
             return
         try:
@@ -245,40 +222,36 @@ class Scheduler:
             self._lost(str(e))
             return
         for rid in [r for r in self.running if r in self._server.exits]:
-            self._ended_process(self.running.pop(rid), self._server.exits.pop(rid))
+            rc = self._server.exits.pop(rid)
+            how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+            self._end([self.running.pop(rid)], lambda run, how=how: ("crash", (
+                f"cell process died ({how}) before writing its row; "
+                f"log: {rundir.tail(run.cell.run_dir / 'cell.log')}")))  # fmt: skip
         now = time.perf_counter()
         for rid in [r for r, run in self.running.items() if now > run.deadline]:
-            run = self.running.pop(rid)
-            kill_group(run.pid)
-            limit = run.cell.resolved["timeout_s"]
-            why = None if (run.cell.run_dir / "run.csv").exists() else (
-                "timeout",
-                f"cell exceeded timeout_s={limit:g}s and was killed; raise timeout_s=... if it needs longer",
-            )  # fmt: skip
-            self._finish(run.cell, why, now - run.asked, run.waited, run.gpu)
-
-    def _ended_process(self, run: Running, rc: int) -> None:
-        kill_group(run.pid)  # leftovers of its group (ncu, nsys): the slot is free only then
-        why = None
-        if not (run.cell.run_dir / "run.csv").exists():
-            how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
-            log = rundir.tail(run.cell.run_dir / "cell.log")
-            why = ("crash", f"cell process died ({how}) before writing its row; log: {log}")
-        self._finish(run.cell, why, time.perf_counter() - run.asked, run.waited, run.gpu)
+            self._end([self.running.pop(rid)], lambda run: ("timeout", (
+                f"cell exceeded timeout_s={run.cell.resolved['timeout_s']:g}s and was killed; "
+                "raise timeout_s=... if it needs longer")))  # fmt: skip
 
     def _lost(self, why: str) -> None:
-        """The warm parent died: each running cell gets its row (its own, if it wrote one
-        before the parent died; else a crash row); the next cell starts a new parent."""
+        """The warm parent died: each running cell gets its row (its own, if it wrote one; else
+        a crash row); the next cell starts a new parent."""
         runs = list(self.running.values())
         self.running.clear()
-        kill_groups([run.pid for run in runs])
-        for run in runs:
-            done = (run.cell.run_dir / "run.csv").exists()
-            failed = None if done else ("crash", f"the cell server died while the cell ran: {why}")
-            self._finish(run.cell, failed, time.perf_counter() - run.asked, run.waited, run.gpu)
+        self._end(runs, lambda _: ("crash", f"the cell server died while the cell ran: {why}"))
         if self._server is not None:
             self._server.close()
         self._server = None
+
+    def _end(self, runs: list[Running], failed) -> None:
+        """Kill what is left of each cell's group, then write its row: its own if it wrote
+        run.csv, else ``failed(run)`` (a status and a reason; None: no row, a resume runs it)."""
+        kill_groups([run.pid for run in runs if run.pid])
+        for run in runs:
+            done = (run.cell.run_dir / "run.csv").exists()
+            why = None if done else failed(run)
+            if done or why:
+                self._finish(run.cell, why, time.perf_counter() - run.asked, run.waited, run.gpu)
 
     def _inline(self, cell: rundir.Cell, asked: float) -> None:
         """Debug only (``isolation=inline``): the cell in this process. Dynamo/CUDA state is
@@ -314,7 +287,6 @@ class Scheduler:
             tail += f", ~{_hms(el / self.done * (self.total - self.done))} left"
         print(f"[study] {head}{cell.name}: {what}{tail}", flush=True)
 
-    # -- the end --------------------------------------------------------------------------
     def wait(self) -> None:
         """Until every running cell has ended."""
         while self.running:
@@ -324,15 +296,12 @@ class Scheduler:
         """Kill what still runs and end the warm parent (Ctrl-C, or the sweep's end). A cell
         that wrote its row before it was killed keeps it, completed; the others have none, and
         a resume runs them again. Ctrl-C waits until this is done."""
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
             runs = list(self.running.values())
             self.running.clear()
-            kill_groups([run.pid for run in runs])
-            for run in runs:
-                if (run.cell.run_dir / "run.csv").exists():
-                    wall = time.perf_counter() - run.asked
-                    self._finish(run.cell, None, wall, run.waited, run.gpu)
+            self._end(runs, lambda _: None)
             if self._server is not None:
                 self._server.close()
                 self._server = None
