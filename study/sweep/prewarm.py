@@ -1,14 +1,8 @@
-"""What the warm cell server does before it forks: imports, and per-process work of no device.
+"""What the warm parent does once before it forks: imports, and per-process work of no device.
 
-A cell forked from the server inherits all of it, so no cell pays for it again. Every item
-here must leave CUDA alone: the server checks with the driver itself before it serves
-(``driver_initialised``). Found with ``benchmarks/cell_profile.py`` (cProfile of forked cells
-on the H200); benchmarks/README.md gives the figures.
-
-What a cell's ``first_call_s`` (its compile time) no longer holds, as a consequence: Triton's
-driver helper and the modules a first compile imports, which a fresh Python process pays once,
-before its first compile. Median ``first_call_s`` of part3's compiled cells: 1.90 s in the
-``results/h200`` v2 rows, which hold them, 0.83 s without.
+Every forked cell inherits it, so no cell pays for it again, and nothing here may touch CUDA
+(the parent asks the driver itself before it serves: ``driver_initialised``). Found with
+``benchmarks/cell_profile.py``; what each item saves a cell: docs/method.md ("Isolation").
 """
 
 from __future__ import annotations
@@ -30,10 +24,8 @@ WARM = WARM_EAGER + (
     "torch._inductor.codecache",
     "torch.nn.attention.flex_attention",
 )
-# What a cell imports the first time it compiles (sys.modules after a compiled cell, against
-# the server's, on the H200 VM: 180 modules). Where the installed packages have no bytecode
-# caches (the H200 image), each child compiled their sources again: 0.7 s a compiled cell.
-# Optional: a name this torch or Triton lacks is skipped.
+# What a cell imports the first time it compiles (sys.modules after a compiled cell against the
+# parent's, H200 VM): 0.7 s a compiled cell where the install has no bytecode cache. Optional.
 WARM_COMPILE = (
     "torch._dynamo.backends.*",  # Dynamo lists every backend when it looks one up
     "torch._dynamo.dce_extra_outputs",
@@ -88,11 +80,9 @@ WARM_COMPILE = (
 
 
 def driver_initialised() -> bool | None:
-    """Has this process initialised the CUDA driver (cuInit)? Asks the driver itself, without
-    initialising it: before cuInit, ``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED (3),
-    after it CUDA_SUCCESS (0). None where there is no driver or it answers anything else (a
-    stub library, no device). Stricter than ``torch.cuda.is_initialized()``, which knows only
-    torch's own state: a library that called cuInit behind torch's back shows here."""
+    """Has this process initialised the CUDA driver (cuInit), torch or any library behind its
+    back? ``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED (3) before cuInit, 0 after,
+    without initialising it. None where there is no driver, or it answers anything else."""
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError:
@@ -113,24 +103,12 @@ def _import(mod: str) -> None:
 
 
 def prewarm(gpus: int, compiled: bool = True) -> dict:
-    """Work every cell would repeat that needs no device, done once; returns what it did
-    (seconds, or why an item was skipped). ``gpus``: the GPUs NVML counts (0: none, or no NVML);
-    ``compiled=False``: no cell compiles, only CUDA's op registration is done.
-
-    - ``WARM_COMPILE``: the modules a cell imports when it first compiles (0.7 s a compiled
-      cell on the H200 image, which has no pyc). A module that fails to import is skipped
-      and named: it is the cell's to fail on, not the server's.
-    - CUDA's lazy init registers Triton's sparse kernels as ops (``torch._TritonLibrary``):
-      once per process and idempotent, 0.30 s of every cell's first CUDA call. Op definitions
-      only; no device.
-    - ``triton_key``: a hash of Triton's own files (libtriton.so included), the root of every
-      Inductor cache key, cached per process: 0.50 s of a compiled cell's ``setup_s``.
-    - Triton's active driver, with GPUs only: its ``cuda_utils`` helper, which Triton builds
-      with the C compiler into the ``TRITON_CACHE_DIR`` and loads. Each cell has its own empty
-      cache dir (cache=cold), so each compiled cell ran gcc again (0.31 s). The helper is
-      Triton's runtime, the same for every cell, not a compile result; here it lands in the
-      server's Triton cache (``~/.triton/cache`` by default).
-    """
+    """Work every cell would repeat that needs no device, done once: the modules a first compile
+    imports (``WARM_COMPILE``; one that fails is named, and left to the cell), the op definitions
+    of CUDA's lazy init, Triton's key (the root of every Inductor cache key) and, with GPUs,
+    Triton's driver helper (built with gcc into the parent's Triton cache, not each cell's empty
+    one). Returns what it did: seconds, or why an item was skipped. ``gpus``: what NVML counts;
+    ``compiled=False``: no cell compiles, only the op definitions are done."""
     import torch
 
     did: dict = {}
@@ -169,29 +147,17 @@ ISA_DIR = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "st
 
 
 def cpu_isa() -> float | str:
-    """Inductor's probe of the CPU's vector ISAs, done once in the warm parent, before it forks
-    the sweep's first compiled CPU cell (not at its start: an eager sweep never needs it).
+    """Inductor's probe of the CPU's vector ISAs, once, before the sweep's first compiled CPU
+    cell: a C++ test program per ISA, each loaded in a fresh Python (15 s on 2 cores in a cell's
+    empty cache dir, 3.3 s with its programs kept in ``ISA_DIR``). The answer is the host's, kept
+    per process, so forked cells inherit it; the parent hears no exit while it probes."""
+    from unittest import mock
 
-    ``pick_vec_isa`` builds a test program per ISA with the C++ compiler and loads each in a
-    fresh Python: 15 s in an empty cache dir, 3.3 s in a kept one (2-core CPU box). Each
-    cell has its own empty cache dir (cache=cold), so every compiled CPU cell paid the 15 s,
-    inside its ``compile_s`` (naive/default: 16.1 s, of which its own compile about 1 s). The
-    answer is the host's and is kept per process (functools caches), so forked cells inherit
-    it. Its test programs go to ``ISA_DIR``; the cells' own cache dirs are left alone. The
-    parent serves nothing while it probes: with several slots, another cell's exit is heard
-    (and its row written) up to that long late, once per sweep.
-    """
-    saved = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(ISA_DIR)
-    try:
-        from torch._inductor.cpu_vec_isa import pick_vec_isa
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
 
+    # Inductor's cache_dir() writes the variable back: patch.dict restores the parent's own
+    with mock.patch.dict(os.environ, {"TORCHINDUCTOR_CACHE_DIR": str(ISA_DIR)}):
         return _timed(pick_vec_isa)
-    finally:  # Inductor's cache_dir() writes the variable back: the parent's own stays as it was
-        if saved is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved
 
 
 def _triton_driver() -> None:

@@ -24,17 +24,12 @@ def _fresh_bytecode(source: str) -> bool:
 
 
 def bytecode_cache(env: dict, setting: str = "auto", source: str | None = None) -> dict:
-    """The server's environment for a private bytecode cache where the installed torch has no
-    usable one (``source``: a module of it; default torch's ``__init__``), else nothing.
-
-    Without one, every Python process compiles torch's sources again. The H200 image ships no
-    pyc for torch and sets PYTHONDONTWRITEBYTECODE: a server's imports took 10-17 s on the
-    H200 VMs. On the CPU machine, torch's imports with no pyc (an empty prefix) took 14.3 s,
-    6.8 s once the prefix was filled, 5.6-6.4 s with the install's own pyc. So the server,
-    and the cells it forks, read and write pyc under ``~/.cache/study/pycache`` (PYTHONPYCACHEPREFIX), never
-    next to the installed sources; the first server fills it. ``setting`` (the launcher's
-    ``pycache``): ``auto``, a dir to put it elsewhere, or ``off``; a PYTHONPYCACHEPREFIX of your
-    own is kept. Where torch has its pyc, nothing changes (``setting`` included)."""
+    """The warm parent's environment for a private bytecode cache (``PYTHONPYCACHEPREFIX``, by
+    default ``~/.cache/study/pycache``) where the installed torch has no usable one (``source``:
+    a module of it; default torch's ``__init__``), else nothing. Without one every process
+    compiles torch's sources again (the H200 image ships no pyc and sets
+    PYTHONDONTWRITEBYTECODE: 10-17 s of imports). ``setting`` (the launcher's ``pycache``):
+    ``auto``, a dir, or ``off``; a PYTHONPYCACHEPREFIX of your own is kept."""
     want = "" if setting in ("auto", None) else str(setting).strip()
     if want.lower() == "off" or env.get("PYTHONPYCACHEPREFIX"):
         return {}

@@ -1,8 +1,8 @@
 """The warm parent, both ends: it imports torch once and forks a fresh child per cell.
 
-The sweep starts it (``Server``) as a ``multiprocessing`` spawn process on the sweep's cores,
-and talks to it over one ``multiprocessing`` pipe (the only transport). The parent imports and
-prewarms (study.sweep.prewarm), freezes its objects for the garbage collector, and never
+The sweep starts it (``Server``: ``python -m study.sweep.server``) on the sweep's cores and talks
+to it over one ``multiprocessing`` connection (a socket pair, the only transport). It imports
+and prewarms (study.sweep.prewarm), freezes its objects for the garbage collector, and never
 compiles, runs an op or initialises CUDA, so each forked child starts with a fresh Dynamo state,
 Inductor config, CUDA context, allocator and compile caches; it refuses to serve if an import
 initialised CUDA. Why, and what it buys: docs/method.md ("Isolation").
@@ -15,29 +15,32 @@ Messages (dicts): ``{"ready": status}`` once; ``{"op": "spawn", "id", "target": 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
 import importlib
-import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import time
 import traceback
 import warnings
-from contextlib import contextmanager
+from multiprocessing.connection import Connection, Pipe
+from pathlib import Path
 
 from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
 from study.sweep.pycache import bytecode_cache
 
 PR_SET_PDEATHSIG = 1
+ROOT = str(Path(__file__).resolve().parents[2])  # first on the parent's PYTHONPATH
 
 
 @functools.cache
 def libc_prctl():
-    """libc's ``prctl``, looked up once, before any fork: a child forked beside other threads
-    then calls it without the loader's lock. None where there is none (not Linux)."""
+    """libc's ``prctl`` (None: not Linux), looked up before any fork: a child forked beside
+    other threads then calls it without the loader's lock."""
     try:
         return ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
@@ -45,25 +48,12 @@ def libc_prctl():
 
 
 def die_with_parent() -> None:
-    prctl = libc_prctl()
-    if prctl is not None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if libc_prctl() is not None:
+        libc_prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class ServerError(RuntimeError):
     """The warm parent could not start or stopped answering."""
-
-
-@contextmanager
-def environ(extra: dict):
-    """``os.environ`` with ``extra`` while the parent starts (it inherits the environment)."""
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 class Server:
@@ -71,12 +61,17 @@ class Server:
 
     def __init__(self, cores=None, prewarm: bool = True, pycache: str = "auto", timeout=300.0,
                  eager: bool = False):  # fmt: skip
-        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this one
-        self.conn, theirs = ctx.Pipe()
-        args = (theirs, list(cores or []), prewarm, eager)
-        self.proc = ctx.Process(target=serve, args=args, name="study-warm-parent", daemon=True)
-        with environ({"PYTHONUNBUFFERED": "1", **bytecode_cache(dict(os.environ), pycache)}):
-            self.proc.start()
+        self.conn, theirs = Pipe()  # a socket pair; the parent gets its end's fd
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **bytecode_cache(dict(os.environ), pycache)}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+        args = [
+            str(theirs.fileno()),
+            ",".join(map(str, cores or [])),
+            str(int(prewarm)),
+            str(int(eager)),
+        ]
+        self.proc = subprocess.Popen([sys.executable, "-m", "study.sweep.server", *args],
+                                     pass_fds=[theirs.fileno()], env=env)  # fmt: skip
         theirs.close()
         self._status, self._timeout, self._next = None, timeout, 0
         self.exits: dict[int, int] = {}  # request id -> exit code, until taken
@@ -92,7 +87,7 @@ class Server:
         return self._status
 
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        return self.proc.poll() is None
 
     def read(self, timeout: float) -> dict | None:
         """The next message, or None at ``timeout``; an exit is also kept in ``exits``."""
@@ -101,9 +96,8 @@ class Server:
                 return None
             msg = self.conn.recv()
         except (EOFError, OSError):
-            self.proc.join(5)
             raise ServerError(
-                f"the cell server exited (code {self.proc.exitcode}); see the sweep's stderr"
+                f"the cell server exited (code {self.proc.wait()}); see the sweep's stderr"
             ) from None
         if "exit" in msg:  # keyed by request: a reused pid cannot answer for an earlier child
             self.exits[msg["exit"]] = msg["rc"]
@@ -148,18 +142,16 @@ class Server:
         if self._status is None:  # still importing (a bad point, Ctrl-C): it forked nothing
             self.proc.kill()
         self.conn.close()
-        self.proc.join(10)
-        if self.proc.exitcode is None:
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.join()
+            self.proc.wait()
 
 
 # -- the parent's end ---------------------------------------------------------------------------
 def _gpus() -> int:
-    """GPUs this host has, without initialising CUDA here: NVML, else a throwaway process (if
-    NVML fails, torch falls back to cudaGetDeviceCount, which would initialise the driver)."""
-    import subprocess
-
+    """GPUs this host has, asked of NVML, else of a throwaway process: never of the driver here."""
     import torch
 
     n = torch.cuda._device_count_nvml() if hasattr(torch.cuda, "_device_count_nvml") else -1
@@ -176,7 +168,7 @@ def _status(base: dict) -> dict:
     return {
         **base,
         "pid": os.getpid(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a TorchVersion would import torch where unpickled
         "cuda_initialized": torch.cuda.is_initialized(),
         "cuda_driver_initialized": driver_initialised(),
         "nvml_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
@@ -190,8 +182,7 @@ def _warm_up(prewarm_on: bool, eager: bool) -> dict:
     """Imports, prewarm, frozen gc; the status to announce. Exits if CUDA got initialised.
     ``eager``: no cell of the sweep compiles: Dynamo and Inductor are left unimported."""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    # Python 3.12+ warns on fork() with threads running: the one other thread is torch's native
-    # one, and a forked child uses nothing it holds.
+    # Python 3.12+ warns on fork() beside threads: torch's one native thread holds nothing a cell uses
     warnings.filterwarnings("ignore", message=r".*multi-threaded, use of fork\(\)",
                             category=DeprecationWarning)  # fmt: skip
     t = time.perf_counter()
@@ -282,9 +273,6 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
     if cores:
         os.sched_setaffinity(0, cores)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep's to handle
-    # The cells' default start method, as in a fresh process (spawn set its own: tqdm's lock
-    # then made named semaphores that outlived each cell)
-    multiprocessing.set_start_method(None, force=True)
     status = _warm_up(prewarm_on, eager)
     conn.send({"ready": status})
     children: dict[int, object] = {}  # pid -> request id
@@ -296,14 +284,11 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
             req = conn.recv()
         except (EOFError, OSError):  # the sweep is gone: so are its cells
             for pid in children:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             return
         if req.get("op") == "status":
-            conn.send({"status": _status({k: status[k] for k in ("variants", "imports_s",
-                       "device_count", "cuda_available", "prewarm_s")})})  # fmt: skip
+            conn.send({"status": _status(status)})  # the live fields asked again
         elif req.get("op") == "spawn":
             if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
                 status["prewarm_s"]["cpu_isa"] = cpu_isa()
@@ -314,3 +299,8 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
                 _child(req, me, conn)
             children[pid] = req.get("id")
             conn.send({"spawned": req.get("id"), "pid": pid})
+
+
+if __name__ == "__main__":  # started by Server: the pipe's fd, the cores, prewarm, eager
+    fd, cores, warm, eager = sys.argv[1:5]
+    serve(Connection(int(fd)), [int(c) for c in cores.split(",") if c], warm == "1", eager == "1")
