@@ -26,7 +26,6 @@ class Launcher(HydraLauncher):
         self.pycache = str(pycache)
         self.scheduler = None
         self.composed: dict[tuple, object] = {}
-        self.total, self.t0 = 0, 0.0
 
     def setup(self, *, hydra_context, task_function, config) -> None:
         self.hydra_context, self.task_function, self.config = hydra_context, task_function, config

@@ -20,6 +20,7 @@ import ctypes
 import functools
 import gc
 import importlib
+import json
 import os
 import signal
 import subprocess
@@ -64,14 +65,9 @@ class Server:
         self.conn, theirs = Pipe()  # a socket pair; the parent gets its end's fd
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **bytecode_cache(dict(os.environ), pycache)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
-        args = [
-            str(theirs.fileno()),
-            ",".join(map(str, cores or [])),
-            str(int(prewarm)),
-            str(int(eager)),
-        ]
-        self.proc = subprocess.Popen([sys.executable, "-m", "study.sweep.server", *args],
-                                     pass_fds=[theirs.fileno()], env=env)  # fmt: skip
+        opts = json.dumps({"cores": list(cores or []), "prewarm_on": prewarm, "eager": eager})
+        self.proc = subprocess.Popen([sys.executable, "-m", "study.sweep.server", str(theirs.fileno()),
+                                      opts], pass_fds=[theirs.fileno()], env=env)  # fmt: skip
         theirs.close()
         self._status, self._timeout, self._next = None, timeout, 0
         self.exits: dict[int, int] = {}  # request id -> exit code, until taken
@@ -112,6 +108,7 @@ class Server:
         return None
 
     def _send(self, req: dict) -> None:
+        self.status  # noqa: B018 - ready first
         try:
             self.conn.send(req)
         except OSError:  # BrokenPipeError
@@ -121,7 +118,6 @@ class Server:
               cpu_compile: bool = False) -> tuple[int, int]:  # fmt: skip
         """Fork a child running ``target(**kwargs)``: (request id, pid = its process group).
         ``cpu_compile``: the child compiles on the CPU (the parent probes the ISAs first, once)."""
-        self.status  # noqa: B018 - ready first
         self._next += 1
         req = {"op": "spawn", "id": self._next, "target": target, "kwargs": kwargs, "env": env,
                "cores": list(cores) if cores else None, "log": str(log), "cpu_compile": cpu_compile}  # fmt: skip
@@ -133,7 +129,6 @@ class Server:
         return req["id"], msg["pid"]
 
     def query(self) -> dict:
-        self.status  # noqa: B018 - ready first
         self._send({"op": "status"})
         return self._read_until(lambda m: "status" in m, 30.0)["status"]
 
@@ -301,6 +296,5 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
             conn.send({"spawned": req.get("id"), "pid": pid})
 
 
-if __name__ == "__main__":  # started by Server: the pipe's fd, the cores, prewarm, eager
-    fd, cores, warm, eager = sys.argv[1:5]
-    serve(Connection(int(fd)), [int(c) for c in cores.split(",") if c], warm == "1", eager == "1")
+if __name__ == "__main__":  # started by Server: its end's fd, then serve's options as JSON
+    serve(Connection(int(sys.argv[1])), **json.loads(sys.argv[2]))
