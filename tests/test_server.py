@@ -155,3 +155,17 @@ def test_the_sweeps_process_hears_the_parent_without_importing_torch():
             "s.close(); print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_warm_parent_that_died_between_cells_is_replaced():
+    from study.sweep.scheduler import Scheduler
+
+    sched = Scheduler(1)
+    try:
+        first = sched.server()
+        first.status  # noqa: B018 - started
+        first.proc.kill()
+        first.proc.wait()
+        assert sched.server() is not first and sched.status["pid"] != first.status["pid"]
+    finally:
+        sched.close()

@@ -117,7 +117,7 @@ class Scheduler:
         """The warm parent, started on first use (the launcher asks early, so that it imports
         while the sweep is checked); a dead one is replaced, after its cells' rows."""
         if self._server is not None and not self._server.alive():
-            self._lost(f"the cell server died (exit code {self._server.proc.exitcode})")
+            self._lost(f"the cell server died (exit code {self._server.proc.poll()})")
         if self._server is None:
             self._server = self._make_server(self.house, **self._server_args)
         return self._server
