@@ -151,7 +151,8 @@ def test_the_sweeps_process_hears_the_parent_without_importing_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from study.sweep.server import Server; s = Server(); s.status; s.query(); "
+    code = ("import sys; from study.sweep.server import Server; s = Server(prewarm=False, eager=True); "
+            "s.status; s.query(); "
             "s.close(); print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
@@ -160,7 +161,7 @@ def test_the_sweeps_process_hears_the_parent_without_importing_torch():
 def test_a_warm_parent_that_died_between_cells_is_replaced():
     from study.sweep.scheduler import Scheduler
 
-    sched = Scheduler(1)
+    sched = Scheduler(1, prewarm=False, eager=True)  # the lightest parent: two are started
     try:
         first = sched.server()
         first.status  # noqa: B018 - started
