@@ -135,8 +135,9 @@ def test_an_eager_sweeps_warm_parent_leaves_inductor_out_and_its_cells_run(tmp_p
 
 
 def test_a_cells_multiprocessing_starts_as_in_a_fresh_process(server, tmp_path):
-    """The parent is a spawn process, which sets its own start method: a cell that kept it made
-    named semaphores (tqdm's lock, in every compile) that outlived it, one warning each."""
+    """A parent started as a multiprocessing spawn process (tried once) hands its cells the
+    spawn start method: tqdm's lock, made in every compile, then became a named semaphore that
+    outlived the cell, one warning each at the sweep's end."""
     import subprocess
     import sys
 
