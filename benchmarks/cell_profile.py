@@ -63,7 +63,7 @@ def main() -> None:
 
     from study.cell import pinning
     from study.cell.compiling import cache_env
-    from study.sweep.scheduler import gpu_id, kill_group
+    from study.sweep.scheduler import gpu_id, kill_groups
     from study.sweep.server import Server
 
     house, groups = pinning.plan(pinning.allowed(), 1, "auto")
@@ -100,7 +100,7 @@ def main() -> None:
             srv.read(1.0)
         rc = srv.exits.pop(rid, None)
         if rc is None:
-            kill_group(pid)
+            kill_groups([pid])
         seen = time.time()
         print(f"\n== {cell.name} ({'killed at --timeout' if rc is None else f'exit {rc}'})")
         log = (scratch / "cell.log").read_text(errors="replace").splitlines()
