@@ -214,3 +214,21 @@ def test_the_pass_is_pass_kind_and_step_kind_still_works_for_one_release():
     old["step"] = old.pop("pass")  # as a cell.yaml written before the rename
     assert config_hash(new) == config_hash(old) == config_hash(d | {"pass": new["pass"]})
     assert config_hash(to_plain(compose("pass=fwd"))) != config_hash(new)
+
+
+def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
+    """One list (identity.NOT_IDENTITY) says both what config_hash skips and which overrides a
+    resume may change; the sweep dir kept a second list, which had drifted from it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from study.rows.identity import NOT_IDENTITY, changed_overrides, fixed_overrides, measured
+
+    assert not any(measured(k) for k in NOT_IDENTITY)
+    assert not any(measured(k) for k in ("hydra/launcher", "+expect.status", "expect.flash.x"))
+    assert all(measured(k) for k in ("variant", "compile", "shape.n", "+family.window"))
+    parse = OverridesParser.create().parse_overrides
+    old = fixed_overrides(parse(["variant=naive,flash", "dtype=bf16", "timeout_s=60"]))
+    assert old == {"variant": ["<swept>"], "dtype": ["bf16"]}
+    new = fixed_overrides(parse(["variant=math", "dtype=fp16", "resume=true", "cores=0-3"]))
+    assert changed_overrides(old, new) == ["dtype was bf16, is fp16 now"]
+    assert changed_overrides(old, {}) == ["dtype=bf16 is missing now", "variant=<swept> is missing now"]

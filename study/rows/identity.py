@@ -1,11 +1,14 @@
-"""A cell's identity: what it measures, hashed, and the config keys renamed since.
+"""What resume compares: a cell's identity, a sweep's fixed overrides, and the keys renamed since.
 
-``config_hash`` is what resume compares: a finished cell is kept only when the config it ran
-matches. A renamed key is hashed under its old name, so a resume of a sweep made before a
-rename keeps its cells. ``renamed_keys`` reads an old key as its new one, for one release.
+``config_hash``: a finished cell is kept only when the config it ran matches. A renamed key is
+hashed under its old name, so a resume of a sweep made before a rename keeps its cells.
+``renamed_keys`` reads an old key as its new one, for one release. ``fixed_overrides``: what a
+resume may not change about the sweep it adds to (study.sweep.sweepdir checks it).
 """
 
 from __future__ import annotations
+
+import re
 
 # Keys that say how or where a cell runs, not what it measures: left out of its identity.
 NOT_IDENTITY = (
@@ -14,7 +17,6 @@ NOT_IDENTITY = (
     "out_root",
     "timeout_s",
     "isolation",
-    "gpu_slots",
     "cores",
     "cpu_mem_limit_gb",
     "repeat",
@@ -30,6 +32,8 @@ RENAMED = {
     ("step", "kind"): ("pass", "kind"),
     ("step", "lr"): ("pass", "lr"),
 }
+# keys gone after their release of deprecation -> what to give instead
+REMOVED = {"gpu_slots": "hydra/launcher=gpus hydra.launcher.n_jobs=N"}
 
 
 def given(c, node: str, key: str):
@@ -91,3 +95,35 @@ def config_hash(plain_cfg: dict) -> str:
 def eager_hash(plain_cfg: dict) -> str:
     """The config_hash of this cell's eager twin: what a cross-process speedup divides by."""
     return config_hash({**plain_cfg, "compile": {"mode": "off"}})
+
+
+def measured(key: str) -> bool:
+    """Does an override of ``key`` (``+expect.status``, ``hydra/launcher``, ``variant``...)
+    change what a cell measures? Predictions and the harness's own keys do not."""
+    return re.split(r"[./]", key.lstrip("+~"))[0] not in NOT_IDENTITY
+
+
+def fixed_overrides(overrides) -> dict[str, list[str]]:
+    """{key: its values} of a sweep's parsed overrides that change what is measured; a swept key
+    is ``<swept>``: a resume may give it other values (config_hash guards each cell)."""
+    return {
+        o.get_key_element(): ["<swept>"]
+        if o.is_sweep_override()
+        else [o.get_value_element_as_str()]
+        for o in overrides
+        if measured(o.get_key_element())
+    }
+
+
+def changed_overrides(old: dict, new: dict) -> list[str]:
+    """How two sweeps' ``fixed_overrides`` differ, one phrase per key."""
+    diffs = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if a is None:
+            diffs.append(f"{k}={','.join(b)} was not in it")
+        elif b is None:
+            diffs.append(f"{k}={','.join(a)} is missing now")
+        elif a != b and "<swept>" not in (a + b):
+            diffs.append(f"{k} was {','.join(a)}, is {','.join(b)} now")
+    return diffs

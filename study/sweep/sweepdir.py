@@ -16,6 +16,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from study.rows import identity
 from study.rows.usage import fail
 
 
@@ -28,40 +29,6 @@ def overrides(config: DictConfig):
     gh = GlobalHydra.instance()  # its config loader expands glob(...) over a config group
     loader = gh.hydra.config_loader if gh.is_initialized() else None
     return OverridesParser.create(config_loader=loader).parse_overrides(args)
-
-
-# Overrides that say how or where a sweep runs, not what it measures: a resume may change them.
-RUNTIME = {
-    "resume",
-    "repeats",
-    "timeout_s",
-    "out_root",
-    "cores",
-    "gpu_slots",
-    "isolation",
-    "cpu_mem_limit_gb",
-    "hydra/launcher",
-    "repeat",  # the sweep over repeats that repeats=N makes
-}
-
-
-def _runtime(key: str) -> bool:
-    """Keys that do not change what a cell measures: the harness's, and predictions (a
-    resume may check new ones against the rows it keeps)."""
-    k = key.lstrip("+~")
-    return k in RUNTIME or k.startswith(("hydra.", "expect.")) or k == "expect"
-
-
-def shape_of(config: DictConfig) -> dict[str, list[str]]:
-    """{override key: its values}, without the keys that do not change what is measured."""
-    out = {}
-    for o in overrides(config):
-        key = o.get_key_element()
-        if _runtime(key):
-            continue
-        # A swept key may take other values in a resume (config_hash guards each cell).
-        out[key] = ["<swept>"] if o.is_sweep_override() else [o.get_value_element_as_str()]
-    return out
 
 
 def check_resume(config: DictConfig, sweep_dir: Path) -> None:
@@ -88,16 +55,7 @@ def check_resume(config: DictConfig, sweep_dir: Path) -> None:
             f"{saved} is unreadable ({type(e).__name__}: {' '.join(str(e).split())[:200]}): "
             "restore it, or drop resume=true for a new sweep."
         )
-    new = shape_of(config)
-    diffs = []
-    for k in sorted(set(old) | set(new)):
-        a, b = old.get(k), new.get(k)
-        if a is None:
-            diffs.append(f"{k}={','.join(b)} was not in it")
-        elif b is None:
-            diffs.append(f"{k}={','.join(a)} is missing now")
-        elif a != b and "<swept>" not in (a + b):
-            diffs.append(f"{k} was {','.join(a)}, is {','.join(b)} now")
+    diffs = identity.changed_overrides(old, identity.fixed_overrides(overrides(config)))
     if diffs:
         fail(
             f"resume=true would add to {sweep_dir}, a sweep of another configuration: "
@@ -120,19 +78,6 @@ def _in_use(sweep_dir: Path, holder: str) -> None:
         "new sweep in another dir (drop resume=true, or give another hydra.sweep.dir).",
         what="sweep dir in use",
     )
-
-
-def refuse_if_held(sweep_dir: Path) -> None:
-    """Stop now if another sweep holds ``sweep_dir`` (before this one starts anything)."""
-    try:
-        f = open(sweep_dir / LOCK)
-    except OSError:  # no dir, or no lock in it: nobody holds it
-        return
-    with f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _in_use(sweep_dir, _holder(f))
 
 
 def take(sweep_dir: Path, resume: bool):
@@ -196,7 +141,8 @@ def clock(sweep_dir: Path) -> tuple[int, float]:
 
 def write_sweep_yaml(config: DictConfig, sweep_dir: Path, total: int, t0: float) -> None:
     """The sweep's command, fixed overrides, size and start (what a resume is checked against)."""
-    saved = {"command": command(), "overrides": shape_of(config), "total": total, "t0": t0}
+    fixed = identity.fixed_overrides(overrides(config))
+    saved = {"command": command(), "overrides": fixed, "total": total, "t0": t0}
     OmegaConf.save(OmegaConf.create(saved), sweep_dir / "sweep.yaml")
 
 

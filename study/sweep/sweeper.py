@@ -132,7 +132,6 @@ class Sweeper(BasicSweeper):
 
         sweep_dir = Path(self.config.hydra.sweep.dir)
         try:
-            sweepdir.refuse_if_held(sweep_dir)  # before the check starts anything
             pts = self._points(arguments)
             configs = self._check(pts)
         except (SystemExit, KeyboardInterrupt):
