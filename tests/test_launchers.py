@@ -124,12 +124,14 @@ def test_more_cells_at_once_than_gpus_stops_the_sweep_at_start(
     assert (why is None) if said is None else (said in why), why
 
 
-def test_gpu_slots_still_sets_the_cells_at_once_for_one_release():
-    from hydra_plugins.study_plugins import StudyLauncher
+def test_gpu_slots_is_refused_with_the_launcher_setting_that_replaced_it():
+    """Deprecated in v3 (one release), removed after: Hydra's 'not in struct' said as what to give."""
+    from study.rows.config_check import composition_error
 
-    launcher = StudyLauncher(n_jobs=1)
-    launcher.config = compose_hydra("gpu_slots=3")
-    assert launcher.slots() == 3
+    with pytest.raises(Exception) as e:
+        compose_hydra("gpu_slots=3")
+    said = composition_error(e.value)
+    assert "gpu_slots was removed" in said and "hydra.launcher.n_jobs=N" in said, said
 
 
 @pytest.mark.slow
@@ -191,13 +193,15 @@ def test_batches_of_a_sweep_share_one_warm_parent_and_one_count(tmp_path):
     assert "[1/2] " in r.stdout and "[2/2] " in r.stdout, r.stdout[-1500:]
 
 
-def test_inline_cells_cannot_share_slots():
-    from hydra_plugins.study_plugins import StudyLauncher
+def test_isolation_inline_is_said_once_as_deprecated_with_the_way_to_debug_a_cell(capsys):
+    from study.rows.config_check import say_renamed
 
-    launcher = StudyLauncher(n_jobs=2)
-    launcher.config = compose_hydra()
-    why = launcher.slots_error([compose_hydra("isolation=inline")])
-    assert why and "isolation=inline" in why and "n_jobs" in why
+    say_renamed([compose_hydra("isolation=inline"), compose_hydra("isolation=inline")])
+    said = capsys.readouterr().out
+    assert said.count("isolation=inline is deprecated") == 1, said
+    assert "python -m pdb -m study.cell.worker RUN_DIR" in said
+    say_renamed([compose_hydra()])
+    assert capsys.readouterr().out == ""
 
 
 def test_a_job_of_another_launcher_counts_the_whole_sweeps_cells(tmp_path):

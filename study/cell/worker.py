@@ -28,7 +28,7 @@ def check_pinned(gpu: str | None) -> None:
     if not torch.cuda.is_available():
         raise SystemExit(
             f"GPU pinning failed: the cell asked for GPU {gpu}, but CUDA sees no GPU with "
-            f"CUDA_VISIBLE_DEVICES={gpu}: is there a GPU {gpu} on this host? (gpu_slots=N "
+            f"CUDA_VISIBLE_DEVICES={gpu}: is there a GPU {gpu} on this host? (hydra.launcher.n_jobs "
             "must not exceed the GPUs the sweep sees)"
         )
     from study.rows.env import nvidia_smi

@@ -41,7 +41,7 @@ class Cache(Enum):
 
 class Isolation(Enum):
     subprocess = "subprocess"  # each cell in its own process (default; the only safe choice)
-    inline = "inline"  # in the Hydra job's process: for debugging only
+    inline = "inline"  # deprecated, runs as subprocess: python -m study.cell.worker RUN_DIR instead
 
 
 class Fault(Enum):
@@ -241,7 +241,6 @@ class CellConf:
     calibration_file: str | None = (
         None  # ceilings (study.cell.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
     )
-    gpu_slots: int = 0  # >0: share this many GPUs among the running cells, one cell per GPU
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 

@@ -89,11 +89,16 @@ def point_error(cfg: DictConfig, variants=None) -> str | None:
 
 
 def say_renamed(configs) -> None:
-    """One line for each renamed key a sweep still gives by its old name."""
-    from study.rows.config import to_plain
+    """One line for each renamed key a sweep still gives by its old name, and for a
+    deprecated value."""
+    from study.rows.config import plain, to_plain
     from study.rows.identity import renamed_keys
 
     said = {line for cfg in configs for line in renamed_keys(to_plain(cfg))}
+    if any(plain(cfg.get("isolation")) == "inline" for cfg in configs):
+        said.add("isolation=inline is deprecated and ignored: every cell runs in its own process. "
+                 "To step through one in a debugger, run it by hand: "
+                 "python -m pdb -m study.cell.worker RUN_DIR (the dir holding its cell.yaml)")  # fmt: skip
     for line in sorted(said):
         print(f"[study] note: {line}", flush=True)
 

@@ -41,6 +41,10 @@ def _missing_group(text: str) -> str | None:
 
 def unknown_key(key: str) -> str:
     from study.rows.config_rules import known_keys
+    from study.rows.identity import REMOVED
+
+    if key in REMOVED:
+        return f"{key} was removed after its release of deprecation: give {REMOVED[key]} instead."
 
     parent = key.rsplit(".", 1)[0] if "." in key else ""
     keys = known_keys(parent)

@@ -21,7 +21,7 @@ from hydra.plugins.launcher import Launcher as HydraLauncher
 
 class Launcher(HydraLauncher):
     def __init__(self, n_jobs: int = 1, prewarm: bool = True, pycache: str = "auto") -> None:
-        self.n_jobs = int(n_jobs)
+        self.n_jobs = max(1, int(n_jobs))
         self.prewarm = bool(prewarm)
         self.pycache = str(pycache)
         self.scheduler = None
@@ -30,25 +30,16 @@ class Launcher(HydraLauncher):
     def setup(self, *, hydra_context, task_function, config) -> None:
         self.hydra_context, self.task_function, self.config = hydra_context, task_function, config
 
-    def slots(self) -> int:
-        """Cells at once: ``n_jobs``, or the deprecated ``gpu_slots`` where it is set."""
-        old = int(self.config.get("gpu_slots") or 0)
-        return old if old > 0 else max(1, self.n_jobs)
-
     def start(self, eager: bool = False) -> None:
         """The scheduler and its warm parent, now (it imports while the sweep is checked);
         ``eager``: no cell of the sweep compiles (the parent leaves Inductor out)."""
         if self.scheduler is None:
-            from study.sweep.scheduler import Scheduler
-
-            if int(self.config.get("gpu_slots") or 0) > 0:
-                print("[study] gpu_slots=N is deprecated: use hydra/launcher=gpus "
-                      "hydra.launcher.n_jobs=N", flush=True)  # fmt: skip
             from study.cell.pinning import check_spec
+            from study.sweep.scheduler import Scheduler
 
             cores = str(self.config.cores)  # a bad core list is the check's to report
             cores = cores if check_spec(cores) is None else "auto"
-            self.scheduler = Scheduler(self.slots(), cores, self.prewarm, self.pycache, eager=eager)
+            self.scheduler = Scheduler(self.n_jobs, cores, self.prewarm, self.pycache, eager=eager)
             self.scheduler.server()  # it imports while the sweep is checked
 
     def variants(self) -> dict:
@@ -61,12 +52,7 @@ class Launcher(HydraLauncher):
         from study.rows.config import plain
         from study.sweep.scheduler import gpu_id
 
-        slots = self.slots()
-        if slots > 1 and any(c is not None and plain(c.isolation) == "inline" for c in configs):
-            return (
-                f"isolation=inline runs each cell in the sweep's own process, one at a time: "
-                f"drop it, or run {slots} cells at once (hydra.launcher.n_jobs) without it"
-            )
+        slots = self.n_jobs
         if slots <= 1 or not any(c is not None and plain(c.device) != "cpu" for c in configs):
             return None
         gpus = int(self.scheduler.status["device_count"])

@@ -167,9 +167,6 @@ class Scheduler:
             if why != "not finished":
                 print(f"[study] {cell.name}: running again (resume=true): {why}", flush=True)
         rundir.prepare(cell)
-        if plain(cfg.isolation) == "inline":
-            self._inline(cell, asked)
-            return
         t = time.perf_counter()
         while len(self.running) >= self.slots:
             self.poll(0.5)
@@ -252,21 +249,6 @@ class Scheduler:
             why = None if done else failed(run)
             if done or why:
                 self._finish(run.cell, why, time.perf_counter() - run.asked, run.waited, run.gpu)
-
-    def _inline(self, cell: rundir.Cell, asked: float) -> None:
-        """Debug only (``isolation=inline``): the cell in this process. Dynamo/CUDA state is
-        not isolated."""
-        from study.cell import worker
-
-        saved = dict(os.environ)
-        os.environ.update(self._env(cell, None))
-        try:
-            worker.main(cell.run_dir)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        why = None if (cell.run_dir / "run.csv").exists() else ("crash", "inline cell wrote no row")
-        self._finish(cell, why, time.perf_counter() - asked, None, None)
 
     def _finish(self, cell, failed, wall: float, waited, gpu) -> None:
         """``wall``: from the cell's submission to its end, its wait for a slot included."""
