@@ -24,59 +24,11 @@ WARM = WARM_EAGER + (
     "torch._inductor.codecache",
     "torch.nn.attention.flex_attention",
 )
-# What a cell imports the first time it compiles (sys.modules after a compiled cell against the
-# parent's, H200 VM): 0.7 s a compiled cell where the install has no bytecode cache. Optional.
-WARM_COMPILE = (
-    "torch._dynamo.backends.*",  # Dynamo lists every backend when it looks one up
-    "torch._dynamo.dce_extra_outputs",
-    "torch._dynamo.repro.after_dynamo",
-    "torch._inductor.bounds",
-    "torch._inductor.choices",
-    "torch._inductor.codegen.cuda_combined_scheduling",
-    "torch._inductor.codegen.cpp_wrapper_cpu_array_ref",
-    "torch._inductor.codegen.cpp_wrapper_gpu",
-    "torch._inductor.codegen.cpp_wrapper_mps",
-    "torch._inductor.codegen.cpu_device_op_overrides",
-    "torch._inductor.codegen.cuda.device_op_overrides",
-    "torch._inductor.codegen.halide",
-    "torch._inductor.codegen.mps",
-    "torch._inductor.codegen.mps_device_op_overrides",
-    "torch._inductor.codegen.mtia.device_op_overrides",
-    "torch._inductor.codegen.pallas",
-    "torch._inductor.codegen.python_wrapper_mtia",
-    "torch._inductor.codegen.xpu.device_op_overrides",
-    "torch._inductor.codegen.memory_planning",
-    "torch._inductor.codegen.segmented_tree",
-    "torch._inductor.codegen.wrapper_fxir",
-    "torch._inductor.compiler_bisector",
-    "torch._inductor.extern_node_serializer",
-    "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
-    "torch._inductor.fx_passes.apply_gumbel_max_trick",
-    "torch._inductor.fx_passes.efficient_conv_bn_eval",
-    "torch._inductor.fx_passes.freezing_patterns",
-    "torch._inductor.fx_passes.fuse_attention",
-    "torch._inductor.fx_passes.mkldnn_fusion",
-    "torch._inductor.fx_passes.pad_mm",
-    "torch._inductor.fx_passes.quantization",
-    "torch._inductor.fx_passes.serialized_patterns.*",  # every module of the package
-    "torch._inductor.hooks",
-    "torch._inductor.runtime.caching",
-    "torch._subclasses.schema_check_mode",
-    "torch.distributed.tensor.experimental",
-    "torch.export._trace",
-    "torch.fx.experimental.validator",
-    "torch.utils._cpp_embed_headers",
-    "multiprocessing.synchronize",
-    "sympy.tensor.tensor",
-    "triton.compiler.code_generator",
-    "triton.experimental.gluon",
-    "triton.tools.tensor_descriptor",
-    "numpy.ma",
-    "sympy.combinatorics",
-    "study.cell.calibrate",
-    "study.rows.io",
-    "study.rows.revealed",
-)  # the workloads themselves the server imports always (its status names their variants)
+# What a cell imports the first time it compiles: measured data, in warm_compile.txt (it says how).
+WARM_COMPILE = tuple(
+    m for ln in (Path(__file__).parent / "warm_compile.txt").read_text().splitlines()
+    if (m := ln.split("#")[0].strip())
+)  # fmt: skip
 
 
 def driver_initialised() -> bool | None:
