@@ -67,19 +67,6 @@ def check_resume(config: DictConfig, sweep_dir: Path) -> None:
 LOCK = ".sweep.lock"  # one writer per sweep dir: held by the sweep's main process to the end
 
 
-def _holder(f) -> str:
-    f.seek(0)
-    return f.read().strip() or "a process that did not say which"
-
-
-def _in_use(sweep_dir: Path, holder: str) -> None:
-    fail(
-        f"{sweep_dir} is in use by another sweep ({holder}): wait for it to end, or start a "
-        "new sweep in another dir (drop resume=true, or give another hydra.sweep.dir).",
-        what="sweep dir in use",
-    )
-
-
 def take(sweep_dir: Path, resume: bool):
     """The sweep dir's lock (an open file under ``flock``), for this process to hold until
     its summary. Another sweep that holds it, or a dir that already holds a sweep when this
@@ -89,9 +76,14 @@ def take(sweep_dir: Path, resume: bool):
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _holder(f)
+        f.seek(0)
+        holder = f.read().strip() or "a process that did not say which"
         f.close()
-        _in_use(sweep_dir, holder)
+        fail(
+            f"{sweep_dir} is in use by another sweep ({holder}): wait for it to end, or start a "
+            "new sweep in another dir (drop resume=true, or give another hydra.sweep.dir).",
+            what="sweep dir in use",
+        )
     if not resume and any(p.name != LOCK for p in sweep_dir.iterdir()):
         release(f)
         fail(
