@@ -189,7 +189,7 @@ def match(
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
-            "peak_mem_reserved_bytes", "res_w", "lat_w",
+            "peak_mem_step_bytes", "peak_mem_reserved_bytes", "res_w", "lat_w",
             "cmp_w", "mem_w", "timing_phase", "device_time_us", "gpu_us_per_step", "pair_lead_in",
             "hbound",
             *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
@@ -235,10 +235,14 @@ def _memory(m: pd.DataFrame) -> None:
     """Peak memory B/A (``memory``) and each side's spread (``mem_w_*``): the allocator's peak,
     or for a mode that replays CUDA graphs its reserved memory, where both sides have it (the
     allocator's peak leaves out the graph pool: v2 -> v3 read naive's reduce-overhead 49 -> 81
-    MiB allocated, +65%, while reserved, pool and all, went 426 -> 459)."""
+    MiB allocated, +65%, while reserved, pool and all, went 426 -> 459). Else the step's own
+    peak (``peak_mem_step_bytes``) where both sides have it: the allocator's peak counts what
+    earlier calls left allocated (v3's compiled cells: eager's 32 MiB cuBLAS workspace)."""
     res_a, res_b = column(m, "peak_mem_reserved_bytes_a"), column(m, "peak_mem_reserved_bytes_b")
     reserved = m["compile"].astype(str).isin(GRAPHS) & res_a.notna() & res_b.notna()
     alloc = column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")
+    step_a, step_b = column(m, "peak_mem_step_bytes_a"), column(m, "peak_mem_step_bytes_b")
+    alloc = alloc.where(~(step_a.notna() & step_b.notna() & (step_a > 0)), step_b / step_a)
     m["memory"] = alloc.where(~reserved, res_b / res_a)
     for side in ("a", "b"):
         m[f"mem_w_{side}"] = m[f"mem_w_{side}"].where(~reserved, m[f"res_w_{side}"])

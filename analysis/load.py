@@ -49,6 +49,8 @@ NEWER_NUMERIC = [
     "pairs",
     "eager_latency_paired_us",
     "peak_mem_alloc_bytes",
+    "peak_mem_step_bytes",
+    "eager_peak_mem_step_bytes",
     "peak_mem_reserved_bytes",
     "compression_ratio",
     "flops_useful",

@@ -390,3 +390,27 @@ def test_a_reason_is_said_in_its_own_words_without_cudas_advice():
     assert first_words(said) == said  # the allocator's own words stay
     assert first_words(float("nan")) == "no reason given"
     assert first_words("x" * 300, 10) == "x" * 9 + "…"
+
+
+def test_the_steps_own_peak_is_judged_where_both_sides_have_it(tmp_path):
+    """v3's compiled cells read 32 MiB more allocated than v2's: eager's cuBLAS workspace, left
+    allocated before the compiled peak was taken. The step's own peak did not move."""
+
+    def make(name, edit):
+        sides = []
+        for side in ("a", "b"):
+            d = synth.with_new_columns()
+            d["runs"]["peak_mem_step_bytes"] = d["runs"]["peak_mem_alloc_bytes"] / 2
+            if side == "b":
+                edit(d["runs"])
+            sides.append(str(synth.write(d, tmp_path / name / side)))
+        return build(*sides, None)[1]
+
+    def workspace(runs):  # the allocator's peak up by a workspace, the step's own unchanged
+        runs.loc[_at(runs, "flash"), "peak_mem_alloc_bytes"] *= 1.25
+
+    def own(runs):
+        runs.loc[_at(runs, "flash"), "peak_mem_step_bytes"] *= 1.25
+
+    assert _flagged(make("ws", workspace)) == set()
+    assert _flagged(make("own", own)) == {("flash", "default", "peak memory")}

@@ -217,6 +217,7 @@ class Cell:
             peak = memory.steady(self.step, self.device)
             row.update(
                 peak_mem_alloc_bytes=peak.allocated,
+                peak_mem_step_bytes=peak.step,
                 peak_mem_reserved_bytes=peak.reserved,
                 mem_source=peak.source,
             )
@@ -273,6 +274,7 @@ class Cell:
     def _eager_peak(self) -> None:
         eager_peak = memory.steady(self.eager, self.device)
         self.row["eager_peak_mem_alloc_bytes"] = eager_peak.allocated
+        self.row["eager_peak_mem_step_bytes"] = eager_peak.step
         if not (self.device == "cuda" and compiling.uses_cudagraphs(self.mode)):
             self.row["compression_ratio"] = metrics.speedup(
                 eager_peak.allocated, self.row.get("peak_mem_alloc_bytes")

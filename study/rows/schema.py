@@ -361,6 +361,13 @@ RUN = (
             "peak memory of the step in steady state (after warm-up): CUDA, "
             "max_memory_allocated; CPU, peak resident growth over the calls (mem_source)",
         ),
+        Col(
+            "peak_mem_step_bytes",
+            "B",
+            "the step's own peak: peak_mem_alloc_bytes less what was allocated when the calls "
+            "began (inputs, parameters, and what earlier calls left allocated, such as eager's "
+            "32 MiB cuBLAS workspace in a compiled cell's process); the CPU's is its growth",
+        ),
         Col("peak_mem_reserved_bytes", "B", "CUDA: max_memory_reserved over the same calls"),
         Col(
             "compile_peak_mem_bytes",
@@ -371,6 +378,11 @@ RUN = (
             "eager_peak_mem_alloc_bytes",
             "B",
             "compiled cells: the eager step's steady-state peak, measured in the same process",
+        ),
+        Col(
+            "eager_peak_mem_step_bytes",
+            "B",
+            "compiled cells: the eager step's own peak (as peak_mem_step_bytes), same process",
         ),
         Col(
             "compression_ratio",
