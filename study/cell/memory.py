@@ -35,9 +35,10 @@ class Peak:
     """``with Peak(device) as p: ...`` then ``p.allocated``, ``p.reserved`` and ``p.step``
     (bytes or None). ``step`` is what the calls added on top of what was allocated when they
     began (CUDA; on the CPU the same as ``allocated``, already a growth): v3's compiled cells
-    read an allocated peak 32 MiB above v2's, eager's cuBLAS workspace, left allocated by the
-    paired rounds before the compiled step's peak was taken (matmul+bias n=64 under
-    reduce-overhead: 17,920 B in v2, 33,572,352 in v3)."""
+    read an allocated peak exactly 32 MiB above v2's (matmul+bias n=64 under reduce-overhead:
+    17,920 B in v2, 33,572,352 in v3), the size of a cuBLAS workspace on Hopper; most likely
+    eager's, left allocated by the paired rounds before the compiled step's peak was taken
+    (not verified on the device yet)."""
 
     def __init__(self, device: str):
         self.device = device

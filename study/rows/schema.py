@@ -365,8 +365,8 @@ RUN = (
             "peak_mem_step_bytes",
             "B",
             "the step's own peak: peak_mem_alloc_bytes less what was allocated when the calls "
-            "began (inputs, parameters, and what earlier calls left allocated, such as eager's "
-            "32 MiB cuBLAS workspace in a compiled cell's process); the CPU's is its growth",
+            "began (inputs, parameters, and what earlier calls left allocated, such as a 32 MiB "
+            "cuBLAS workspace of eager's in a compiled cell's process); the CPU's is its growth",
         ),
         Col("peak_mem_reserved_bytes", "B", "CUDA: max_memory_reserved over the same calls"),
         Col(
