@@ -51,6 +51,7 @@ NEWER_NUMERIC = [
     "peak_mem_alloc_bytes",
     "peak_mem_step_bytes",
     "eager_peak_mem_step_bytes",
+    "gauge_own_us",
     "peak_mem_reserved_bytes",
     "compression_ratio",
     "flops_useful",

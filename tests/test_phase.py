@@ -179,6 +179,8 @@ def test_a_row_tells_which_phase_its_figures_come_from(monkeypatch, readings, ho
     else:
         assert row["pairs"] == n and "fast phase" in " ".join(cell.notes)
     assert row["phase_fast_share"] == pytest.approx(readings.count(10.0) / n)
+    if state == "slow":  # the host's level judged it; its own says how fast it ran
+        assert row["gauge_fast_us"] == 10.0 and row["gauge_own_us"] == 17.0
 
 
 def test_a_contended_host_is_said_and_not_a_fast_phase_figure(monkeypatch):

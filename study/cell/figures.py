@@ -77,6 +77,7 @@ def settle(cell) -> None:
         timing_phase=state,
         phase_fast_share=len(fast) / len(r.gauges),
         gauge_fast_us=ph.level(),
+        gauge_own_us=own,
         gauge_slow_us=ph.slow_level(),
         gauge_level_source="host" if ph.level() < own else "cell",
     )

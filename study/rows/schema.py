@@ -274,6 +274,13 @@ RUN = (
             "gauge_level_source). The gauge: best of 3 runs of a 300-iteration Python loop plus "
             "one CPU tensor add, before and after every round",
         ),
+        Col(
+            "gauge_own_us",
+            "us",
+            "this cell's own fast level (the 10th percentile of its gauge readings), whatever "
+            "gauge_fast_us took: how fast this host ran while this cell was timed (v3's rows "
+            "kept only the lower of it and the host's, so a slow stretch left no trace)",
+        ),
         Col("gauge_slow_us", "us", "median gauge reading of the blocks that were not fast"),
         Col("gauge_level_source", "", "cell or host: where gauge_fast_us came from"),
         Col(
