@@ -70,6 +70,14 @@ def test_cpu_time_above_gpu_time():
     assert "CPU-bound" in revealed.cpu_above_gpu(
         {**RUN, "cpu_us_per_step": "300", "gpu_us_per_step": "96"}, []
     )
+    # v3's block, eager: the profiler's CPU above its GPU, the call itself GPU-bound
+    block = {**RUN, "cpu_us_per_step": "826", "gpu_us_per_step": "724", "latency_median_us": "639"}
+    assert revealed.cpu_above_gpu(block, []) == (
+        "CPU above GPU under the profiler, GPU-bound per call: 826 us CPU vs 724 us GPU per "
+        "step, 639 us a call"
+    )
+    host = {**block, "latency_median_us": "900"}  # 900 > 1.1 x 724: host-bound by latency too
+    assert revealed.cpu_above_gpu(host, []).startswith("CPU-bound: 826 us CPU")
     assert (
         revealed.cpu_above_gpu({**RUN, "cpu_us_per_step": "30", "gpu_us_per_step": "96"}, [])
         is None
