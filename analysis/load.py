@@ -52,6 +52,8 @@ NEWER_NUMERIC = [
     "peak_mem_step_bytes",
     "eager_peak_mem_step_bytes",
     "gauge_own_us",
+    "gpu_power_w",
+    "gpu_power_capped_share",
     "peak_mem_reserved_bytes",
     "compression_ratio",
     "flops_useful",

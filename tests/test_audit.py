@@ -132,6 +132,8 @@ def test_a_big_sweep_on_a_slow_machine_is_not_the_yardstick():
             for src, lvl, n in (("part3", 16.7, 60), ("part1", 13.4, 20)) for i in range(n)]  # fmt: skip
     fails = _check(*rows)[0]
     assert len(fails) == 1 and fails[0].startswith("host: part3 ran at a fast level of 16.7")
+
+
 def test_a_sweep_is_judged_by_its_cells_own_levels_where_they_have_them():
     """The rows' gauge_fast_us is the lower of a cell's own level and the host's: a sweep timed
     through a 16 µs stretch after a 13 µs survey reads 13 there, and 16 in gauge_own_us."""

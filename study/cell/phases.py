@@ -40,6 +40,7 @@ from study.cell import (
     calibrate,
     compiling,
     figures,
+    gpu_power,
     host_load,
     memory,
     passes,
@@ -203,7 +204,8 @@ class Cell:
         eager_ok = self.mode != "off" and self._eager_baseline(
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
         )  # eager's first calls before the guard: some eager paths compile inside (flex)
-        with compiling.no_recompile(self.mode), timing.quiet(), load:
+        power = gpu_power.GpuPower(self.device)
+        with compiling.no_recompile(self.mode), timing.quiet(), load, power:
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
             self.timed = None
             if eager_ok:
@@ -243,6 +245,9 @@ class Cell:
         load.at_least(host_load.MIN_WATCH_S)
         probe.append(host_load.host_probe_us())
         row.update(load.row(), host_probe_us=statistics.median(probe))
+        row.update(power.row())
+        if power.why:
+            self.notes.append(power.why)
         figures.settle(self)
         row["measure_s"] = time.perf_counter() - t
 

@@ -282,6 +282,19 @@ RUN = (
             "kept only the lower of it and the host's, so a slow stretch left no trace)",
         ),
         Col("gauge_slow_us", "us", "median gauge reading of the blocks that were not fast"),
+        Col(
+            "gpu_power_w",
+            "W",
+            "CUDA: the GPU's mean power over the timed phases (NVML's energy counter, read "
+            "before and after)",
+        ),
+        Col(
+            "gpu_power_capped_share",
+            "",
+            "CUDA: the share of the timed phases' time the GPU's clocks were held down by its "
+            "power cap (NVML's power-policy violation time): back-to-back GEMMs on the H200 "
+            "run capped within a second (benchmarks/clock_probe.py)",
+        ),
         Col("gauge_level_source", "", "cell or host: where gauge_fast_us came from"),
         Col(
             "pair_lead_in",

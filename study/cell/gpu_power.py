@@ -1,0 +1,73 @@
+"""Around the timed phases, what the GPU's power limit did: the mean power drawn and the share
+of the time its clocks were held down by the power cap, from NVML's own counters (the energy
+used, and the time spent under the power policy), read once before and once after, so nothing
+runs beside the timing.
+
+Why: on the H200, back-to-back GEMMs reach the board's 700 W within a second and the driver
+caps the SM clock at 1,560-1,725 MHz (clock-event reason SW power cap; benchmarks/clock_probe.py,
+2026-12-02). A GEMM-bound cell's µs then depend on how long the GPU ran flat out, and the row
+should say whether it ran capped. None of this on the CPU, or where NVML (nvidia-ml-py) is
+missing or refuses: the columns stay blank and the note says why.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def _handle(nvml):
+    """The NVML handle of the GPU this process uses: NVML counts every GPU of the host, CUDA only
+    the ones CUDA_VISIBLE_DEVICES names (the sweep's scheduler gives a cell one)."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+    if first.isdigit():
+        return nvml.nvmlDeviceGetHandleByIndex(int(first))
+    return nvml.nvmlDeviceGetHandleByUUID(first)
+
+
+class GpuPower:
+    """``with GpuPower(device) as p: ...`` then ``p.row()`` (the columns) and ``p.why``."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.why: str | None = None
+        self.watts = self.capped = None
+        self._nvml = self._h = None
+
+    def _read(self) -> tuple[float, float, float]:
+        nv = self._nvml
+        energy_mj = nv.nvmlDeviceGetTotalEnergyConsumption(self._h)
+        capped_ns = nv.nvmlDeviceGetViolationStatus(
+            self._h, nv.NVML_PERF_POLICY_POWER
+        ).violationTime
+        return time.monotonic(), float(energy_mj), float(capped_ns)
+
+    def __enter__(self):
+        if self.device != "cuda":
+            return self
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml, self._h = pynvml, _handle(pynvml)
+            self._start = self._read()
+        except Exception as e:  # noqa: BLE001 - a missing or refusing NVML costs the columns only
+            self.why = f"GPU power not read (NVML: {type(e).__name__}: {e})"
+            self._nvml = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._nvml is None:
+            return False
+        try:
+            t, e, c = self._read()
+            t0, e0, c0 = self._start
+            if t > t0:
+                self.watts = (e - e0) / 1e3 / (t - t0)
+                self.capped = min(1.0, max(0.0, (c - c0) / 1e9 / (t - t0)))
+        except Exception as e:  # noqa: BLE001 - as above
+            self.why = f"GPU power not read (NVML: {type(e).__name__}: {e})"
+        return False
+
+    def row(self) -> dict:
+        return {"gpu_power_w": self.watts, "gpu_power_capped_share": self.capped}

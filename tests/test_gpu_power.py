@@ -1,0 +1,63 @@
+"""study.cell.gpu_power: the power cap's share and the mean power around the timed phases, from
+NVML's counters read before and after (a fake NVML here; the H200 has nvidia-ml-py)."""
+
+import sys
+import types
+
+from study.cell import gpu_power
+
+
+def _fake_nvml(monkeypatch, energy_mj, capped_ns, fail=None):
+    reads = {"i": 0}
+    nv = types.ModuleType("pynvml")
+    nv.NVML_PERF_POLICY_POWER = 0
+    nv.nvmlInit = lambda: None
+    picked = {}
+
+    def by_index(i):
+        picked["index"] = i
+        return "h"
+
+    def by_uuid(u):
+        picked["uuid"] = u
+        return "h"
+
+    def energy(h):
+        if fail:
+            raise RuntimeError(fail)
+        return energy_mj[min(reads["i"], 1)]
+
+    def violation(h, policy):
+        v = types.SimpleNamespace(violationTime=capped_ns[min(reads["i"], 1)])
+        reads["i"] += 1
+        return v
+
+    nv.nvmlDeviceGetHandleByIndex, nv.nvmlDeviceGetHandleByUUID = by_index, by_uuid
+    nv.nvmlDeviceGetTotalEnergyConsumption, nv.nvmlDeviceGetViolationStatus = energy, violation
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    return picked
+
+
+def test_a_capped_gemm_run_reads_its_power_and_capped_share(monkeypatch):
+    """2 s at 690 W, capped 1.8 s of them (clock_probe on the H200: 690 W, SW power cap)."""
+    picked = _fake_nvml(monkeypatch, energy_mj=[1_000_000, 1_000_000 + 1_380_000],
+                        capped_ns=[5e9, 5e9 + 1.8e9])  # fmt: skip
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    clock = iter([100.0, 102.0])
+    monkeypatch.setattr(gpu_power.time, "monotonic", lambda: next(clock))
+    with gpu_power.GpuPower("cuda") as p:
+        pass
+    assert p.why is None and picked == {"index": 3}  # the cell's own GPU, as NVML counts it
+    assert p.row() == {"gpu_power_w": 690.0, "gpu_power_capped_share": 0.9}
+
+
+def test_no_nvml_or_the_cpu_leaves_the_columns_blank_and_says_why(monkeypatch):
+    with gpu_power.GpuPower("cpu") as p:
+        pass
+    assert p.row() == {"gpu_power_w": None, "gpu_power_capped_share": None} and p.why is None
+    _fake_nvml(monkeypatch, [0, 0], [0, 0], fail="NVML_ERROR_NOT_SUPPORTED")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234")
+    with gpu_power.GpuPower("cuda") as p:
+        pass
+    assert p.row()["gpu_power_w"] is None
+    assert p.why == "GPU power not read (NVML: RuntimeError: NVML_ERROR_NOT_SUPPORTED)"
