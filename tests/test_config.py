@@ -231,4 +231,7 @@ def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
     assert old == {"variant": ["<swept>"], "dtype": ["bf16"]}
     new = fixed_overrides(parse(["variant=math", "dtype=fp16", "resume=true", "cores=0-3"]))
     assert changed_overrides(old, new) == ["dtype was bf16, is fp16 now"]
-    assert changed_overrides(old, {}) == ["dtype=bf16 is missing now", "variant=<swept> is missing now"]
+    assert changed_overrides(old, {}) == [
+        "dtype=bf16 is missing now",
+        "variant=<swept> is missing now",
+    ]

@@ -61,3 +61,15 @@ def test_no_nvml_or_the_cpu_leaves_the_columns_blank_and_says_why(monkeypatch):
         pass
     assert p.row()["gpu_power_w"] is None
     assert p.why == "GPU power not read (NVML: RuntimeError: NVML_ERROR_NOT_SUPPORTED)"
+
+
+def test_a_window_shorter_than_the_energy_counters_step_is_no_reading(monkeypatch):
+    """The counter advances every 100 ms on the H200: eager flash's timed phases (under 0.1 s)
+    read the same energy twice, and the row said 0 W."""
+    _fake_nvml(monkeypatch, energy_mj=[1_000_000, 1_000_000], capped_ns=[0, 0])
+    clock = iter([100.0, 100.08])
+    monkeypatch.setattr(gpu_power.time, "monotonic", lambda: next(clock))
+    with gpu_power.GpuPower("cuda") as p:
+        pass
+    assert p.row() == {"gpu_power_w": None, "gpu_power_capped_share": None}
+    assert "took 0.08 s, under the 1 s" in p.why

@@ -15,6 +15,10 @@ from __future__ import annotations
 import os
 import time
 
+# NVML's energy counter advanced every 97-107 ms on the H200 (2026-12-03): a shorter window
+# read 0 W (eager flash's timed phases), and 1 s keeps the step's error within about 10%.
+MIN_WINDOW_S = 1.0
+
 
 def _handle(nvml):
     """The NVML handle of the GPU this process uses: NVML counts every GPU of the host, CUDA only
@@ -62,7 +66,12 @@ class GpuPower:
         try:
             t, e, c = self._read()
             t0, e0, c0 = self._start
-            if t > t0:
+            if t - t0 < MIN_WINDOW_S:
+                self.why = (
+                    f"GPU power not read: the timed phases took {t - t0:.2f} s, under the "
+                    f"{MIN_WINDOW_S:g} s NVML's energy counter needs (it advances every 100 ms)"
+                )
+            else:
                 self.watts = (e - e0) / 1e3 / (t - t0)
                 self.capped = min(1.0, max(0.0, (c - c0) / 1e9 / (t - t0)))
         except Exception as e:  # noqa: BLE001 - as above

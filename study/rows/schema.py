@@ -286,7 +286,8 @@ RUN = (
             "gpu_power_w",
             "W",
             "CUDA: the GPU's mean power over the timed phases (NVML's energy counter, read "
-            "before and after)",
+            "before and after); blank, with a note, when they took under 1 s (the counter "
+            "advances every 100 ms)",
         ),
         Col(
             "gpu_power_capped_share",
