@@ -216,19 +216,7 @@ class Cell:
                     self.phases.readings.clear()  # the retry judges its own rounds
             if self.timed is None:
                 self._rounds(warm, paired=False)
-            peak = memory.steady(self.step, self.device)
-            row.update(
-                peak_mem_alloc_bytes=peak.allocated,
-                peak_mem_step_bytes=peak.step,
-                peak_mem_reserved_bytes=peak.reserved,
-                mem_source=peak.source,
-            )
-            if self.device == "cuda" and compiling.uses_cudagraphs(self.mode):
-                self.notes.append(
-                    "CUDA graphs replay into memory their pool took while recording, which the "
-                    "allocator does not count again: peak_mem_alloc_bytes leaves it out, "
-                    "peak_mem_reserved_bytes holds it; no compression_ratio"
-                )
+            self._peak_memory()
             if self.device == "cuda":
                 dtm = _device_time(self.step, cfg, self.mode, self.notes, self.kind)
                 row.update(
@@ -250,6 +238,22 @@ class Cell:
             self.notes.append(power.why)
         figures.settle(self)
         row["measure_s"] = time.perf_counter() - t
+
+    def _peak_memory(self) -> None:
+        """The steady step's peak memory (study.cell.memory.steady), and what CUDA graphs hide."""
+        peak = memory.steady(self.step, self.device)
+        self.row.update(
+            peak_mem_alloc_bytes=peak.allocated,
+            peak_mem_step_bytes=peak.step,
+            peak_mem_reserved_bytes=peak.reserved,
+            mem_source=peak.source,
+        )
+        if self.device == "cuda" and compiling.uses_cudagraphs(self.mode):
+            self.notes.append(
+                "CUDA graphs replay into memory their pool took while recording, which the "
+                "allocator does not count again: peak_mem_alloc_bytes leaves it out, "
+                "peak_mem_reserved_bytes holds it; no compression_ratio"
+            )
 
     def _rounds(self, warm: int, paired: bool) -> None:
         """Per-call chunks, and for a compiled cell eager/compiled block pairs in the same
