@@ -169,16 +169,30 @@ def torch_at_top(path: Path) -> bool:
     return False
 
 
-def main() -> None:
-    known = modules()
-    rel = {m: p.relative_to(ROOT).as_posix() for m, p in known.items()}
+def import_graph(known: dict) -> tuple[dict[str, set[str]], list[str]]:
+    """(module -> the modules it imports, 'file: module._name' for each private name taken)."""
     graph: dict[str, set[str]] = defaultdict(set)
     private = []
     for m, p in known.items():
         for target, names, _ in imports(m, p, known):
             if target != m and not (known[target].name == "__init__.py" and m.startswith(target)):
                 graph[m].add(target)
-            private += [f"{rel[m]}: {target}.{x}" for x in names if x.startswith("_")]
+            where = p.relative_to(ROOT).as_posix()
+            private += [f"{where}: {target}.{x}" for x in names if x.startswith("_")]
+    return graph, private
+
+
+def sweep_imports_torch(known: dict) -> list[str]:
+    """Modules of the sweep's own process that import torch at module level (none should)."""
+    rel = {m: p.relative_to(ROOT).as_posix() for m, p in known.items()}
+    return [r for m, r in rel.items() if r.startswith(PLUMBING) and r not in WARM_PARENT
+            and r != "study/cell/worker.py" and torch_at_top(known[m])]  # fmt: skip
+
+
+def main() -> None:
+    known = modules()
+    rel = {m: p.relative_to(ROOT).as_posix() for m, p in known.items()}
+    graph, private = import_graph(known)
     folders: dict[str, list[int]] = defaultdict(list)
     for p in known.values():
         folders[str(p.parent.relative_to(ROOT))].append(len(p.read_text().splitlines()))
@@ -220,8 +234,7 @@ def main() -> None:
     print(
         f"private names used across modules: {len(private)}" + "".join(f"\n  {x}" for x in private)
     )
-    sweep_torch = [r for m, r in rel.items() if r.startswith(PLUMBING) and r not in WARM_PARENT
-                   and r != "study/cell/worker.py" and torch_at_top(known[m])]  # fmt: skip
+    sweep_torch = sweep_imports_torch(known)
     print(f"modules of the sweep's own process importing torch at module level: {len(sweep_torch)}"
           + "".join(f"\n  {x}" for x in sweep_torch))  # fmt: skip
     big = sorted(((len(t), r, says_why(t, doc_end(known[m]))) for m, r in rel.items()
