@@ -235,3 +235,6 @@ def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
         "dtype=bf16 is missing now",
         "variant=<swept> is missing now",
     ]
+    # a sweep.yaml written before the one list kept calibration_file, which changes nothing
+    saved = {**old, "calibration_file": ["/tmp/c.json"]}
+    assert changed_overrides(saved, old) == []

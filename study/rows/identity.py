@@ -116,9 +116,11 @@ def fixed_overrides(overrides) -> dict[str, list[str]]:
 
 
 def changed_overrides(old: dict, new: dict) -> list[str]:
-    """How two sweeps' ``fixed_overrides`` differ, one phrase per key."""
+    """How two sweeps' ``fixed_overrides`` differ, one phrase per key. A key a saved sweep kept
+    that no longer changes a measurement is no difference (``calibration_file`` was kept before
+    NOT_IDENTITY was the one list)."""
     diffs = []
-    for k in sorted(set(old) | set(new)):
+    for k in sorted(k for k in set(old) | set(new) if measured(k)):
         a, b = old.get(k), new.get(k)
         if a is None:
             diffs.append(f"{k}={','.join(b)} was not in it")
