@@ -33,19 +33,15 @@ def _config_error(cfg: DictConfig, registry: bool) -> str | None:
 
     from study.rows.config_error import ConfigError
     from study.rows.config_rules import validate
+    from study.rows.usage import unknown_key
 
     try:
         OmegaConf.merge(_schema(), {k: v for k, v in cfg.items() if k != "hydra"})
-    except ConfigKeyError as e:
-        key = getattr(e, "full_key", None) or str(e).split("'")[1]
-        return (
-            f"unknown key {key!r}: the study has no such setting (see SCHEMA.md and "
-            "`python -m study.run --cfg job` for the keys)"
-        )
+    except ConfigKeyError as e:  # a key added with +key=...
+        return unknown_key(getattr(e, "full_key", None) or str(e).split("'")[1])
     except ValidationError as e:
         return " ".join(str(e).split()[:40])
     from study.rows.config_rules import unknown_nested_keys
-    from study.rows.usage import unknown_key
 
     stray = unknown_nested_keys(cfg)
     if stray:
