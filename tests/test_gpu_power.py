@@ -1,4 +1,4 @@
-"""study.cell.gpu_power: the power cap's share and the mean power around the timed phases, from
+"""study.cell.gpu_power: the power cap's share and the mean power around the timed rounds, from
 NVML's counters read before and after (a fake NVML here; the H200 has nvidia-ml-py)."""
 
 import sys
@@ -42,12 +42,13 @@ def test_a_capped_gemm_run_reads_its_power_and_capped_share(monkeypatch):
     """2 s at 690 W, capped 1.8 s of them (clock_probe on the H200: 690 W, SW power cap)."""
     picked = _fake_nvml(monkeypatch, energy_mj=[1_000_000, 1_000_000 + 1_380_000],
                         capped_ns=[5e9, 5e9 + 1.8e9])  # fmt: skip
+    monkeypatch.setattr(gpu_power, "_uuid", lambda: "GPU-abcd")  # torch's device, by UUID
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     clock = iter([100.0, 102.0])
     monkeypatch.setattr(gpu_power.time, "monotonic", lambda: next(clock))
     with gpu_power.GpuPower("cuda") as p:
         pass
-    assert p.why is None and picked == {"index": 3}  # the cell's own GPU, as NVML counts it
+    assert p.why is None and picked == {"uuid": "GPU-abcd"}  # not NVML's GPU 3: its order differs
     assert p.row() == {"gpu_power_w": 690.0, "gpu_power_capped_share": 0.9}
 
 
@@ -64,7 +65,7 @@ def test_no_nvml_or_the_cpu_leaves_the_columns_blank_and_says_why(monkeypatch):
 
 
 def test_a_window_shorter_than_the_energy_counters_step_is_no_reading(monkeypatch):
-    """The counter advances every 100 ms on the H200: eager flash's timed phases (under 0.1 s)
+    """The counter advances every 100 ms on the H200: eager flash's timed rounds (under 0.1 s)
     read the same energy twice, and the row said 0 W."""
     _fake_nvml(monkeypatch, energy_mj=[1_000_000, 1_000_000], capped_ns=[0, 0])
     clock = iter([100.0, 100.08])
@@ -73,3 +74,23 @@ def test_a_window_shorter_than_the_energy_counters_step_is_no_reading(monkeypatc
         pass
     assert p.row() == {"gpu_power_w": None, "gpu_power_capped_share": None}
     assert "took 0.08 s, under the 1 s" in p.why
+
+
+def test_without_torchs_uuid_the_gpu_is_the_first_visible_one(monkeypatch):
+    picked = _fake_nvml(monkeypatch, [0, 2_000_000], [0, 0])
+
+    def no_uuid():
+        raise RuntimeError("no CUDA here")
+
+    monkeypatch.setattr(gpu_power, "_uuid", no_uuid)
+    clock = iter([100.0, 102.0, 104.0, 106.0])
+    monkeypatch.setattr(gpu_power.time, "monotonic", lambda: next(clock))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    with gpu_power.GpuPower("cuda") as p:
+        pass
+    assert picked == {"index": 3} and p.row()["gpu_power_w"] == 1000.0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234")
+    picked.clear()
+    with gpu_power.GpuPower("cuda"):
+        pass
+    assert picked == {"uuid": "GPU-1234"}

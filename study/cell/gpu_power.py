@@ -1,4 +1,4 @@
-"""Around the timed phases, what the GPU's power limit did: the mean power drawn and the share
+"""Around the timed rounds, what the GPU's power limit did: the mean power drawn and the share
 of the time its clocks were held down by the power cap, from NVML's own counters (the energy
 used, and the time spent under the power policy), read once before and once after, so nothing
 runs beside the timing.
@@ -16,17 +16,29 @@ import os
 import time
 
 # NVML's energy counter advanced every 97-107 ms on the H200 (2026-12-03): a shorter window
-# read 0 W (eager flash's timed phases), and 1 s keeps the step's error within about 10%.
+# read 0 W (eager flash's timed rounds), and 1 s keeps the step's error within about 10%.
 MIN_WINDOW_S = 1.0
 
 
+def _uuid() -> str:
+    """The UUID of the GPU torch runs on, as NVML writes it ("GPU-..."). CUDA's device order
+    and numbering need not be NVML's (CUDA_DEVICE_ORDER, cgroups under SLURM); the UUID is one."""
+    import torch
+
+    uuid = str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+    return "GPU-" + uuid.removeprefix("GPU-")
+
+
 def _handle(nvml):
-    """The NVML handle of the GPU this process uses: NVML counts every GPU of the host, CUDA only
-    the ones CUDA_VISIBLE_DEVICES names (the sweep's scheduler gives a cell one)."""
-    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
-    if first.isdigit():
-        return nvml.nvmlDeviceGetHandleByIndex(int(first))
-    return nvml.nvmlDeviceGetHandleByUUID(first)
+    """The NVML handle of the GPU this process uses: by its UUID; else (no UUID from torch) the
+    first CUDA_VISIBLE_DEVICES entry, an index or a UUID (the sweep's scheduler gives a cell one)."""
+    try:
+        return nvml.nvmlDeviceGetHandleByUUID(_uuid())
+    except Exception:  # noqa: BLE001 - torch or NVML without the UUID: the variable says which
+        first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+        if first.isdigit():
+            return nvml.nvmlDeviceGetHandleByIndex(int(first))
+        return nvml.nvmlDeviceGetHandleByUUID(first)
 
 
 class GpuPower:
@@ -68,7 +80,7 @@ class GpuPower:
             t0, e0, c0 = self._start
             if t - t0 < MIN_WINDOW_S:
                 self.why = (
-                    f"GPU power not read: the timed phases took {t - t0:.2f} s, under the "
+                    f"GPU power not read: the timed rounds took {t - t0:.2f} s, under the "
                     f"{MIN_WINDOW_S:g} s NVML's energy counter needs (it advances every 100 ms)"
                 )
             else:

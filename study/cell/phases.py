@@ -204,18 +204,19 @@ class Cell:
         eager_ok = self.mode != "off" and self._eager_baseline(
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
         )  # eager's first calls before the guard: some eager paths compile inside (flex)
-        power = gpu_power.GpuPower(self.device)
-        with compiling.no_recompile(self.mode), timing.quiet(), load, power:
+        power = gpu_power.GpuPower(self.device)  # over the rounds only (a compiled cell's: both)
+        with compiling.no_recompile(self.mode), timing.quiet(), load:
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
             self.timed = None
-            if eager_ok:
-                try:
-                    self._rounds(warm, paired=True)
-                except EagerFailed as e:  # the compiled step's own failures fail the cell
-                    self._no_eager(e.__cause__)
-                    self.phases.readings.clear()  # the retry judges its own rounds
-            if self.timed is None:
-                self._rounds(warm, paired=False)
+            with power:
+                if eager_ok:
+                    try:
+                        self._rounds(warm, paired=True)
+                    except EagerFailed as e:  # the compiled step's own failures fail the cell
+                        self._no_eager(e.__cause__)
+                        self.phases.readings.clear()  # the retry judges its own rounds
+                if self.timed is None:
+                    self._rounds(warm, paired=False)
             self._peak_memory()
             if self.device == "cuda":
                 dtm = _device_time(self.step, cfg, self.mode, self.notes, self.kind)

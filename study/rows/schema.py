@@ -285,14 +285,14 @@ RUN = (
         Col(
             "gpu_power_w",
             "W",
-            "CUDA: the GPU's mean power over the timed phases (NVML's energy counter, read "
-            "before and after); blank, with a note, when they took under 1 s (the counter "
-            "advances every 100 ms)",
+            "CUDA: the GPU's mean power over the timed rounds (NVML's energy counter, read "
+            "before and after; a compiled cell's rounds hold eager's paired blocks too); blank, "
+            "with a note, when they took under 1 s (the counter advances every 100 ms)",
         ),
         Col(
             "gpu_power_capped_share",
             "",
-            "CUDA: the share of the timed phases' time the GPU's clocks were held down by its "
+            "CUDA: the share of the timed rounds' time the GPU's clocks were held down by its "
             "power cap (NVML's power-policy violation time): back-to-back GEMMs on the H200 "
             "run capped within a second (benchmarks/clock_probe.py)",
         ),
