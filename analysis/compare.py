@@ -11,7 +11,8 @@ unsupported, ...) is a regression, said first; one not ok in A and ok in B is sa
 
 Per cell and per variant it reports the change in latency, speedup (paired when measured),
 compile time, kernels per forward and peak memory (reserved memory for the modes that replay
-CUDA graphs, whose pool the allocator's peak leaves out), and flags regressions with the thresholds
+CUDA graphs, whose pool the allocator's peak leaves out; else the step's own peak where both
+sides have it; a change under 1 MiB is not judged), and flags regressions with the thresholds
 of PyTorch's compiler dashboard (torchci ``components/benchmark/compilers/common.ts``): 5%
 relative change in latency and compile time, a speedup below 0.95x of the base, peak memory up
 20%. A cell's own interval widens its threshold: the spread over repeats (fresh processes),
@@ -75,12 +76,16 @@ MEMORY = 0.20  # PEAK_MEMORY_USAGE_RELATIVE_THRESHOLD
 # Compile time changes under this many seconds are not judged: a 0.67 s compile read 0.76 s
 # in a second identical CPU quickstart (+13%), past the 5% threshold.
 COMPILE_FLOOR_S = 1.0
+# A step's own peak can be a few KiB (matmul+bias n=64: 8-18 KiB): a rounding of the allocator
+# reads +25% there. Peak memory changes under MEMORY_FLOOR_BYTES are not judged.
+MEMORY_FLOOR_BYTES = 1 << 20
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
     f"latency or compile time up more than {LATENCY:.0%}, speedup below {SPEEDUP}x of A's, "
     f"peak memory up more than {MEMORY:.0%} (PyTorch's compiler dashboard; reserved memory "
-    "under the modes that replay CUDA graphs, whose pool the allocator's peak leaves out), "
+    "under the modes that replay CUDA graphs, whose pool the allocator's peak leaves out; "
+    "else the step's own peak where both sides have it), "
     "each widened by "
     "the cell's own spread over repeats and a paired speedup's 95% interval. A latency change "
     "past that counts only when the two sides' intervals do not overlap (B's entirely above "
@@ -88,7 +93,8 @@ RULE = (
     "side's interval: the range of its repeats' medians with 2 or more repeats, else the "
     "calls' p10–p90 spread. Latency and speedup timed outside the host's fast phase on either "
     "side (timing_phase mixed, slow or contended) are not compared: within noise, host phase. "
-    f"Compile time changes under {COMPILE_FLOOR_S:g} s are not judged."
+    f"Compile time changes under {COMPILE_FLOOR_S:g} s and peak memory changes under "
+    f"{MEMORY_FLOOR_BYTES >> 20} MiB are not judged."
 )
 
 
@@ -184,12 +190,13 @@ def match(
         k["lat_w"], k["cmp_w"] = _spread(k, "latency_median_us"), _spread(k, "compile_s")
         k["mem_w"] = _spread(k, "peak_mem_alloc_bytes")
         k["res_w"] = _spread(k, "peak_mem_reserved_bytes")
+        k["step_w"] = _spread(k, "peak_mem_step_bytes")
         k["lat_lo"], k["lat_hi"], k["lat_iv"] = latency_interval(k)
         k["hbound"] = host_bound_of(k).fillna(False).astype(bool)
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
-            "peak_mem_step_bytes", "peak_mem_reserved_bytes", "res_w", "lat_w",
+            "peak_mem_step_bytes", "peak_mem_reserved_bytes", "res_w", "step_w", "lat_w",
             "cmp_w", "mem_w", "timing_phase", "device_time_us", "gpu_us_per_step", "pair_lead_in",
             "hbound",
             *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
@@ -242,10 +249,13 @@ def _memory(m: pd.DataFrame) -> None:
     reserved = m["compile"].astype(str).isin(GRAPHS) & res_a.notna() & res_b.notna()
     alloc = column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")
     step_a, step_b = column(m, "peak_mem_step_bytes_a"), column(m, "peak_mem_step_bytes_b")
-    alloc = alloc.where(~(step_a.notna() & step_b.notna() & (step_a > 0)), step_b / step_a)
-    m["memory"] = alloc.where(~reserved, res_b / res_a)
+    step = ~reserved & step_a.notna() & step_b.notna() & (step_a > 0)
+    m["memory"] = alloc.where(~step, step_b / step_a).where(~reserved, res_b / res_a)
+    al_a, al_b = column(m, "peak_mem_alloc_bytes_a"), column(m, "peak_mem_alloc_bytes_b")
+    m["memory_bytes"] = (al_b - al_a).where(~step, step_b - step_a).where(~reserved, res_b - res_a)
     for side in ("a", "b"):
-        m[f"mem_w_{side}"] = m[f"mem_w_{side}"].where(~reserved, m[f"res_w_{side}"])
+        w = m[f"mem_w_{side}"].where(~step, m[f"step_w_{side}"])
+        m[f"mem_w_{side}"] = w.where(~reserved, m[f"res_w_{side}"])
 
 
 def judge(m: pd.DataFrame) -> pd.DataFrame:
@@ -286,6 +296,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     )
     # Compile time moves between processes too: under COMPILE_FLOOR_S it is not judged.
     big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
+    mem_big = m["memory_bytes"].abs().fillna(np.inf) >= MEMORY_FLOOR_BYTES
     flags = {
         "latency": (up & above & ~host, down & below & ~host),
         "speedup": (sp_worse & ~host, sp_better & ~host),
@@ -293,7 +304,10 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
             big & (m["compile_time"] > 1 + cmp_t),
             big & (m["compile_time"] < 1 - cmp_t),
         ),
-        "peak memory": (m["memory"] > 1 + mem_t, m["memory"] < 1 - mem_t),
+        "peak memory": (
+            mem_big & (m["memory"] > 1 + mem_t),
+            mem_big & (m["memory"] < 1 - mem_t),
+        ),
     }
     worse, better = [], []
     for i in range(len(m)):

@@ -69,6 +69,7 @@ SPREAD = [
     "speedup_ci_high",
     "compile_s",
     "peak_mem_alloc_bytes",
+    "peak_mem_step_bytes",
     "peak_mem_reserved_bytes",
     "device_time_us",
 ]

@@ -414,3 +414,17 @@ def test_the_steps_own_peak_is_judged_where_both_sides_have_it(tmp_path):
 
     assert _flagged(make("ws", workspace)) == set()
     assert _flagged(make("own", own)) == {("flash", "default", "peak memory")}
+
+    def tiny(runs):  # a step of a few KiB up by a quarter (matmul+bias n=64: 8-18 KiB)
+        runs["peak_mem_step_bytes"] = 16_384.0
+        runs.loc[_at(runs, "flash"), "peak_mem_step_bytes"] = 20_480.0
+
+    def tiny_a(runs):
+        runs["peak_mem_step_bytes"] = 16_384.0
+
+    sides = []
+    for side, edit in (("a", tiny_a), ("b", tiny)):
+        d = synth.with_new_columns()
+        edit(d["runs"])
+        sides.append(str(synth.write(d, tmp_path / "tiny" / side)))
+    assert _flagged(build(*sides, None)[1]) == set()  # 4 KiB is under the 1 MiB floor
