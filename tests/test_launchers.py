@@ -222,3 +222,33 @@ def test_a_job_of_another_launcher_counts_the_whole_sweeps_cells(tmp_path):
         (d / "run.csv").write_text("run_id\n")
         os.utime(d / "run.csv", (age, age))
     assert finished_since(tmp_path, t0) == 2
+
+
+def test_a_cell_run_by_hand_gets_the_sweeps_compile_caches_and_leaves_no_cold_one(
+    tmp_path, monkeypatch
+):
+    """The way isolation=inline's note gives to step through a cell: python -m study.cell.worker
+    RUN_DIR, with the cell's own cold cache as in a sweep, removed after as the sweep does."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    from study.cell import worker
+    from study.rows.config import to_plain
+
+    run_dir = tmp_path / "cell"
+    run_dir.mkdir()
+    OmegaConf.save(OmegaConf.create(to_plain(compose_hydra(f"out_root={tmp_path}"))),
+                   run_dir / "cell.yaml")  # fmt: skip
+    seen = {}
+
+    def fake_main(d):
+        seen["dir"] = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+        (d / ".compile_cache" / "inductor").mkdir(parents=True)
+
+    monkeypatch.setattr(worker, "main", fake_main)
+    for k in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TORCH_COMPILE_CACHE_KEY_TAG"):
+        monkeypatch.setenv(k, "before")  # by_hand sets them; monkeypatch puts them back after
+    worker.by_hand(run_dir)
+    assert seen["dir"] == str((run_dir / ".compile_cache" / "inductor").resolve())
+    assert not (run_dir / ".compile_cache").exists()

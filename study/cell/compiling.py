@@ -212,7 +212,7 @@ def mark_dynamic(inputs, size: int) -> int:
 
 def fresh_dynamo() -> None:
     """Forget what an earlier cell of this process compiled, and its counts. Every compiled
-    cell calls it: an in-process one (tests, isolation=inline) may follow another cell, and in
+    cell calls it: an in-process one (tests) may follow another cell, and in
     a forked cell, which starts fresh, it clears nothing."""
     import torch
     from torch._dynamo.utils import clear_compilation_metrics, counters

@@ -12,6 +12,7 @@ dir with a ``run.csv`` is a finished cell.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -130,8 +131,26 @@ def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = Non
     )
 
 
+def by_hand(run_dir: Path) -> None:
+    """One cell in this process (a debugger's), with the compile caches the sweep gives it
+    (study.sweep.scheduler). It rewrites the dir's rows: a resume runs the cell again."""
+    from omegaconf import OmegaConf
+
+    from study.cell.compiling import cache_env
+
+    r = OmegaConf.to_container(OmegaConf.load(run_dir / "cell.yaml"), resolve=True)
+    os.environ.update(cache_env(r["cache"], run_dir, Path(r["out_root"]), r))
+    try:
+        main(run_dir)
+    finally:  # as the sweep does (study.sweep.rundir.finish): a cold cache is the cell's alone
+        if r["cache"] == "cold":
+            shutil.rmtree(run_dir / ".compile_cache", ignore_errors=True)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m study.cell.worker RUN_DIR   (RUN_DIR holds cell.yaml)")
-    main(Path(sys.argv[1]))
+    if len(sys.argv) != 2 or not Path(sys.argv[1], "cell.yaml").is_file():
+        sys.exit(
+            "usage: python -m study.cell.worker RUN_DIR   (a cell's run dir: it holds cell.yaml)"
+        )
+    by_hand(Path(sys.argv[1]))
     sys.exit(0)

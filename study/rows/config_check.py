@@ -94,7 +94,8 @@ def say_renamed(configs) -> None:
     if any(plain(cfg.get("isolation")) == "inline" for cfg in configs):
         said.add("isolation=inline is deprecated and ignored: every cell runs in its own process. "
                  "To step through one in a debugger, run it by hand: "
-                 "python -m pdb -m study.cell.worker RUN_DIR (the dir holding its cell.yaml)")  # fmt: skip
+                 "python -m pdb -m study.cell.worker RUN_DIR (the dir holding its cell.yaml; "
+                 "its rows are rewritten, and a resume runs it again)")  # fmt: skip
     for line in sorted(said):
         print(f"[study] note: {line}", flush=True)
 
