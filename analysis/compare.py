@@ -238,13 +238,14 @@ def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
     return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
 
 
-def _memory(m: pd.DataFrame) -> None:
+def _memory(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """Peak memory B/A (``memory``) and each side's spread (``mem_w_*``): the allocator's peak,
     or for a mode that replays CUDA graphs its reserved memory, where both sides have it (the
     allocator's peak leaves out the graph pool: v2 -> v3 read naive's reduce-overhead 49 -> 81
     MiB allocated, +65%, while reserved, pool and all, went 426 -> 459). Else the step's own
     peak (``peak_mem_step_bytes``) where both sides have it: the allocator's peak counts what
-    earlier calls left allocated (v3's compiled cells: eager's 32 MiB cuBLAS workspace)."""
+    earlier calls left allocated (v3's compiled cells: eager's 32 MiB cuBLAS workspace).
+    Returns (up, down): past the threshold widened by both spreads, and by MEMORY_FLOOR_BYTES."""
     res_a, res_b = column(m, "peak_mem_reserved_bytes_a"), column(m, "peak_mem_reserved_bytes_b")
     reserved = m["compile"].astype(str).isin(GRAPHS) & res_a.notna() & res_b.notna()
     alloc = column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")
@@ -256,6 +257,9 @@ def _memory(m: pd.DataFrame) -> None:
     for side in ("a", "b"):
         w = m[f"mem_w_{side}"].where(~step, m[f"step_w_{side}"])
         m[f"mem_w_{side}"] = w.where(~reserved, m[f"res_w_{side}"])
+    mem_t = MEMORY + m["mem_w_a"] + m["mem_w_b"]
+    big = m["memory_bytes"].abs().fillna(np.inf) >= MEMORY_FLOOR_BYTES
+    return big & (m["memory"] > 1 + mem_t), big & (m["memory"] < 1 - mem_t)
 
 
 def judge(m: pd.DataFrame) -> pd.DataFrame:
@@ -272,11 +276,10 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     m["latency"] = column(m, "latency_median_us_b") / column(m, "latency_median_us_a")
     m["speedup"] = column(m, "sp_b") / column(m, "sp_a")
     m["compile_time"] = column(m, "compile_s_b") / column(m, "compile_s_a")
-    _memory(m)
+    mem_flags = _memory(m)  # (up, down): past the threshold, and by 1 MiB or more
     m["kernels"] = column(m, "kernels_per_step_b") - column(m, "kernels_per_step_a")
     lat_t = LATENCY + m["lat_w_a"] + m["lat_w_b"]
     cmp_t = COMPILE + m["cmp_w_a"] + m["cmp_w_b"]
-    mem_t = MEMORY + m["mem_w_a"] + m["mem_w_b"]
     # A speedup with an interval is judged by its ends: B's top under 0.95x A's bottom.
     sp_a_lo = column(m, "sp_lo_a").fillna(column(m, "sp_a"))
     sp_b_hi = column(m, "sp_hi_b").fillna(column(m, "sp_b"))
@@ -296,7 +299,6 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     )
     # Compile time moves between processes too: under COMPILE_FLOOR_S it is not judged.
     big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
-    mem_big = m["memory_bytes"].abs().fillna(np.inf) >= MEMORY_FLOOR_BYTES
     flags = {
         "latency": (up & above & ~host, down & below & ~host),
         "speedup": (sp_worse & ~host, sp_better & ~host),
@@ -304,10 +306,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
             big & (m["compile_time"] > 1 + cmp_t),
             big & (m["compile_time"] < 1 - cmp_t),
         ),
-        "peak memory": (
-            mem_big & (m["memory"] > 1 + mem_t),
-            mem_big & (m["memory"] < 1 - mem_t),
-        ),
+        "peak memory": mem_flags,
     }
     worse, better = [], []
     for i in range(len(m)):
