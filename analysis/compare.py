@@ -248,11 +248,10 @@ def _memory(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     Returns (up, down): past the threshold widened by both spreads, and by MEMORY_FLOOR_BYTES."""
     res_a, res_b = column(m, "peak_mem_reserved_bytes_a"), column(m, "peak_mem_reserved_bytes_b")
     reserved = m["compile"].astype(str).isin(GRAPHS) & res_a.notna() & res_b.notna()
-    alloc = column(m, "peak_mem_alloc_bytes_b") / column(m, "peak_mem_alloc_bytes_a")
+    al_a, al_b = column(m, "peak_mem_alloc_bytes_a"), column(m, "peak_mem_alloc_bytes_b")
     step_a, step_b = column(m, "peak_mem_step_bytes_a"), column(m, "peak_mem_step_bytes_b")
     step = ~reserved & step_a.notna() & step_b.notna() & (step_a > 0)
-    m["memory"] = alloc.where(~step, step_b / step_a).where(~reserved, res_b / res_a)
-    al_a, al_b = column(m, "peak_mem_alloc_bytes_a"), column(m, "peak_mem_alloc_bytes_b")
+    m["memory"] = (al_b / al_a).where(~step, step_b / step_a).where(~reserved, res_b / res_a)
     m["memory_bytes"] = (al_b - al_a).where(~step, step_b - step_a).where(~reserved, res_b - res_a)
     for side in ("a", "b"):
         w = m[f"mem_w_{side}"].where(~step, m[f"step_w_{side}"])

@@ -37,8 +37,9 @@ class Peak:
     began (CUDA; on the CPU the same as ``allocated``, already a growth): v3's compiled cells
     read an allocated peak exactly 32 MiB above v2's (matmul+bias n=64 under reduce-overhead:
     17,920 B in v2, 33,572,352 in v3), the size of a cuBLAS workspace on Hopper; most likely
-    eager's, left allocated by the paired rounds before the compiled step's peak was taken
-    (not verified on the device yet)."""
+    eager's, left allocated by the paired rounds before the compiled step's peak was taken.
+    On the H200 (2026-12-03) that cell's ``step`` read 8,192 B under ``default``: the 32 MiB
+    was there before the calls began (whose workspace it is stays inferred)."""
 
     def __init__(self, device: str):
         self.device = device
