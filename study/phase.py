@@ -30,15 +30,21 @@ were kept, and the speedups agreed within their intervals (linear 0.424-0.449x, 
 
 The rule: a round counts as fast when the larger of its two gauges, and of the round's before
 it, is at most ``fast_ratio`` (1.3) x the fast level (a fast reading right after a slow round
-is often a moment's dip inside a slow phase). The fast level is the 10th percentile of the
-cell's own gauge readings, or the host's, whichever is lower: the 10th percentile of the levels
-that earlier cells on this host (same hostname, boot, Python and torch) recorded in the last 24
-hours, each from 30 readings or more (``host_gauge.txt`` beside the device ceilings of
-``study.cell.calibrate``). The 10th percentile, not the minimum: one unusually fast reading used as
-the level made 99% of the blocks "slow" in one run (FIELD-NOTES). The host's level lets a cell
-that spent all its timing in a slow phase know it: its own 10th percentile is then a slow level
-(seen on the CPU box: a compiled cell at 22.2 us for all of its 1.2 s of timing, against 15.6
-for the cells around it; alone it read 0.84x, 12% off the 0.95x of the same cell timed fast).
+is often a moment's dip inside a slow phase). The fast level is a level the gauge *held*: the
+lowest level that ``SUSTAIN`` (5) consecutive readings all stayed at or under (the minimum over
+windows of 5 readings of the window's largest), over the cell's own readings and over every
+level recorded on this boot of this machine (same hostname, boot, Python and torch;
+``host_gauge.txt`` beside the device ceilings of ``study.cell.calibrate``), the lower of the two.
+Held, not a percentile: on an H200 host that was slow nearly all the time (2026-12-04), the 10th
+percentile of a 10 s survey was the slow level (22.7-24.0 us, 93% of the readings "within 1.3x"
+of it) while a cell's own gauge had read 16.6 us, and 49 of its 50 rows said ``fast``. A single
+unusually fast reading is no level either (one made 99% of a run's blocks "slow"): a window of
+5 readings is. The gauge's *dip* is the lowest level 2 consecutive readings held; when the held
+level sits above ``fast_ratio`` x the dip, the host showed a faster phase it never held for 5
+readings, the held level is a slow one, and the dip is judged by instead: no round is called
+fast against a slow level, and the row says so (``gauge_held`` false). A host that is slow for
+a whole cell and every survey before it, with no dip at all, cannot be told from a slower
+machine by its own gauge: ``host_gauge_us`` and ``host_units`` then still say how fast it ran.
 1.3 sits between the fast level and the slow one on the H200 (x1.7). On the CPU box its slow
 stretches at 21-25 us (x1.5-1.7) are left out, those at 17-18 us (x1.2) count as fast. A
 contended cell (others' CPU on its cores) records no level.
@@ -58,7 +64,9 @@ from pathlib import Path
 
 LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
 BEST_OF = 3
-LEVEL_QUANTILE = 0.10  # the fast level: this quantile of the cell's gauge readings
+LEVEL_QUANTILE = 0.10  # quantile() callers' default
+SUSTAIN = 5  # readings in a row the gauge must hold a level for it to be the fast level
+DIP = 2  # readings in a row that make a dip (held_level over 2 readings)
 HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.cell.calibrate): a line per cell
 HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
 MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
@@ -96,6 +104,15 @@ def quantile(xs, q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+def held_level(xs, k: int = SUSTAIN) -> float | None:
+    """The lowest level ``k`` consecutive readings of ``xs`` all stayed at or under: the minimum
+    over windows of ``k`` of the window's largest reading. None for fewer than ``k`` readings."""
+    xs = list(xs)
+    if len(xs) < k:
+        return None
+    return min(max(xs[i : i + k]) for i in range(len(xs) - k + 1))
+
+
 @dataclass
 class Phases:
     """Gauge readings around the blocks of one cell, and which of them ran in the fast phase.
@@ -107,6 +124,7 @@ class Phases:
     ratio: float = 1.3
     host_level: float | None = None
     readings: list[float] = field(default_factory=list)  # one per block: max(before, after)
+    host_dip: float | None = None  # the lowest dip recorded on this boot (read_host_dip)
     gauge = staticmethod(gauge_us)
 
     def bracket(self, fn):
@@ -115,20 +133,40 @@ class Phases:
         self.readings.append(max(g0, self.gauge()))
         return out
 
-    def level(self) -> float | None:
-        """The fast level in us: the cell's 10th percentile, or the host's if lower."""
+    def held(self) -> float | None:
+        """The lowest level the gauge held for ``SUSTAIN`` readings: the cell's own, or the
+        host's if lower."""
         own = self.own_level()
-        if own is None or self.host_level is None:
-            return self.host_level if own is None else own
-        return min(own, self.host_level)
+        levels = [x for x in (own, self.host_level) if x is not None]
+        return min(levels) if levels else None
+
+    def dip(self) -> float | None:
+        """The lowest level 2 consecutive readings held, the cell's own or the host's."""
+        own = held_level(self.readings, DIP)
+        dips = [x for x in (own, self.host_dip) if x is not None]
+        return min(dips) if dips else None
+
+    def level_held(self) -> bool:
+        """False when the gauge dipped below the held level by more than ``ratio``: the host has
+        a faster phase it did not hold here, and the held level is a slow one."""
+        held, dip = self.held(), self.dip()
+        return held is None or dip is None or held <= self.ratio * dip
+
+    def level(self) -> float | None:
+        """The fast level in us (module doc): the held level, or the dip when the held level is
+        a slow one (``level_held`` false)."""
+        return self.held() if self.level_held() else self.dip()
 
     def own_level(self) -> float | None:
-        return quantile(self.readings, LEVEL_QUANTILE) if self.readings else None
+        """This cell's own held level; with fewer than ``SUSTAIN`` readings, its lowest."""
+        if not self.readings:
+            return None
+        return held_level(self.readings) or min(self.readings)
 
     def fast(self, i: int, level: float | None = None) -> bool:
         """Round ``i`` ran fast: its gauges on both sides, and the round's before it, read
         within ``ratio`` of ``level`` (the current one when not given; pass it when judging
-        many rounds: ``level()`` sorts every reading). A round after a slow one does not count:
+        many rounds: ``level()`` scans every reading). A round after a slow one does not count:
         deep in a slow phase the gauge reads fast now and then for a moment (on one H200 host
         in a mostly slow phase, sdpa/default's 'fast' rounds read 0.86x where fast ones read
         0.98x), while a fast phase lasts 70 ms and more, many rounds."""
@@ -165,36 +203,54 @@ def _key() -> str:
     )
 
 
-def read_host_level(path: Path, now: float | None = None, key: str | None = None) -> float | None:
-    """The fast level of this host (same hostname, boot, Python and torch): the 10th percentile of
-    the levels earlier cells recorded in ``path`` within the last ``HOST_LEVEL_MAX_AGE_S``
-    (each a cell's own 10th percentile over at least ``MIN_LEVEL_READINGS`` readings)."""
+def _records(path: Path, now: float | None, key: str | None) -> list[list[float]]:
+    """[level, dip or nan] of each whole line of ``path`` for this host and boot, of the last
+    ``HOST_LEVEL_MAX_AGE_S``."""
     now, key = time.time() if now is None else now, key or _key()
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
     except OSError:
-        return None
-    levels = []
+        return []
+    out = []
     for line in lines:
         parts = line.split("\t")
         try:
             t, k, lvl = float(parts[0]), parts[1], float(parts[2])
+            dip = float(parts[3]) if len(parts) > 3 else float("nan")
         except (IndexError, ValueError):
             continue  # a line cut by a killed cell: the others stand
         if k == key and now - t <= HOST_LEVEL_MAX_AGE_S and lvl > 0:
-            levels.append(lvl)
-    return quantile(levels, LEVEL_QUANTILE) if levels else None
+            out.append([lvl, dip])
+    return out
 
 
-def record_host_level(path: Path, level: float, key: str | None = None) -> str | None:
-    """Append this cell's own fast level for the cells after it: one short O_APPEND write, so
-    cells running at once never interleave a line. Returns why it could not, or None."""
+def read_host_level(path: Path, now: float | None = None, key: str | None = None) -> float | None:
+    """The fast level of this boot of this host (same hostname, boot, Python and torch): the
+    lowest held level (``held_level``) that a survey or a cell recorded in ``path`` within the
+    last ``HOST_LEVEL_MAX_AGE_S``."""
+    levels = [r[0] for r in _records(path, now, key)]
+    return min(levels) if levels else None
+
+
+def read_host_dip(path: Path, now: float | None = None, key: str | None = None) -> float | None:
+    """The lowest dip (2 consecutive readings) recorded on this boot of this host, or None."""
+    dips = [r[1] for r in _records(path, now, key) if r[1] == r[1] and r[1] > 0]
+    return min(dips) if dips else None
+
+
+def record_host_level(
+    path: Path, level: float, key: str | None = None, dip: float | None = None
+) -> str | None:
+    """Append this cell's own held level (and its dip) for the cells after it: one short
+    O_APPEND write, so cells running at once never interleave a line. Returns why it could not,
+    or None."""
     path = Path(path)
+    tail = "" if dip is None else f"\t{dip:.3f}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, f"{time.time():.3f}\t{key or _key()}\t{level:.3f}\n".encode())
+            os.write(fd, f"{time.time():.3f}\t{key or _key()}\t{level:.3f}{tail}\n".encode())
         finally:
             os.close(fd)
     except OSError as e:  # the next cells judge by their own readings; this row stands
@@ -231,7 +287,7 @@ def survey_and_record(path: Path, seconds: float) -> tuple[Phases, str | None]:
             f"too few readings to record ({len(ph.readings)} < {MIN_LEVEL_READINGS}): "
             f"survey for longer"
         )
-    return ph, record_host_level(path, ph.level())
+    return ph, record_host_level(path, ph.held(), dip=ph.dip())
 
 
 def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:
@@ -267,13 +323,35 @@ def main(argv: list[str]) -> None:
         sys.exit("usage: python -m study.phase [SECONDS]   (a positive number; default 10)")
     path = cache_path().with_name(HOST_LEVEL_FILE)
     ph, why = survey_and_record(path, seconds)
+    print(describe(ph, seconds))
+    print(why or f"recorded in {path}")
+
+
+MOSTLY_SLOW = 0.5  # a survey with fewer of its readings in the fast phase: a mostly slow host
+
+
+def describe(ph: Phases, seconds: float) -> str:
+    """One line on a survey: the fast level, how much of the time the host held it, and what a
+    mostly slow host or one that never held its fast phase means for the rows."""
     xs, level, slow = ph.readings, ph.level(), ph.slow_level()
-    print(
-        f"host gauge over {seconds:g} s: fast level {level:.1f} us (10th percentile of "
-        f"{len(xs)} readings), {sum(ph.fast_mask()) / len(xs):.0%} of them within "
+    share = sum(ph.fast_mask()) / len(xs)
+    line = (
+        f"host gauge over {seconds:g} s: fast level {level:.1f} us (the lowest level "
+        f"{SUSTAIN} readings in a row held, of {len(xs)}), {share:.0%} of them within "
         f"{ph.ratio}x of it" + (f", the others' median {slow:.1f} us" if slow else "")
     )
-    print(why or f"recorded in {path}")
+    if not ph.level_held():
+        line += (
+            f". This host never held its fast phase: the gauge held {ph.held():.1f} us at best "
+            f"and dipped to {ph.dip():.1f} us, so rows are judged against the dip, and few "
+            "will be fast: a slow host (host_units still carry its calls' costs)"
+        )
+    elif share < MOSTLY_SLOW:
+        line += (
+            f". A mostly slow host: expect few rows timed fast (timing_phase mixed or slow); "
+            "host_units still carry its calls' costs"
+        )
+    return line
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What only a GPU can show: the warm parent never initialises CUDA and its forked cells use it,
 a cell proves its GPU pin, and the quickstart proves each backend it claims. Skipped without
-CUDA; run them on the GPU machine: ``python -m pytest -m cuda -p no:xdist``."""
+CUDA; run them on the GPU machine: ``python -m pytest -m cuda``."""
 
 import json
 

@@ -72,16 +72,26 @@ def settle(cell) -> None:
             "the host was contended while timing (others' CPU on the cell's cores): "
             "not a fast-phase figure"
         )
+    if not ph.level_held():
+        cell.notes.append(
+            f"this host never held its fast phase: its gauge held {ph.held():.1f} us at best and "
+            f"dipped to {ph.dip():.1f} us; rounds judged against the dip, so a slow phase is not "
+            "called fast"
+        )
     own = ph.own_level()
     row.update(
+        gauge_held=ph.level_held(),
         timing_phase=state,
         phase_fast_share=len(fast) / len(r.gauges),
         gauge_fast_us=ph.level(),
         gauge_own_us=own,
         gauge_slow_us=ph.slow_level(),
-        gauge_level_source="host" if ph.level() < own else "cell",
+        gauge_level_source=(
+            "dip" if not ph.level_held() else "host" if ph.level() < own else "cell"
+        ),
     )
     if state != "contended" and len(ph.readings) >= phase.MIN_LEVEL_READINGS:
-        why = phase.record_host_level(cell.levels, own)
+        dip = phase.held_level(ph.readings, phase.DIP)
+        why = phase.record_host_level(cell.levels, own, dip=dip)
         if why:
             cell.notes.append(why)

@@ -41,6 +41,7 @@ from study.cell import (
     compiling,
     figures,
     gpu_power,
+    host_cost,
     host_load,
     memory,
     passes,
@@ -200,7 +201,9 @@ class Cell:
         )  # the CPU's cells judge by their own readings when none is recorded (CI: every cell)
         if why:
             self.notes.append(why)
-        self.phases = phase.Phases(cfg.timing.fast_ratio, level)
+        self.phases = phase.Phases(
+            cfg.timing.fast_ratio, level, host_dip=phase.read_host_dip(self.levels)
+        )
         eager_ok = self.mode != "off" and self._eager_baseline(
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
         )  # eager's first calls before the guard: some eager paths compile inside (flex)
@@ -229,6 +232,7 @@ class Cell:
                 )
             else:
                 row["device_time_method"] = "none"
+            self._host_cost()
             if self.timed.eager:
                 self._eager_baseline(self._eager_peak)
         load.at_least(host_load.MIN_WATCH_S)
@@ -239,6 +243,28 @@ class Cell:
             self.notes.append(power.why)
         figures.settle(self)
         row["measure_s"] = time.perf_counter() - t
+
+    def _host_cost(self) -> None:
+        """Host µs per call, eager's twin too, timed behind a GPU sleep (study.cell.host_cost)."""
+        t = self.cfg.timing
+        why = host_cost.available(self.device) if t.host_blocks > 0 else "timing.host_blocks=0"
+        if why:
+            if self.device == "cuda":
+                self.notes.append(why)
+            return
+        r = self.timed
+        fns, lat = {"": self.step}, {"": statistics.median(x for c in r.chunks for x in c)}
+        if r.eager:
+            fns["eager_"], lat["eager_"] = self.eager, statistics.median(r.eager)
+        level = self.phases.level()
+        bar = None if level is None else self.phases.ratio * level
+        got = host_cost.measure(fns, lat, t.host_blocks, t.host_sleep_ms, t.host_calls,
+                                self.phases.gauge)  # fmt: skip
+        for k, b in got.items():
+            figs, note = host_cost.figures(b, bar)
+            self.row.update({f"{k}{c}": v for c, v in figs.items() if k == "" or c in EAGER_HOST})
+            if note:
+                self.notes.append(("eager twin: " if k else "") + note)
 
     def _peak_memory(self) -> None:
         """The steady step's peak memory (study.cell.memory.steady), and what CUDA graphs hide."""
@@ -344,7 +370,7 @@ class Cell:
             row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
         if self.device == "cuda":
             row["host_bound"] = metrics.host_bound(
-                row.get("latency_median_us"), row.get("gpu_us_per_step")
+                row.get("host_us"), row.get("device_time_us") or row.get("gpu_us_per_step")
             )
         if (
             self.device == "cuda"
@@ -418,6 +444,9 @@ class Cell:
         kernels = [{**meta, **k} for k in self.kernels]
         autotune = [{"run_id": row["run_id"], **a} for a in self.tuner.rows]
         return row, kernels, autotune
+
+
+EAGER_HOST = ("host_us", "host_units")  # the eager twin's host figures a compiled row carries
 
 
 class EagerFailed(Exception):

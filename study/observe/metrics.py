@@ -49,13 +49,24 @@ def roofline(
     return out
 
 
-HOST_BOUND = 1.10  # per-call latency above this x the GPU busy time per step: host-bound
+HOST_BOUND = 1.10  # rows without host_us: per-call latency above this x the GPU busy time
 
 
-def host_bound(latency_us: float | None, gpu_busy_us: float | None) -> bool | None:
-    """The one definition of host-bound (SCHEMA.md, ``host_bound``): the per-call latency is
-    more than 10% over the profiler's GPU busy time per step (``gpu_us_per_step``), so the GPU
-    waits on the host. None where either is unknown. analysis/ applies the same rule."""
+def host_bound(host_us: float | None, device_us: float | None) -> bool | None:
+    """The one definition of host-bound (SCHEMA.md, ``host_bound``): the host time per call,
+    measured behind a GPU sleep (``host_us``, study.cell.host_cost), exceeds the device time
+    per call (``device_time_us``; the profiler's GPU busy time per step where there is none), so
+    the GPU waits on the host. None where either is unknown. analysis/ applies the same rule;
+    for rows measured before ``host_us`` existed it falls back to ``inferred_host_bound``."""
+    if not host_us or not device_us:
+        return None
+    return host_us > device_us
+
+
+def inferred_host_bound(latency_us: float | None, gpu_busy_us: float | None) -> bool | None:
+    """Rows without ``host_us`` (before it was measured): the per-call latency more than 10% over
+    the profiler's GPU busy time per step. An inference from latency: it belongs to the host the
+    row ran on."""
     if not latency_us or not gpu_busy_us:
         return None
     return latency_us > HOST_BOUND * gpu_busy_us

@@ -146,6 +146,11 @@ class TimingConf:
     fast_ratio: float = 1.3  # a block is fast when its gauge is at most this x the fast level
     # CUDA cells: every thread on one core of the cell's while timed (study.cell.pinning.OneCore)
     one_core: bool = True
+    # host time per call (study.cell.host_cost), CUDA only: blocks of up to host_calls calls,
+    # each issued behind host_sleep_ms of queued GPU work, host_blocks per callable (0: none)
+    host_blocks: int = 20
+    host_calls: int = 20
+    host_sleep_ms: float = 5.0
 
 
 @dataclass

@@ -120,14 +120,16 @@ def low_occupancy(run, kernels, ctx=None):
 
 def cpu_above_gpu(run, kernels, ctx=None):
     """Profiled CPU time above GPU busy time: CPU-bound, unless the per-call latency, timed
-    without the profiler, says GPU-bound (study.observe.metrics.host_bound): the profiler slows
+    without the profiler, or the host time measured behind a GPU sleep, says GPU-bound
+    (study.observe.metrics.host_bound): the profiler slows
     the host side (v3's block, eager: 826 us of CPU against 724 of GPU, 639 us a call)."""
     cpu, gpu = _f(run.get("cpu_us_per_step")), _f(run.get("gpu_us_per_step"))
     if run.get("device") != "cuda" or cpu is None or gpu is None or cpu <= gpu:
         return None
     said = f"{cpu:.0f} us CPU vs {gpu:.0f} us GPU per step"
     lat = _f(run.get("latency_median_us"))
-    if metrics.host_bound(lat, gpu) is False:
+    hb = metrics.host_bound(_f(run.get("host_us")), _f(run.get("device_time_us")) or gpu)
+    if (metrics.inferred_host_bound(lat, gpu) if hb is None else hb) is False:
         return f"CPU above GPU under the profiler, GPU-bound per call: {said}, {lat:.0f} us a call"
     return f"CPU-bound: {said}"
 

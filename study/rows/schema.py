@@ -268,18 +268,17 @@ RUN = (
         Col(
             "gauge_fast_us",
             "us",
-            "the host gauge's fast level the rounds were judged by: the 10th percentile of this "
-            "cell's gauge readings, or the host's if lower (the 10th percentile of the levels "
-            "earlier cells on this host, Python and torch recorded in the last 24 h; "
-            "gauge_level_source). The gauge: best of 3 runs of a 300-iteration Python loop plus "
-            "one CPU tensor add, before and after every round",
+            "the host gauge's fast level the rounds were judged by: the lowest level 5 "
+            "consecutive gauge readings held (study.phase), this cell's own or the lowest this "
+            "boot of this host recorded (host_gauge.txt), whichever is lower; the dip instead "
+            "when the host never held its fast phase (gauge_held). The gauge: best of 3 runs of "
+            "a 300-iteration Python loop plus one CPU tensor add, before and after every round",
         ),
         Col(
             "gauge_own_us",
             "us",
-            "this cell's own fast level (the 10th percentile of its gauge readings), whatever "
-            "gauge_fast_us took: how fast this host ran while this cell was timed (v3's rows "
-            "kept only the lower of it and the host's, so a slow stretch left no trace)",
+            "this cell's own held level (the lowest level 5 consecutive readings of its gauge "
+            "held), whatever gauge_fast_us took: how fast this host ran while this cell was timed",
         ),
         Col("gauge_slow_us", "us", "median gauge reading of the blocks that were not fast"),
         Col(
@@ -296,7 +295,51 @@ RUN = (
             "power cap (NVML's power-policy violation time): back-to-back GEMMs on the H200 "
             "run capped within a second (benchmarks/clock_probe.py)",
         ),
-        Col("gauge_level_source", "", "cell or host: where gauge_fast_us came from"),
+        Col(
+            "gauge_level_source",
+            "",
+            "cell, host or dip: where gauge_fast_us came from (dip: the host never held its "
+            "fast phase, gauge_held false)",
+        ),
+        Col(
+            "gauge_held",
+            "bool",
+            "the fast level was one the gauge held for 5 readings in a row (study.phase). False: "
+            "the gauge dipped more than timing.fast_ratio below the best level it held, so the "
+            "host has a faster phase it did not hold; the rounds are judged against the dip, "
+            "and the row says the host never held its fast phase",
+        ),
+        Col(
+            "host_us",
+            "us",
+            "CUDA: host time per call, measured directly (study.cell.host_cost): blocks of "
+            "back-to-back calls issued while a GPU sleep queued ahead keeps the host from ever "
+            "waiting for the GPU (a block the sleep did not cover is left out); the median over "
+            "the fast-phase blocks (every covered block when fewer than 5 ran fast). Blank on "
+            "the CPU, where host and device are one",
+        ),
+        Col(
+            "host_units",
+            "",
+            "host_us in units of this host's speed: the median over the same blocks of a "
+            "block's host us per call over the gauge's us around it. Carries from one host to "
+            "another better than us: predicted latency at host speed G is about "
+            "max(device_time_us, host_units x G)",
+        ),
+        Col(
+            "host_gauge_us",
+            "us",
+            "the host's speed while host_us was timed: the median gauge reading around its blocks",
+        ),
+        Col("host_blocks", "", "blocks timed for host_us (timing.host_blocks)"),
+        Col("host_blocks_fast", "", "of those, blocks covered by the sleep in the fast phase"),
+        Col("host_calls", "", "calls per host_us block (at most timing.host_calls)"),
+        Col(
+            "eager_host_us",
+            "us",
+            "compiled CUDA cells: the eager twin's host_us, in the same rounds (ABBA) and phases",
+        ),
+        Col("eager_host_units", "", "compiled CUDA cells: the eager twin's host_units"),
         Col(
             "pair_lead_in",
             "",
@@ -352,11 +395,12 @@ RUN = (
         Col(
             "host_bound",
             "bool",
-            "GPU only: latency_median_us > 1.1 x gpu_us_per_step (the profiler's device busy "
-            "time, the same notion in every mode): the host sets the pace, so the absolute "
-            "latency moves with CPU placement, load and the host's phase. The one definition "
-            "(study.observe.metrics.host_bound): the Findings, figures and report apply the same rule "
-            "to a cell's figures",
+            "GPU only: host_us > device_time_us (the profiler's gpu_us_per_step where there is no "
+            "device time): the host's work per call outlasts the GPU's, so the GPU waits and "
+            "the latency moves with the host's speed. The one definition "
+            "(study.observe.metrics.host_bound); rows measured before host_us existed fall back "
+            "to an inference from latency (latency_median_us > 1.1 x gpu_us_per_step), which "
+            "belongs to the host they ran on",
         ),
         Col("dominant_kernel", "", "full name of the kernel with the most device time"),
         Col("dominant_share", "", "its share of the step's kernel time (0-1)"),
@@ -897,6 +941,7 @@ NON_NUMERIC = frozenset(
         "nsys_note",
         "timing_phase",
         "gauge_level_source",
+        "gauge_held",
         "expect",
         "surprise_detail",
     }
