@@ -348,7 +348,7 @@ def describe(ph: Phases, seconds: float) -> str:
         )
     elif share < MOSTLY_SLOW:
         line += (
-            f". A mostly slow host: expect few rows timed fast (timing_phase mixed or slow); "
+            ". A mostly slow host: expect few rows timed fast (timing_phase mixed or slow); "
             "host_units still carry its calls' costs"
         )
     return line

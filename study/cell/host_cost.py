@@ -108,7 +108,7 @@ def measure(fns: dict, latency_us: dict, blocks: int, sleep_ms: float, most: int
     ``blocks`` blocks each, alternating in ABBA order so both sides see the same phases."""
     cycles_ms = cycles_per_ms()
     out = {k: Blocks(*block_calls(latency_us.get(k), sleep_ms, most)) for k in fns}
-    for k, fn in fns.items():  # a call before the first block: nothing lazy inside a block
+    for fn in fns.values():  # a call before the first block: nothing lazy inside a block
         fn()
     torch.cuda.synchronize()
     names = list(fns)

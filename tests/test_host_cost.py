@@ -1,0 +1,121 @@
+"""Host time per call behind a GPU sleep (study.cell.host_cost), with a fake CUDA: the blocks'
+order, the check that the sleep covered each block, and the figures from the fast ones.
+No compile, no subprocess; the real thing runs on the H200 (benchmarks/host_machines.sh)."""
+
+import types
+
+import pytest
+
+from study.cell import host_cost
+from study.rows.config_error import ConfigError
+from tests.test_config import compose, validate
+
+
+class FakeCuda:
+    """A GPU whose sleep ends after ``cover`` host calls (None: never within a block)."""
+
+    def __init__(self, cover=None):
+        self.cover, self.calls_since_sleep, self.log = cover, 0, []
+
+    def _sleep(self, cycles):
+        self.log.append(("sleep", cycles))
+        self.calls_since_sleep = 0
+
+    def synchronize(self):
+        self.log.append(("sync",))
+
+    def Event(self):  # noqa: N802 - torch.cuda.Event
+        cuda = self
+
+        class E:
+            def record(self):
+                pass
+
+            def query(self):
+                return cuda.cover is not None and cuda.calls_since_sleep >= cuda.cover
+
+        return E()
+
+
+def fake_torch(monkeypatch, cuda):
+    monkeypatch.setattr(host_cost, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(host_cost, "cycles_per_ms", lambda: 2e6)
+
+
+def step(cuda, name, order):
+    def fn():
+        cuda.calls_since_sleep += 1
+        order.append(name)
+
+    return fn
+
+
+def test_eager_and_compiled_blocks_alternate_and_each_follows_a_sleep(monkeypatch):
+    cuda, order = FakeCuda(), []
+    fake_torch(monkeypatch, cuda)
+    fns = {"": step(cuda, "c", order), "eager_": step(cuda, "e", order)}
+    got = host_cost.measure(fns, {"": 50.0, "eager_": 20.0}, 4, 5.0, 20, gauge=lambda: 10.0)
+    assert got[""].calls == 20 and got["eager_"].calls == 20  # 20 x 50 us < half of 5 ms
+    blocks = [order[i] for i in range(2, len(order), 20)]  # after one call each, first
+    assert blocks == ["c", "e", "e", "c", "c", "e", "e", "c"]  # ABBA
+    assert [x[0] for x in cuda.log].count("sleep") == 8
+    assert all(got[k].covered == [True] * 4 for k in got)
+    assert got[""].sleep_ms == 5.0 and cuda.log[1] == ("sleep", 10_000_000)
+
+
+def test_a_block_the_sleep_did_not_cover_is_left_out_and_said(monkeypatch):
+    """A call that waits for the GPU (a sync inside it) ends the sleep before the block does:
+    that block's time is not host time alone."""
+    cuda, order = FakeCuda(cover=3), []
+    fake_torch(monkeypatch, cuda)
+    got = host_cost.measure({"": step(cuda, "c", order)}, {"": 10.0}, 3, 5.0, 20, lambda: 10.0)
+    assert got[""].covered == [False] * 3
+    figs, note = host_cost.figures(got[""], bar=13.0)
+    assert "host_us" not in figs and "did not cover any block" in note
+
+
+def test_the_figures_are_the_fast_covered_blocks_medians():
+    b = host_cost.Blocks(calls=20, sleep_ms=5.0)
+    b.host_us = [40.0, 41.0, 39.0, 42.0, 40.5, 70.0, 68.0, 99.0]
+    b.gauge_us = [10.0, 10.2, 9.9, 10.1, 10.0, 17.0, 17.2, 10.0]
+    b.covered = [True] * 7 + [False]
+    figs, note = host_cost.figures(b, bar=13.0)
+    assert figs["host_us"] == 40.5 and figs["host_blocks_fast"] == 5
+    assert figs["host_units"] == pytest.approx(40.5 / 10.0, rel=0.02)
+    assert figs["host_gauge_us"] == 10.0
+    assert "1 of 8 blocks not covered" in note
+    slow = host_cost.Blocks(calls=20, sleep_ms=5.0, host_us=b.host_us[:7],
+                            gauge_us=b.gauge_us[:7], covered=[True] * 7)  # fmt: skip
+    figs, note = host_cost.figures(slow, bar=9.0)  # no block fast: every covered one, said
+    assert figs["host_us"] == 41.0 and "only 0 ran in the host's fast phase" in note
+
+
+def test_a_block_is_sized_to_half_the_sleep_and_a_long_call_stretches_the_sleep():
+    assert host_cost.block_calls(50.0, 5.0, 20) == (20, 5.0)
+    assert host_cost.block_calls(500.0, 5.0, 20) == (5, 5.0)
+    n, ms = host_cost.block_calls(8_000.0, 5.0, 20)  # a GPT-2 training step: one call
+    assert n == 1 and ms == pytest.approx(16.0)
+    assert host_cost.block_calls(None, 5.0, 20) == (20, 5.0)
+
+
+def test_the_cpu_and_a_torch_without_sleep_leave_the_columns_blank_with_a_note(monkeypatch):
+    assert "not measured on the CPU" in host_cost.available("cpu")
+    monkeypatch.setattr(host_cost, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace()))
+    assert "no torch.cuda._sleep" in host_cost.available("cuda")
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("timing.host_sleep_ms=0", "timing.host_sleep_ms"),
+        ("timing.host_sleep_ms=-3", "timing.host_sleep_ms"),
+        ("timing.host_sleep_ms=0.1", "timing.host_sleep_ms"),
+        ("timing.host_sleep_ms=nan", "timing.host_sleep_ms"),
+        ("timing.host_sleep_ms=inf", "timing.host_sleep_ms"),
+        ("timing.host_blocks=-1", "timing.host_blocks"),
+        ("timing.host_calls=0", "timing.host_calls"),
+    ],
+)
+def test_host_timing_out_of_range_is_refused_at_start_naming_the_key(override, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        validate(compose(override))
