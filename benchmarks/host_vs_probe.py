@@ -1,10 +1,11 @@
 """Does the study's host time per call agree with an independent probe? Prints a table; asserts
 nothing. CUDA only (the H200):
 
-    python benchmarks/host_vs_probe.py [--seconds 3]
+    python benchmarks/host_vs_probe.py [--rounds 300]
 
 For nn.Linear 1024x1024 on 256 rows and cuDNN SDPA (B8 H16 S1024 D64, causal, bf16), eager and
-``torch.compile`` default, in one process, each callable is timed two ways, one after the other:
+``torch.compile`` default, in one process, each callable is timed two ways, a probe round and a study block in turn
+(so that both see the same host phases):
 
 - the probe's way (the method of an independent 60-line probe, no project code): rounds of
   about 3 ms of ``torch.cuda._sleep`` queued first, then 20 calls timed on the host clock,
@@ -42,35 +43,38 @@ def loop_gauge() -> float:
     return best
 
 
-def probe(fn, secs: float, calls: int = 20) -> tuple[float, float, int]:
-    """(host us per call, host / loop gauge, rounds kept): the probe's method."""
+def probe_round(fn, calls: int = 20) -> tuple[float, float]:
+    """(gauge, host us per call) of one round, the probe's method."""
     import torch
 
-    rows, t0 = [], time.time()
-    while time.time() - t0 < secs:
-        g0 = loop_gauge()
-        torch.cuda._sleep(int(6e6))
-        t = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        host = (time.perf_counter_ns() - t) / 1e3 / calls
-        g1 = loop_gauge()
-        torch.cuda.synchronize()
-        rows.append((max(g0, g1), host))
-    lo = min(g for g, _ in rows)
-    fast = [r for r in rows if r[0] <= 1.3 * lo]
-    return (statistics.median(h for _, h in fast), statistics.median(h / g for g, h in fast),
-            len(fast))  # fmt: skip
+    g0 = loop_gauge()
+    torch.cuda._sleep(int(6e6))  # about 3 ms of GPU work queued first
+    t = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter_ns() - t) / 1e3 / calls
+    g1 = loop_gauge()
+    torch.cuda.synchronize()
+    return max(g0, g1), host
 
 
-def study_way(fn, blocks: int) -> dict:
+def both(fn, rounds: int) -> tuple[tuple[float, float, int], dict]:
+    """The probe's round and the study's block in turn, ``rounds`` times, so that both see the
+    same host phases: ((probe us, probe units, rounds kept), the study's figures)."""
     from study import phase
     from study.cell import host_cost
 
-    got = host_cost.measure({"": fn}, {"": 50.0}, blocks, 5.0, 20, phase.gauge_us)[""]
-    ph = phase.Phases(readings=list(got.gauge_us))
-    figs, _ = host_cost.figures(got, ph.ratio * ph.level())
-    return figs
+    rows, b = [], host_cost.Blocks(*host_cost.block_calls(50.0, 5.0, 20))
+    cycles = host_cost.cycles_per_ms()
+    for _ in range(rounds):
+        rows.append(probe_round(fn))
+        host_cost.one_block(fn, b, phase.gauge_us, cycles)
+    lo = min(g for g, _ in rows)
+    fast = [r for r in rows if r[0] <= 1.3 * lo]
+    p = (statistics.median(h for _, h in fast), statistics.median(h / g for g, h in fast),
+         len(fast))  # fmt: skip
+    ph = phase.Phases(readings=list(b.gauge_us))
+    return p, host_cost.figures(b, ph.ratio * ph.level())[0]
 
 
 def main() -> None:
@@ -79,8 +83,7 @@ def main() -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--blocks", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=300, help="probe rounds and study blocks each")
     a = ap.parse_args()
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -107,8 +110,7 @@ def main() -> None:
                 for _ in range(20):
                     fn()
                 torch.cuda.synchronize()
-                p_us, p_units, kept = probe(fn, a.seconds)
-                s = study_way(fn, a.blocks)
+                (p_us, p_units, kept), s = both(fn, a.rounds)
             print(f"{name:26} {p_us:9.1f} {s['host_us']:9.1f} {s['host_us'] / p_us:11.3f} "
                   f"{p_units:11.2f} {s['host_units']:11.2f}  {kept}, {s['host_blocks_fast']}")  # fmt: skip
 

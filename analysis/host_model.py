@@ -1,0 +1,116 @@
+"""Speedup against host speed: latency ~ max(device us, host units x G), from measured rows.
+
+A call's latency is the larger of its device time and its host time, and its host time is its
+host cost in units of the host's speed (``host_units``, study.cell.host_cost) times the host's
+speed G (the gauge's us, study.phase). So a compiled cell's paired speedup on a host of speed G
+is predicted as
+
+    speedup(G) = max(dev_eager, u_eager x G) / max(dev_compiled, u_compiled x G)
+
+where ``dev`` is ``device_time_us`` (graph replay) and ``u`` the rows' ``host_units`` (the
+compiled row's own, and its eager twin's ``eager_host_units`` timed in the same rounds). The
+crossover is the host speed where speedup(G) falls through 1: compiling pays on faster hosts
+and loses on slower ones (None when it never crosses in 5-100 us). ``leave_one_out`` checks
+the model where it counts: each machine's speedups predicted from the other machines' units
+and device times, at the host speed the row itself saw (``host_gauge_us``). Pure pandas; the
+rows come from runs.csv. ``python benchmarks/host_model.py DIR...`` prints the tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+KEYS = ["variant", "pass", "dtype", "n", "seq_len"]  # a cell, across machines
+GRID = np.linspace(5.0, 100.0, 951)  # host speeds (gauge us) the crossover is sought in
+
+
+def predict(dev_e, u_e, dev_c, u_c, g):
+    """The predicted paired speedup at host speed ``g`` (numbers or arrays)."""
+    return np.maximum(dev_e, u_e * g) / np.maximum(dev_c, u_c * g)
+
+
+def crossover(dev_e, u_e, dev_c, u_c) -> float | None:
+    """The host speed (gauge us) where the predicted speedup falls through 1, or None."""
+    sp = predict(dev_e, u_e, dev_c, u_c, GRID)
+    above = sp >= 1.0
+    cross = np.nonzero(above[:-1] & ~above[1:])[0]
+    return float(GRID[cross[0] + 1]) if len(cross) else None
+
+
+def _key(r: pd.DataFrame) -> pd.Series:
+    cols = [c for c in KEYS if c in r]
+    txt = r[cols].map(lambda v: "" if pd.isna(v) else str(v))
+    return txt.agg("|".join, axis=1)
+
+
+def cells(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per compiled CUDA cell and machine: its device time, host units and speedup,
+    with the eager twin's device time from the same machine's eager cell."""
+    r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
+    r["cell"] = _key(r)
+    eager = r[r["compile"] == "off"].set_index(["machine", "cell"])["device_time_us"]
+    c = r[r["compile"] != "off"].copy()
+    c["dev_e"] = [eager.get((m, k)) for m, k in zip(c["machine"], c["cell"], strict=True)]
+    c = c.rename(columns={"device_time_us": "dev_c", "host_units": "u_c",
+                          "eager_host_units": "u_e", "host_gauge_us": "g"})  # fmt: skip
+    keep = ["machine", "cell", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",
+            "host_us", "eager_host_us", "speedup_paired", "timing_phase"]  # fmt: skip
+    return c[[k for k in keep if k in c]].dropna(subset=["dev_e", "u_e", "dev_c", "u_c", "g"])
+
+
+def fit_alpha(c: pd.DataFrame) -> float:
+    """How host time scales with the gauge: the slope of log host us on log G within each cell
+    and side (a pooled regression with a cell's own intercept), over the rows given; 1.0 where
+    the rows hold too little spread in G. 1.0 is the plain units model (host us = units x G); on
+    the H200 the host's slow phase slows the gauge more than a call (alpha about 0.7)."""
+    dx, dy = [], []
+    for _, x in c.groupby("cell"):
+        for col in ("host_us", "eager_host_us"):
+            ok = x[[col, "g"]].dropna()
+            if len(ok) < 2:
+                continue
+            lx, ly = np.log(ok["g"].to_numpy(float)), np.log(ok[col].to_numpy(float))
+            dx += list(lx - lx.mean())
+            dy += list(ly - ly.mean())
+    dx, dy = np.asarray(dx), np.asarray(dy)
+    if len(dx) < 3 or (dx**2).sum() < 0.05:  # under about 1.2x of spread in G: no slope to fit
+        return 1.0
+    return float((dx * dy).sum() / (dx**2).sum())
+
+
+def leave_one_out(c: pd.DataFrame, alpha: float | None = None) -> pd.DataFrame:
+    """Each machine's paired speedups predicted from the other machines' device times and host
+    times, at the host speed its own row saw (``g``); ``err`` = predicted / measured - 1. The
+    host time at G is a training row's ``host_us x (G / its g) ** alpha`` (median over the other
+    machines), with ``alpha`` fitted on the other machines (``fit_alpha``) unless given;
+    ``alpha=1`` is units x G."""
+    out = []
+    for (m, k), x in c.groupby(["machine", "cell"]):
+        others = c[(c["cell"] == k) & (c["machine"] != m)]
+        if others.empty:
+            continue
+        a = fit_alpha(c[c["machine"] != m]) if alpha is None else alpha
+        row, dev = x.iloc[0], others[["dev_e", "dev_c"]].median()
+        scale = (row.g / others["g"]) ** a
+        host_c = float((others["host_us"] * scale).median())
+        host_e = float((others["eager_host_us"] * scale).median())
+        sp = max(dev.dev_e, host_e) / max(dev.dev_c, host_c)
+        u = others[["u_e", "u_c"]].median()
+        out.append({"machine": m, "cell": k, "variant": row.variant, "compile": row["compile"],
+                    "g": row.g, "alpha": a, "measured": row.speedup_paired, "predicted": sp,
+                    "err": sp / row.speedup_paired - 1,
+                    "crossover_g": crossover(dev.dev_e, u.u_e, dev.dev_c, u.u_c)})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def units_spread(rows: pd.DataFrame, col: str = "host_units") -> pd.DataFrame:
+    """Per cell and side, host units on each machine and their spread (max / min - 1), from the
+    rows whose host time came from fast-phase blocks (``host_blocks_fast`` >= 5)."""
+    r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
+    r["cell"] = _key(r) + "|" + r["compile"].astype(str)
+    if "host_blocks_fast" in r:
+        r = r[pd.to_numeric(r["host_blocks_fast"], errors="coerce") >= 5]
+    t = r.pivot_table(index="cell", columns="machine", values=col, aggfunc="median")
+    t["spread"] = t.max(axis=1) / t.min(axis=1) - 1
+    return t
