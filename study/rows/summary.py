@@ -43,6 +43,8 @@ def summary(sweep_dir: Path, t0: float = 0.0) -> int:
             print(
                 f"[study]   {r['run_id']}: {r['status']} ({r.get('reason', '')[:200]})", flush=True
             )
+    for line in phase_lines(rows):
+        print(f"[study] {line}", flush=True)
     print(
         f"[study] rows: {path}\n[study] report: "
         + shlex.join(["python", "-m", "analysis.report", str(sweep_dir)]),
@@ -71,3 +73,30 @@ def summary(sweep_dir: Path, t0: float = 0.0) -> int:
         )
         return 1
     return 0
+
+
+def phase_lines(rows: list[dict]) -> list[str]:
+    """What the sweep says about the host's phase (study.phase): how many rows were not timed in
+    its fast phase, and what to do; and when the host never held its fast phase at all."""
+    timed = [r for r in rows if r.get("timing_phase")]
+    off = Counter(r["timing_phase"] for r in timed if r["timing_phase"] != "fast")
+    out = []
+    if off:
+        what = ", ".join(f"{n} {p}" for p, n in off.most_common())
+        todo = []
+        if off.keys() & {"slow", "mixed"}:
+            todo.append("run those cells again (resume=true keeps the rest) or raise timing.max_s")
+        if "contended" in off:
+            todo.append("give the cells cores nothing else uses (cores=...)")
+        out.append(
+            f"{sum(off.values())} of {len(timed)} rows were not timed in the host's fast phase "
+            f"({what}): their figures are that phase's; " + "; ".join(todo)
+        )
+    unheld = [r for r in timed if str(r.get("gauge_held")).lower() in ("false", "0", "0.0")]
+    if unheld:
+        out.append(
+            f"this host never held its fast phase ({len(unheld)} rows, gauge_held false): no "
+            "row is called fast against its slow level; host_units still carry each call's cost "
+            "to a faster host"
+        )
+    return out

@@ -1,0 +1,37 @@
+"""What the console says per cell and at the end of a sweep: how a figure was timed (the host's
+phase, host and device us per call) is never hidden. No process, no compile."""
+
+from study.rows.summary import phase_lines
+from study.sweep.rundir import summary_line
+
+
+def test_a_cell_not_timed_in_the_fast_phase_says_its_phase_on_its_line():
+    row = {"status": "ok", "latency_median_us": "291.2", "kernels_per_step": "3",
+           "speedup_paired": "0.65", "speedup_ci_low": "0.63", "speedup_ci_high": "0.67",
+           "timing_phase": "contended"}  # fmt: skip
+    line = summary_line(row, 2.0)
+    assert "host phase contended" in line and "0.65x paired [0.63-0.67]" in line
+    assert "host phase" not in summary_line({**row, "timing_phase": "fast"}, 2.0)
+
+
+def test_the_line_gives_host_and_device_us_and_one_kernel_is_singular():
+    row = {"status": "ok", "latency_median_us": "60.59", "kernels_per_step": "1",
+           "host_us": "56.24", "device_time_us": "58.46", "timing_phase": "fast"}  # fmt: skip
+    line = summary_line(row, 3.3)
+    assert "60.6 us/call (host 56.2, device 58.5), 1 kernel/step" in line
+    assert "kernels/step" in summary_line({**row, "kernels_per_step": "2"}, 1.0)
+    cpu = summary_line({"status": "ok", "latency_median_us": "300.0", "kernels_per_step": "6"}, 1)
+    assert "300.0 us/call, 6 kernels/step" in cpu  # the CPU: no host or device split
+
+
+def test_the_summary_counts_rows_off_the_fast_phase_and_says_what_to_do():
+    rows = [{"timing_phase": p, "gauge_held": "True"} for p in ("fast", "slow", "mixed", "contended")]
+    lines = phase_lines(rows)
+    assert len(lines) == 1 and "3 of 4 rows were not timed in the host's fast phase" in lines[0]
+    assert "resume=true" in lines[0] and "cores=" in lines[0]
+    assert phase_lines([{"timing_phase": "fast", "gauge_held": "True"}]) == []
+
+
+def test_a_host_that_never_held_its_fast_phase_is_said_at_the_end():
+    rows = [{"timing_phase": "slow", "gauge_held": "False"}] * 3
+    assert any("never held its fast phase (3 rows" in x for x in phase_lines(rows))
