@@ -10,6 +10,7 @@ from __future__ import annotations
 from analysis.fig_compile import kernel_diff, payback
 from analysis.fig_flex import flex
 from analysis.fig_host import cpu_gpu
+from analysis.fig_host_speed import host_speed
 from analysis.fig_kernels import blog_grid, kernel_classes, top_kernels
 from analysis.fig_latency import latency, speedup
 from analysis.fig_ncu import ncu_occupancy
@@ -39,6 +40,7 @@ FIGURES = [
     ("kernel_classes", "Which kinds of kernels?", kernel_classes),
     ("top_kernels", "Where does the device time go?", top_kernels),
     ("cpu_vs_gpu", "Does the GPU wait on the host?", cpu_gpu),
+    ("host_speed", "At what host speed does compiling stop paying?", host_speed),
     ("payback", "When does compiling pay for itself?", payback),
     ("roofline", "How close to the ceiling?", roofline),
     ("scaling", "How does it scale with shape?", scaling),

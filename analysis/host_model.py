@@ -32,10 +32,26 @@ def predict(dev_e, u_e, dev_c, u_c, g):
 
 def crossover(dev_e, u_e, dev_c, u_c) -> float | None:
     """The host speed (gauge us) where the predicted speedup falls through 1, or None."""
-    sp = predict(dev_e, u_e, dev_c, u_c, GRID)
-    above = sp >= 1.0
+    return crossing(GRID, predict(dev_e, u_e, dev_c, u_c, GRID))
+
+
+def curve(x: pd.DataFrame, g, alpha: float = 1.0):
+    """A cell's predicted paired speedup at host speeds ``g`` from its rows ``x`` (``cells``):
+    host time at G is a row's ``host_us x (G / its g) ** alpha``, median over the rows (alpha 1:
+    units x G); device times the rows' medians."""
+    g = np.asarray(g, dtype=float)
+    scale = (g[:, None] / x["g"].to_numpy(float)[None, :]) ** alpha
+    host_c = np.median(x["host_us"].to_numpy(float)[None, :] * scale, axis=1)
+    host_e = np.median(x["eager_host_us"].to_numpy(float)[None, :] * scale, axis=1)
+    dev_e, dev_c = x["dev_e"].median(), x["dev_c"].median()
+    return np.maximum(dev_e, host_e) / np.maximum(dev_c, host_c)
+
+
+def crossing(g, sp) -> float | None:
+    """The first host speed in ``g`` where the speedups ``sp`` fall through 1, or None."""
+    above = np.asarray(sp) >= 1.0
     cross = np.nonzero(above[:-1] & ~above[1:])[0]
-    return float(GRID[cross[0] + 1]) if len(cross) else None
+    return float(g[cross[0] + 1]) if len(cross) else None
 
 
 def _key(r: pd.DataFrame) -> pd.Series:

@@ -1,0 +1,64 @@
+"""Speedup against host speed (analysis.host_model, analysis.fig_host_speed) on made-up rows
+whose host time follows a known law: the model must give back what was put in. No torch."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import host_model
+from analysis.fig_host_speed import host_speed
+from analysis.style import Skip
+
+
+def rows(alpha=1.0, speeds=(13.0, 16.0, 26.0)):
+    """Three machines: a cuDNN-like cell (eager GPU-bound at 58 us, 1.4 units of host; compiled
+    58 us of device, 4.2 units) and a Linear-like one (host-bound on both sides). Host us at G
+    are units x 13 x (G / 13) ** alpha; the measured speedup follows max(device, host)."""
+    out = []
+    for m, g in zip(("m1", "m2", "m3"), speeds, strict=True):
+        for v, dev_e, u_e, dev_c, u_c in (("cudnn", 58.0, 1.4, 58.0, 4.2),
+                                          ("linear", 3.0, 1.3, 3.0, 4.1)):  # fmt: skip
+            host = lambda u: u * 13.0 * (g / 13.0) ** alpha  # noqa: E731
+            sp = max(dev_e, host(u_e)) / max(dev_c, host(u_c))
+            base = {"machine": m, "variant": v, "pass": "fwd", "dtype": "bf16", "status": "ok",
+                    "device": "cuda", "boot_id": m, "family": v}  # fmt: skip
+            out.append({**base, "compile": "off", "device_time_us": dev_e,
+                        "host_us": host(u_e), "host_units": host(u_e) / g, "host_gauge_us": g})  # fmt: skip
+            out.append({**base, "compile": "default", "device_time_us": dev_c,
+                        "host_us": host(u_c), "host_units": host(u_c) / g, "host_gauge_us": g,
+                        "eager_host_us": host(u_e), "eager_host_units": host(u_e) / g,
+                        "speedup_paired": sp, "timing_phase": "fast"})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_the_prediction_is_the_larger_of_device_and_host_time_on_each_side():
+    assert host_model.predict(58.0, 1.4, 58.0, 4.2, 10.0) == pytest.approx(58.0 / 58.0)
+    assert host_model.predict(58.0, 1.4, 58.0, 4.2, 20.0) == pytest.approx(58.0 / 84.0)
+    assert host_model.crossover(58.0, 1.4, 58.0, 4.2) == pytest.approx(58.0 / 4.2, abs=0.11)
+    assert host_model.crossover(3.0, 1.3, 3.0, 4.1) is None  # host-bound: below 1 throughout
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.7])
+def test_leaving_one_machine_out_gives_back_the_speedups_and_the_exponent(alpha):
+    c = host_model.cells(rows(alpha))
+    assert host_model.fit_alpha(c) == pytest.approx(alpha, abs=1e-6)
+    lo = host_model.leave_one_out(c)
+    assert len(lo) == 6 and lo["err"].abs().max() < 1e-6
+    plain = host_model.leave_one_out(c, alpha=1.0)  # units x G where the law is not linear
+    assert (plain["err"].abs().max() > 0.05) == (alpha != 1.0)
+
+
+def test_host_units_carry_across_machines_where_host_us_do_not():
+    r = rows().assign(host_blocks_fast=20)
+    units = host_model.units_spread(r, "host_units")
+    us = host_model.units_spread(r, "host_us")
+    assert units["spread"].max() < 1e-9 and us["spread"].min() == pytest.approx(1.0)
+
+
+def test_the_figure_draws_the_cells_whose_speedup_moves_with_the_host():
+    fig, s = host_speed({"runs": rows(0.7).drop(columns=["machine"])})
+    assert "1 compiled cell(s)" in s and "falls below 1x above" in s
+    assert "linear" in s and "host-bound at every host speed" in s.lower()
+    with pytest.raises(Skip, match="no row has host_units"):
+        host_speed({"runs": rows().drop(columns=["host_units"])})
+    assert np.isfinite(fig.get_figwidth())
