@@ -18,7 +18,7 @@ def rows(alpha=1.0, speeds=(13.0, 16.0, 26.0)):
     for m, g in zip(("m1", "m2", "m3"), speeds, strict=True):
         for v, dev_e, u_e, dev_c, u_c in (("cudnn", 58.0, 1.4, 58.0, 4.2),
                                           ("linear", 3.0, 1.3, 3.0, 4.1)):  # fmt: skip
-            host = lambda u: u * 13.0 * (g / 13.0) ** alpha  # noqa: E731
+            host = lambda u, g=g: u * 13.0 * (g / 13.0) ** alpha  # noqa: E731
             sp = max(dev_e, host(u_e)) / max(dev_c, host(u_c))
             base = {"machine": m, "variant": v, "pass": "fwd", "dtype": "bf16", "status": "ok",
                     "device": "cuda", "boot_id": m, "family": v}  # fmt: skip
