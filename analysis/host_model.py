@@ -130,3 +130,79 @@ def units_spread(rows: pd.DataFrame, col: str = "host_units") -> pd.DataFrame:
     t = r.pivot_table(index="cell", columns="machine", values=col, aggfunc="median")
     t["spread"] = t.max(axis=1) / t.min(axis=1) - 1
     return t
+
+
+# (layer, the target that adds it, the target it is measured from; None: the eager twin)
+LAYERS = [("Dynamo", "dynamo_eager", None), ("AOTAutograd", "aot_eager", "dynamo_eager"),
+          ("Inductor's wrapper", "default", "aot_eager")]  # fmt: skip
+
+
+def layers(rows: pd.DataFrame) -> pd.DataFrame:
+    """Host units per call each layer of torch.compile adds, per cell (rows of a sweep over
+    compile targets, ``+experiment=targets``): Dynamo = ``dynamo_eager``'s units less its eager
+    twin's (same rounds), AOTAutograd = ``aot_eager`` less ``dynamo_eager``, Inductor's wrapper =
+    ``default`` less ``aot_eager``; each target's units the median over its rows (processes),
+    and µs at the sweep's median host speed beside them."""
+    r = rows[(rows["status"] == "ok") & rows.get("host_units", pd.Series(index=rows.index)).notna()]
+    if r.empty:
+        return pd.DataFrame()
+    r = r.assign(cell=_key(r))
+    g = float(r["host_gauge_us"].median())
+    out = []
+    for k, x in r.groupby("cell"):
+        units = x.groupby("compile")["host_units"].median()
+        eager = x["eager_host_units"].median() if "eager_host_units" in x else float("nan")
+        for name, target, base in LAYERS:
+            if target not in units or (base is not None and base not in units):
+                continue
+            add = units[target] - (eager if base is None else units[base])
+            out.append({"cell": k, "layer": name, "host_units": add, "host_us_at_g": add * g,
+                        "g": g})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One line per CUDA row: host and device µs per call, host units, the bound verdict, the
+    eager twin's, the paired speedup and the crossover host speed."""
+    r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
+    if "host_us" not in r or r.empty:
+        return pd.DataFrame()
+    r = r.assign(machine=r["boot_id"].astype(str).str[:8] if "boot_id" in r else "")
+    c = cells(r)
+    cross = {i: crossover(x.dev_e, x.u_e, x.dev_c, x.u_c) for i, x in c.iterrows()}
+    cols = ["run_id", "host_us", "host_units", "device_time_us", "host_bound", "eager_host_us",
+            "eager_host_units", "host_gauge_us", "speedup_paired", "timing_phase"]  # fmt: skip
+    t = r[[k for k in cols if k in r]].copy()
+    t["crossover_g"] = pd.Series(cross)
+    return t
+
+
+def main(argv: list[str] | None = None) -> None:
+    """python -m analysis.host_model SWEEP_DIR...: per row, host and device µs per call, host
+    units and the crossover host speed; per cell of a targets sweep, host units per layer."""
+    import sys
+    from pathlib import Path
+
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        sys.exit("usage: python -m analysis.host_model SWEEP_DIR [SWEEP_DIR ...]")
+    missing = [a for a in argv if not (Path(a) / "runs.csv").is_file()]
+    if missing:
+        print(f"no runs.csv in {', '.join(missing)}: give sweep dirs", file=sys.stderr)
+        sys.exit(2)
+    rows = pd.concat([pd.read_csv(Path(a) / "runs.csv", low_memory=False) for a in argv],
+                     ignore_index=True)  # fmt: skip
+    pd.set_option("display.width", 200)
+    t = table(rows)
+    if t.empty:
+        print("no CUDA row with host_us (the CPU measures none): nothing to say")
+        return
+    print(t.round(2).to_string(index=False))
+    lay = layers(rows)
+    if not lay.empty:
+        print("\nhost units per call each layer adds (targets):")
+        print(lay.round(2).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -62,3 +62,24 @@ def test_the_figure_draws_the_cells_whose_speedup_moves_with_the_host():
     with pytest.raises(Skip, match="no row has host_units"):
         host_speed({"runs": rows().drop(columns=["host_units"])})
     assert np.isfinite(fig.get_figwidth())
+
+
+def test_host_units_per_layer_subtract_the_targets_that_add_one_layer_each():
+    base = {"status": "ok", "device": "cuda", "variant": "linear", "pass": "fwd",
+            "dtype": "bf16", "host_gauge_us": 10.0}  # fmt: skip
+    r = pd.DataFrame([
+        {**base, "compile": "dynamo_eager", "host_units": 3.0, "eager_host_units": 1.5},
+        {**base, "compile": "aot_eager", "host_units": 7.0, "eager_host_units": 1.4},
+        {**base, "compile": "default", "host_units": 5.0, "eager_host_units": 1.6},
+    ])  # fmt: skip
+    lay = host_model.layers(r).set_index("layer")
+    assert lay.loc["Dynamo", "host_units"] == pytest.approx(1.5)
+    assert lay.loc["AOTAutograd", "host_units"] == pytest.approx(4.0)
+    assert lay.loc["Inductor's wrapper", "host_units"] == pytest.approx(-2.0)
+    assert lay.loc["Dynamo", "host_us_at_g"] == pytest.approx(15.0)
+
+
+def test_the_entry_refuses_a_dir_without_runs_csv_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        host_model.main([str(tmp_path)])
+    assert e.value.code == 2 and "no runs.csv in" in capsys.readouterr().err
