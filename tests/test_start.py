@@ -49,6 +49,8 @@ def test_an_unknown_key_is_rejected_at_start(tmp_path, multirun):
     "override, words",
     [
         ("repeats=0", "repeats=0 is not allowed"),
+        ("repeats=100000000", "repeats=100000000 is not allowed"),  # not a MemoryError
+        ("timeout_s=nan", "timeout_s=nan is not allowed"),
         ("timing.pairs=5", "timing.pairs=5 is too few"),
         ("timing.lead_in=-1", "timing.lead_in=-1 is not allowed"),
         ("timing.max_s=0", "timing.max_s=0.0 is not allowed"),
