@@ -7,7 +7,15 @@ patches/fullgraph/dynamic and the attention mask/score_mod where both sides reco
 by run id, and within the same source name when both sides have it; every cell, whatever its
 status. A cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
 unsupported, ...) is a regression, said first; one not ok in A and ok in B is said "now ok"
-(not counted as an improvement); cells only in A or B are listed with their status.
+(not counted as an improvement); cells only in A or B are listed with their status. A crash
+row is matched on its variant's own shape keys (``compare_gate.own_shape_keys``). Every matched
+cell is counted in exactly one bucket: regressed, improved, within noise, now ok, still not ok,
+unchanged.
+
+``--fail-on-regression`` (``analysis.compare_gate``) exits 1 for a regression, a cell of A
+missing in B (a renamed variant matches nothing) or one not ok in B with another status than
+A's, each printed; and exits 2, comparing nothing, for a side that is unfinished: its sweep
+still holds the dir's lock, or has fewer finished cells than its ``sweep.yaml`` planned.
 
 Per cell and per variant it reports the change in latency, speedup (paired when measured),
 compile time, kernels per forward and peak memory (reserved memory for the modes that replay
@@ -26,8 +34,10 @@ cell has 2 or more usable repeats there, else the row's per-call spread ``latenc
 else its median alone (old rows). A change past the threshold whose intervals overlap is
 "within noise": neither regressed nor improved, counted apart in the summary. So is a latency
 or speedup change of a cell timed outside the host's fast phase on either side (its
-``timing_phase`` is mixed, slow or contended: study.phase), and a compile time change under
-``COMPILE_FLOOR_S``.
+``timing_phase`` is mixed, slow or contended: study.phase), within what a phase can cause
+(``HOST_PHASE``: x2 either way; further, it is judged as in the fast phase), and a compile time
+change under ``COMPILE_FLOOR_S``. A change of kernels per step or of device time is flagged
+whatever the host's phase: the host changes neither.
 
 Each cell that moved (past a threshold, or with speedup intervals that no longer overlap) says
 why in ``why`` (``analysis.compare_causes``): its kernels or its device time changed (real), the
@@ -54,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import autotune_diff, compare_causes
+from analysis import autotune_diff, compare_causes, compare_gate
 from analysis.load import expand, load
 from analysis.measures import (
     CONFIG_KEY,
@@ -79,6 +89,11 @@ COMPILE_FLOOR_S = 1.0
 # A step's own peak can be a few KiB (matmul+bias n=64: 8-18 KiB): a rounding of the allocator
 # reads +25% there. Peak memory changes under MEMORY_FLOOR_BYTES are not judged.
 MEMORY_FLOOR_BYTES = 1 << 20
+# What timing outside the host's fast phase can explain: the H200 host's slow phase ran Python
+# x1.7 and tiny tensor ops x2.0 slower (the field notes' host phases), so a latency or speedup
+# that moved further than x2 either way is judged as in the fast phase (an eager cell 27.4 ->
+# 364 µs, both sides contended, read "within noise" before).
+HOST_PHASE = 2.0
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
@@ -92,7 +107,9 @@ RULE = (
     "A's: regressed; entirely below: improved); else it is within noise, counted apart. A "
     "side's interval: the range of its repeats' medians with 2 or more repeats, else the "
     "calls' p10–p90 spread. Latency and speedup timed outside the host's fast phase on either "
-    "side (timing_phase mixed, slow or contended) are not compared: within noise, host phase. "
+    "side (timing_phase mixed, slow or contended) are not compared while within "
+    f"x{HOST_PHASE:g} either way: within noise, host phase. A change of kernels per step, or of "
+    "device time past the latency threshold, is flagged whatever the phase. "
     f"Compile time changes under {COMPILE_FLOOR_S:g} s and peak memory changes under "
     f"{MEMORY_FLOOR_BYTES >> 20} MiB are not judged."
 )
@@ -183,6 +200,7 @@ def match(
     ra, rb = da["runs"], db["runs"]
     if not every_status:
         ra, rb = ra[ra["status"] == "ok"], rb[rb["status"] == "ok"]
+    ra, rb = compare_gate.own_shape_keys(ra, rb)
     extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
     ka, kb = keyed(ra, extra), keyed(rb, extra)
     for k in (ka, kb):
@@ -290,7 +308,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     below = column(m, "lat_hi_b") < column(m, "lat_lo_a")
     # Timing from a slow or mixed host phase on either side is not compared (issue 32): two
     # identical CPU quickstarts read +18% latency, 0.72x -> 0.61x, with B 99% slow-phase.
-    host = _off_phase(m, "a") | _off_phase(m, "b")
+    host = (_off_phase(m, "a") | _off_phase(m, "b")) & _excusable(m)
     sp_worse, sp_better = sp_b_hi < SPEEDUP * sp_a_lo, sp_b_lo > sp_a_hi / SPEEDUP
     moved = up | down | sp_worse | sp_better
     m["within_noise"] = np.where(
@@ -306,6 +324,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
             big & (m["compile_time"] < 1 - cmp_t),
         ),
         "peak memory": mem_flags,
+        **_host_proof(m, lat_t),
     }
     worse, better = [], []
     for i in range(len(m)):
@@ -313,12 +332,30 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
         worse.append(", ".join(lost + [k for k, (w, _) in flags.items() if bool(w.iloc[i])]))
         better.append(", ".join(k for k, (_, b) in flags.items() if bool(b.iloc[i])))
     m["regressed"], m["improved"] = worse, better
+    m["verdict"] = compare_gate.verdicts(m)
     # why: for every cell that moved past a threshold, or whose speedup intervals do not
     # overlap (flash 0.958x [0.95-0.96] -> 1.00x [1.00-1.00] is under 5%, and a verdict change)
     m["why"] = compare_causes.causes(
         m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo), (up & above) | (down & below)
     )
     return order(m).reset_index(drop=True)
+
+
+def _host_proof(m: pd.DataFrame, lat_t: pd.Series) -> dict:
+    """The flags judged whatever the host's phase: the host changes neither the kernels nor
+    their own time (device time past the latency threshold, ``compare_causes.device_ratio``)."""
+    dev = compare_causes.device_ratio(m)
+    return {"kernels": (m["kernels"] > 0, m["kernels"] < 0),
+            "device time": (dev > 1 + lat_t, dev < 1 - lat_t)}  # fmt: skip
+
+
+def _excusable(m: pd.DataFrame) -> pd.Series:
+    """Latency and speedup B/A within what a host phase can cause (HOST_PHASE), or unknown."""
+    ok = pd.Series(True, index=m.index)
+    for c in ("latency", "speedup"):
+        x = m[c]
+        ok &= x.isna() | ((x <= HOST_PHASE) & (x >= 1 / HOST_PHASE))
+    return ok
 
 
 def per_variant(m: pd.DataFrame) -> pd.DataFrame:
@@ -335,9 +372,9 @@ def per_variant(m: pd.DataFrame) -> pd.DataFrame:
                 "compile time B/A": geomean(g["compile_time"]),
                 "kernels B−A": g["kernels"].sum(),
                 "peak memory B/A": geomean(g["memory"]),
-                "regressions": int((g["regressed"] != "").sum()),
-                "improvements": int((g["improved"] != "").sum()),
-                "within noise": int((g["within_noise"] != "").sum()),
+                "regressions": int((g["verdict"] == "regressed").sum()),
+                "improvements": int((g["verdict"] == "improved").sum()),
+                "within noise": int((g["verdict"] == "within noise").sum()),
             }
         )
     return pd.DataFrame(rows)
@@ -409,8 +446,9 @@ def _count(m: pd.DataFrame, col: str) -> int:
 
 
 def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
-    n_reg, n_imp = _count(m, "regressed"), _count(m, "improved")
-    n_lost, n_noise, n_now = _count(m, "lost"), _count(m, "within_noise"), _count(m, "now_ok")
+    n = {k: int((m["verdict"] == k).sum()) if len(m) else 0 for k in compare_gate.BUCKETS}
+    n_reg, n_imp, n_noise, n_now = n["regressed"], n["improved"], n["within noise"], n["now ok"]
+    n_lost = _count(m, "lost")
     parts = [f"{len(m)} cells matched ({len(only_a)} only in A, {len(only_b)} only in B)"]
     if len(m):
         names = (("latency", "latency"), ("speedup", "speedup"),
@@ -423,6 +461,7 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
         + (f" ({n_lost} no longer ok)" if n_lost else "")
         + f", {n_imp} improved, {n_noise} within noise"
         + (f", {n_now} now ok" if n_now else "")
+        + "".join(f", {n[k]} {k}" for k in ("still not ok", "unchanged") if n[k])
     )
     if "autotune" in m:
         n_at = int(((m["autotune"] != "") & ~m["autotune_tie"]).sum())
@@ -538,12 +577,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("b", help="new: the same")
     ap.add_argument("--out", help="where compare.md/.csv/.png go (default outputs/compare/<time>)")
     ap.add_argument("--fail-on-regression", action="store_true",
-                    help="exit 1 if any regression, a cell no longer ok included")  # fmt: skip
+                    help="exit 1 if any regression, or any cell of A missing or not ok in B; "
+                         "an unfinished sweep on either side exits 2")  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out) if args.out else (
         Path("outputs") / "compare" / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))  # fmt: skip
+    for arg, name in ((args.a, "A"), (args.b, "B")):
+        if why := compare_gate.unfinished(arg):
+            print(f"analysis.compare: {name} = {why}", file=sys.stderr)
+            return 2
     try:
-        line, m, _, only_b = compare(args.a, args.b, out)
+        line, m, only_a, only_b = compare(args.a, args.b, out)
     except FileNotFoundError as e:
         sys.exit(f"analysis.compare: {e}")
     print(line)
@@ -554,12 +598,15 @@ def main(argv: list[str] | None = None) -> int:
             f"; latency {_pct(r['latency'])})"))  # fmt: skip
     for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
         print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A)")
+    failed = compare_gate.failures(m, only_a)  # every one said: each fails the gate
+    for f in failed:
+        print(f"  {f}")
     _print_only(only_b, "only in B")
     picks = m[(m["autotune"] != "") & ~m["autotune_tie"]] if "autotune" in m else m.iloc[0:0]
     for _, r in picks.iterrows():
         print(f"  autotune: {_cell(r, m)}: {r['autotune']}")
     print(f"details: {out / 'compare.md'}")
-    return 1 if args.fail_on_regression and len(reg) else 0
+    return 1 if args.fail_on_regression and (len(reg) or failed) else 0
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ def finished_since(sweep_dir: Path, t0: float) -> int:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
-    from study.rows.config_check import check_config, say_renamed
+    from study.rows.config_check import check_config, device_error, say_renamed
     from study.rows.summary import summary
     from study.sweep.scheduler import Scheduler
     from study.sweep.sweepdir import clock
@@ -115,6 +115,8 @@ def main(cfg: DictConfig) -> None:
         if multirun:  # one job of another launcher (slurm): its [k/N] counts the whole sweep
             sched.sweep_done = finished_since
         else:
+            if why := device_error([cfg], bool(sched.status["cuda_available"])):
+                fail(why)
             sched.say_device([cfg])
         sched.submit(cfg, run_dir, sweep_dir)
     if not multirun:

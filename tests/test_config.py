@@ -109,6 +109,37 @@ def test_bad_values_raise_config_error_naming_the_key(override, key):
         validate(cfg)
 
 
+@pytest.mark.parametrize(
+    "override, said",
+    [
+        ("timeout_s=nan", "timeout_s=nan is not allowed: it must be a finite number."),
+        ("timeout_s=1e9", "timeout_s=1000000000.0 is not allowed: it must be > 0 and at most"),
+        ("cpu_mem_limit_gb=nan", "cpu_mem_limit_gb=nan is not allowed: it must be a finite"),
+        ("cpu_mem_limit_gb=1e30", "cpu_mem_limit_gb=1e+30 is not allowed: it must be 0 (no cap)"),
+        ("cpu_mem_limit_gb=-5", "cpu_mem_limit_gb=-5.0 is not allowed: it must be 0 (no cap)"),
+        ("seed=99999999999999999999", "seed=99999999999999999999 is not allowed: it must be an "),
+        ("seed=-1", "seed=-1 is not allowed"),
+        ("timing.block_ms=inf", "timing.block_ms=inf is not allowed: it must be a finite number"),
+        ("timing.block_ms=9000", "timing.block_ms=9000.0 is not allowed: one block must fit in"),
+        ("timing.max_s=1000", "timing.max_s=1000.0 is not allowed: it must be under timeout_s"),
+        ("pass.lr=nan", "pass.lr=nan is not allowed: it must be a finite number."),
+        ("pass.lr=-1", "pass.lr=-1.0 is not allowed: AdamW's learning rate must be > 0."),
+        ("repeats=100000000", "repeats=100000000 is not allowed: from 1 to 1000 fresh"),
+        ("timing.calls=10000000000", "timing.calls=10000000000 is too large: at most 2147483647"),
+        ("family.softcap=inf", "family.softcap=inf is not allowed: it must be a finite number."),
+    ],
+)
+def test_every_value_is_finite_and_in_range_naming_the_key(override, said):
+    with pytest.raises(ConfigError) as e:
+        validate(compose("+experiment=tiny", "variant=naive", override))
+    assert str(e.value).startswith(said) and "\n" not in str(e.value)
+
+
+def test_the_bounds_leave_a_default_and_a_no_cap_alone():
+    for ok in ("cpu_mem_limit_gb=0", "cpu_mem_limit_gb=2", "seed=4294967295", "pass=train_step"):
+        assert validate(compose("+experiment=tiny", "variant=naive", ok)) is None
+
+
 def test_a_shape_sweep_over_a_key_the_variant_lacks_is_refused():
     cfg = compose("variant=flash", "shape_sweep.key=n", "shape_sweep.sizes=[64,128]")
     with pytest.raises(ConfigError, match="variant 'flash' has no such shape key"):

@@ -73,7 +73,7 @@ def test_a_cell_no_longer_ok_is_said_before_a_slower_one(tmp_path, capsys):
                "--out", str(tmp_path / "out"), "--fail-on-regression"])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 1
-    assert "2 regressions (1 no longer ok), 0 improved, 0 within noise." in out
+    assert "2 regressions (1 no longer ok), 0 improved, 0 within noise, 16 unchanged." in out
     said = [x for x in out.splitlines() if x.startswith("  regressed: ")]
     assert said == [
         "  regressed: cpu: naive · default (status ok → timeout: no run.csv after 600 s)",
@@ -92,7 +92,7 @@ def test_a_cell_now_ok_and_one_only_in_b_are_said_not_counted(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "18 cells matched (0 only in A, 1 only in B)" in out
-    assert "0 regressions, 0 improved, 0 within noise, 1 now ok." in out
+    assert "0 regressions, 0 improved, 0 within noise, 1 now ok, 17 unchanged." in out
     assert "  now ok: cpu: math · default (oom in A)" in out
     assert "  only in B: cpu: naive · max-autotune (unsupported)" in out
     md = (tmp_path / "out" / "compare.md").read_text()
@@ -149,10 +149,10 @@ def test_timing_outside_the_fast_phase_is_not_compared(tmp_path):
     for c in LATENCY:
         b.loc[flash, c] *= 1.5  # past both sides' intervals: a regression in the fast phase
     line, m = build(results(a, tmp_path / "a"), results(b, tmp_path / "b"), tmp_path / "o1")
-    assert "1 regression, 0 improved, 0 within noise." in line
+    assert "1 regression, 0 improved, 0 within noise, 17 unchanged." in line
     b.loc[flash, "timing_phase"] = "mixed"
     line, m = build(results(a, tmp_path / "a2"), results(b, tmp_path / "b2"), tmp_path / "o2")
-    assert "0 regressions, 0 improved, 1 within noise." in line
+    assert "0 regressions, 0 improved, 1 within noise, 17 unchanged." in line
     assert (m["within_noise"] == "host phase").sum() == 1
     md = (tmp_path / "o2" / "compare.md").read_text()
     assert "host phase: A fast, B mixed (timing outside the fast phase is not compared)" in md

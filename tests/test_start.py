@@ -49,6 +49,8 @@ def test_an_unknown_key_is_rejected_at_start(tmp_path, multirun):
     "override, words",
     [
         ("repeats=0", "repeats=0 is not allowed"),
+        ("repeats=100000000", "repeats=100000000 is not allowed"),  # not a MemoryError
+        ("timeout_s=nan", "timeout_s=nan is not allowed"),
         ("timing.pairs=5", "timing.pairs=5 is too few"),
         ("timing.lead_in=-1", "timing.lead_in=-1 is not allowed"),
         ("timing.max_s=0", "timing.max_s=0.0 is not allowed"),
@@ -276,3 +278,18 @@ def test_a_bad_point_is_said_without_waiting_for_the_warm_parent():
 
     assert point_error(compose("variant=naive"), known) is None and asked == [1]
     assert "not registered" in point_error(compose("variant=naive", "variant.name=nope"), known)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("multirun", [[], ["-m"]], ids=["single", "sweep"])
+def test_device_cuda_without_a_gpu_stops_at_start(tmp_path, multirun):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU")
+    r = cli(*multirun, "device=cuda", "variant=naive", f"out_root={tmp_path}", *TINY)
+    assert r.returncode == 2, r.stdout[-800:] + r.stderr[-800:]
+    assert r.stderr.startswith("[study] config error: "), r.stderr[-800:]
+    assert "device=cuda requires a CUDA GPU and torch finds none on this host" in r.stderr
+    no_traceback(r)
+    assert not list(tmp_path.rglob("run.csv"))  # no cell ran

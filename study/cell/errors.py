@@ -2,7 +2,8 @@
 
 ``oom`` (the allocator said no), ``unsupported`` (the library refused this combination, e.g.
 no SDPA backend for fp32 on flash; the warnings that say why are appended), or ``error``
-(compile errors say ``compile:``). Pure string work on the exception chain.
+(compile errors say ``compile:``, a workload of the user's own that fails by itself
+``workload:``: ``WorkloadError``). Pure string work on the exception chain.
 """
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ UNSUPPORTED_PATTERNS = (
 
 class Unsupported(RuntimeError):
     """The cell cannot run on this machine (e.g. CUDA asked for, none present)."""
+
+
+class WorkloadError(RuntimeError):
+    """A workload of the user's own (variant.target) failed by itself: its factory, its inputs,
+    or its eager forward (a compiled cell asks eager again before blaming the compiler). Its
+    row is ``error`` with reason ``workload: <its own words>``, the same for the eager and the
+    compiled cell, and no failure of the harness (study.rows.summary)."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.__cause__ = cause
+
+
+def exited(e: SystemExit) -> RuntimeError:
+    """A ``sys.exit()`` inside the cell (a factory, a forward) as an error that says so: the
+    process would end with no row, and its crash row with an empty log."""
+    return RuntimeError(f"the workload called sys.exit({e.code!r}): a workload must raise an "
+                        "exception, not exit the process")  # fmt: skip
 
 
 def _chain(e: BaseException):
@@ -48,6 +67,8 @@ def classify_error(e: BaseException, caught_warnings: list[str]) -> tuple[str, s
     if isinstance(e, Unsupported) or any(p in text for p in UNSUPPORTED_PATTERNS):
         extra = "; ".join(dict.fromkeys(w for w in caught_warnings if w))[:600]
         return "unsupported", msg + (f" | warnings: {extra}" if extra else "")
+    if isinstance(e, WorkloadError):
+        return "error", "workload: " + msg
     where = (
         "compile: "
         if any(type(x).__module__.startswith(("torch._dynamo", "torch._inductor")) for x in chain)

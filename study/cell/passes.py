@@ -16,7 +16,9 @@ own thread, are placed by their launch time inside the main thread's range.
 
 Correctness of a training pass: the first call's output and every gradient against float64
 copies of the inputs and parameters taken before that call (``Reference``), with the dtype's
-tolerance; a wrong gradient makes the row ``mismatch``, naming the tensor.
+tolerance, each gradient scaled by its parameter group (``check_grads``); a wrong gradient
+makes the row ``mismatch``, naming the tensor. A parameter the forward never uses has no
+gradient on either side: that is equal, and the notes name it.
 """
 
 # Long: a pass is its step, its trained leaves, the first step's snapshots and the float64
@@ -260,12 +262,27 @@ class Reference:
 
 
 def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> dict:
-    """Every leaf's gradient against the float64 one; the worst, and the first that fails."""
+    """Every leaf's gradient against the float64 one; the worst, and the first that fails.
+
+    A gradient is scaled by its group's largest float64 value (``group``: the parameters of
+    one module together, an input alone), and never by less than the tolerance times the
+    largest of all (study.cell.correctness). A leaf the forward never reaches (an unused
+    ``nn.Linear``) has no gradient in float64 either: None on both sides is equal, and named in
+    ``unused``."""
     from study.cell import correctness
 
-    worst, worst_name, bad = 0.0, None, None
+    tol = correctness.tolerance(dtype, tolerance)
+    size = {n: _largest(g) for n, g in ref_grads.items()}
+    groups: dict[str, float] = {}
+    for n, v in size.items():
+        groups[group(n)] = max(groups.get(group(n), 0.0), v)
+    floor = tol * max(size.values(), default=0.0)
+    worst, worst_name, bad, unused = 0.0, None, None, []
     for name, t in tr.leaves:
         want = ref_grads.get(name)
+        if t.grad is None and want is None:
+            unused.append(name)
+            continue
         if t.grad is None or want is None:
             bad = (
                 bad
@@ -273,7 +290,8 @@ def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> d
             )
             continue
         got = t.grad[index] if index is not None and t.grad.dim() == 4 else t.grad
-        res = correctness.compare(got, want, dtype, tolerance)
+        scale = max(groups.get(group(name), 0.0), floor)
+        res = correctness.compare(got, want, dtype, tolerance, scale=scale)
         err = res["max_rel_err"]
         if err is not None and err >= worst:
             worst, worst_name = err, name
@@ -284,7 +302,22 @@ def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> d
         "grad_worst": worst_name,
         "ok": bad is None,
         "reason": bad or "",
+        "unused": unused,
     }
+
+
+def group(name: str) -> str:
+    """A leaf's parameter group: ``param:k.bias`` -> ``param:k`` (its module's), a top-level
+    parameter ``param:``, an input its own."""
+    return "param:" + name[6:].rpartition(".")[0] if name.startswith("param:") else name
+
+
+def _largest(t) -> float:
+    """max |t| over its finite values (a NaN is compare's to report, not a scale)."""
+    import torch
+
+    finite = t.detach()[torch.isfinite(t.detach())]
+    return float(finite.abs().max()) if finite.numel() else 0.0
 
 
 def saved_for_backward(call, leaves) -> tuple[int, int]:

@@ -49,7 +49,7 @@ from study.cell import (
     timing,
     verdict,
 )
-from study.cell.errors import Unsupported, classify_error
+from study.cell.errors import Unsupported, WorkloadError, classify_error, exited
 from study.observe import inductor as ind
 from study.observe import metrics, proof
 from study.observe import trace as tr
@@ -88,7 +88,14 @@ class Cell:
         self.device = build.resolve_device(plain(self.cfg.device))
         self.row["device"] = self.device
         self.row.update(envinfo.collect(self.device))
-        self.entry, shape, self.wl = build.build_workload(self.cfg, self.device)
+        try:
+            self.entry, shape, self.wl = build.build_workload(self.cfg, self.device)
+        except Exception as e:  # noqa: BLE001 - a factory of the user's own is the user's
+            failed = e
+        else:
+            failed = None
+        if failed is not None:  # outside the except: the workload's words, not the chain's
+            raise self._whose(failed)
         self.row.update(shape)
         self.notes += self.wl.notes
         self.row.update(self.wl.row)
@@ -147,6 +154,34 @@ class Cell:
 
     # 3 ------------------------------------------------------------------------------------
     def first_call(self) -> None:
+        try:
+            self._first_call()
+        except Exception as e:  # noqa: BLE001 - whose the failure is: the workload's, or ours
+            failed = e
+        else:
+            return
+        raise self._whose(failed, eager_again=self.mode != "off")
+
+    def _whose(self, e: Exception, eager_again: bool = False) -> Exception:
+        """A workload of the user's own (variant.target) that fails by itself is the user's
+        (WorkloadError): when built, or in its first call, where a compiled cell runs the
+        eager step once, so that eager and compiled say the same words for the same bug (the
+        compiled call said `unsupported` in Dynamo's words where eager said `error`). Else
+        ``e`` as it is."""
+        if isinstance(e, Unsupported) or not (
+            self.cfg.variant.get("target") or self.cfg.variant.name == "custom"
+        ):
+            return e
+        if not eager_again:
+            return WorkloadError(e)
+        try:
+            self.eager()
+        except Exception as eager_e:  # noqa: BLE001 - eager fails too: the workload's own bug
+            eager_e.__context__ = None
+            return WorkloadError(eager_e)
+        return e
+
+    def _first_call(self) -> None:
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter("always")
             try:
@@ -480,6 +515,8 @@ def run_cell(cfg: DictConfig, run_dir: Path) -> tuple[dict, list[dict], list[dic
                 phase(fn)
     except Exception as e:  # noqa: BLE001 - every failure becomes the row's status
         cell.fail(e)
+    except SystemExit as e:  # a sys.exit() in a factory or forward: the row says so
+        cell.fail(cell._whose(exited(e)))
     print(f"[cell] {cell.row['status']}: " + ", ".join(took), flush=True)  # into cell.log
     return cell.rows()
 

@@ -109,6 +109,12 @@ def _check_training(cell, out, tol=None, record=True) -> dict:
         g["grad_max_rel_err"],
         g["grad_worst"],
     )
+    if g["unused"]:
+        cell.notes.append(
+            "no gradient (the forward does not use them; None in float64 too): "
+            + ", ".join(g["unused"][:4])
+            + (f" and {len(g['unused']) - 4} more" if len(g["unused"]) > 4 else "")
+        )
     if res["ok"] and not g["ok"]:
         res["ok"], res["reason"] = False, g["reason"]
     res["flops"] = counted

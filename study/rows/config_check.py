@@ -84,6 +84,17 @@ def point_error(cfg: DictConfig, variants=None) -> str | None:
     return why or _inductor_error(cfg)
 
 
+def device_error(configs, cuda_available: bool) -> str | None:
+    """Why ``device=cuda`` cannot run here (the warm parent found no CUDA GPU), or None: a
+    start-time mistake, not an ``unsupported`` row (the README: device=cuda requires a GPU)."""
+    from study.rows.config import plain
+
+    if cuda_available or not any(c is not None and plain(c.device) == "cuda" for c in configs):
+        return None
+    return ("device=cuda requires a CUDA GPU and torch finds none on this host "
+            "(torch.cuda.is_available() is False): use device=cpu, or device=auto")  # fmt: skip
+
+
 def say_renamed(configs) -> None:
     """One line for each renamed key a sweep still gives by its old name, and for a
     deprecated value."""

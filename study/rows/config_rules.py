@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from study.rows import expect, targets
 from study.rows.config import COMPILE_MODES, PASSES, plain, schema
+from study.rows.config_bounds import bounds
 from study.rows.config_error import ConfigError
 from study.rows.identity import given, given_as
 from study.rows.schema import SHAPE_KEYS
@@ -62,7 +63,7 @@ def fits(shape: dict) -> None:
 def validate(cfg: DictConfig, registry: bool = True) -> None:
     """Reject what types cannot: sizes, the compile target, counts, a variant that is not
     registered (``registry=False``: left to the caller, study.rows.config_check.point_error). Raises ConfigError."""
-    for check in (_compile, _sizes, _timing, _rest, _shape_sweep):
+    for check in (bounds, _compile, _sizes, _timing, _rest, _shape_sweep):
         check(cfg)
     _variant(cfg, registry)
 

@@ -171,7 +171,8 @@ RUN = (
             "grad_max_rel_err",
             "",
             "training passes: the largest max_rel_err over every input's and parameter's "
-            "gradient against float64 (same tolerance as the output)",
+            "gradient against float64 (same tolerance as the output), each scaled by at least "
+            "its parameter group's largest value (docs/method.md)",
         ),
         Col("grad_worst", "", "the gradient with that error (param:<name> or input:<i>)"),
         Col("first_call_s", "s", "wall time of the first call, compile included"),

@@ -2,7 +2,7 @@
 where the rows are, the report command, and the exit status.
 
 Exit status 1 when a cell failed for a reason of the harness (``crash``, or ``error`` outside
-compile); ``unsupported``, ``oom``, ``mismatch``, ``timeout``, ``invalid`` and compile errors
+compile and outside the user's own workload); ``unsupported``, ``oom``, ``mismatch``, ``timeout``, ``invalid`` and compile errors
 are results, not failures of the command.
 """
 
@@ -16,8 +16,10 @@ from pathlib import Path
 
 
 def harness_failure(row: dict) -> bool:
+    """A crash, or an error that is neither the compiler's (``compile:``) nor the user's own
+    workload's (``workload:``, study.cell.errors.WorkloadError)."""
     return row["status"] == "crash" or (
-        row["status"] == "error" and not row.get("reason", "").startswith("compile:")
+        row["status"] == "error" and not row.get("reason", "").startswith(("compile:", "workload:"))
     )
 
 

@@ -48,10 +48,15 @@ class Launcher(HydraLauncher):
         return self.scheduler.status.get("variants") or {}
 
     def slots_error(self, configs) -> str | None:
-        """Why the slots cannot run this sweep's CUDA cells (more slots than GPUs), or None."""
+        """Why the slots cannot run this sweep's CUDA cells (no GPU, more slots than GPUs), or
+        None."""
         from study.rows.config import plain
+        from study.rows.config_check import device_error
         from study.sweep.scheduler import gpu_id
 
+        self.start()
+        if why := device_error(configs, bool(self.scheduler.status["cuda_available"])):
+            return why
         slots = self.n_jobs
         if slots <= 1 or not any(c is not None and plain(c.device) != "cpu" for c in configs):
             return None

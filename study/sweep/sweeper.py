@@ -78,8 +78,13 @@ class Sweeper(BasicSweeper):
     def _points(self, arguments: list[str]) -> list[list[str]]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
+        from study.rows.config_bounds import MAX_REPEATS
+        from study.rows.usage import fail
+
         params = self._parse_config()
         n = int(self.config.get("repeats", 1) or 1)
+        if n > MAX_REPEATS:  # before the points are spelled out: 10**8 of them fill memory
+            fail(f"repeats={n} is not allowed: from 1 to {MAX_REPEATS} fresh processes a cell.")
         if n > 1:  # the slowest-varying key: Hydra varies the first one slowest
             params = [f"repeat={','.join(map(str, range(n)))}"] + [
                 p for p in params if not p.startswith("repeat=")

@@ -1,0 +1,114 @@
+"""The regression gate of ``python -m analysis.compare A B --fail-on-regression``: B must hold
+every cell of A, each ok, none regressed, and B must be a finished sweep.
+
+- ``unfinished(arg)``: a sweep dir whose lock a running sweep holds (study.sweep.sweepdir's
+  ``.sweep.lock``), or with fewer finished cells than its ``sweep.yaml`` planned, is refused
+  before anything is compared: 3 of 8 rows read as "0 regressions" while the rest still ran.
+- ``failures(m, only_a)``: one line per cell of A that B lacks (a renamed variant matches
+  nothing) and per matched cell not ok in B with another status than A's (unsupported ->
+  error); a cell ok in A and not in B is a regression, said with the regressions, so it is not
+  said twice here. A cell with the same failure on both sides (math's oom at the largest shape,
+  flex's unsupported backends in results/h200) is counted "still not ok", and passes: the
+  study did not change there.
+- ``own_shape_keys``: a crash row is matched on the shape keys of its variant's ok rows.
+- ``verdicts``: each matched cell in exactly one bucket, so the summary adds up.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import finished_cells
+from study.rows.schema import SHAPE_KEYS
+from study.sweep.sweepdir import LOCK, clock
+
+
+def _running(d: Path) -> str:
+    """What holds ``d``'s sweep lock ('pid 123: python -m study.run ...'), "" when nothing."""
+    lock = d / LOCK
+    if not lock.exists():
+        return ""
+    with open(lock) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return f.read().strip() or "a process that did not say which"
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return ""
+
+
+def unfinished(arg: str) -> str:
+    """Why the side ``arg`` (a dir, or DIR:SOURCE) cannot be compared yet, "" when it can."""
+    d = Path(arg)
+    if not d.exists() and ":" in arg:
+        d = Path(arg.rsplit(":", 1)[0])
+    if not d.is_dir():
+        return ""
+    total, _ = clock(d)
+    done = len(finished_cells(d))
+    have = f"{done} of its {total} cells" if total else f"{done} cells"
+    holder = _running(d)
+    if holder:
+        return (f"{d} is still running ({holder}; {have} finished): compare it when the sweep "
+                "has ended")  # fmt: skip
+    if total and done < total:
+        return (f"{d} is unfinished ({have} finished, and no sweep is running in it): resume it "
+                "with its command and resume=true, then compare")  # fmt: skip
+    return ""
+
+
+def _name(r) -> str:
+    return f"{r['source']}: {r['variant']} · {r['compile']}"
+
+
+def failures(m: pd.DataFrame, only_a: pd.DataFrame) -> list[str]:
+    """What fails the gate besides the regressions: every cell of A missing in B, every matched
+    cell not ok in B whose status is not A's."""
+    out = [f"missing in B: {_name(r)} ({r['status'] or '?'} in A)" for _, r in only_a.iterrows()]
+    if len(m):
+        a, b = m["status_a"].fillna(""), m["status_b"].fillna("")
+        still = m[(b != "ok") & (b != a) & ~m["lost"]]
+        for _, r in still.iterrows():
+            out.append(f"not ok in B: {r['source_a']}: {r['variant']} · {r['compile']} "
+                       f"({r['status_a'] or '?'} in A, {r['status_b'] or '?'} in B)")  # fmt: skip
+    return out
+
+
+def own_shape_keys(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A row that is not ok keeps only the shape keys its variant's ok rows carry (on either
+    side): the sweep writes every ``shape.*`` of the config into a crash or timeout row, a cell
+    only its variant's own, so under +experiment=tiny a crash never matched its ok cell."""
+    keys = [c for c in SHAPE_KEYS if c in ra or c in rb]
+    if not keys or "status" not in ra or "status" not in rb:
+        return ra, rb
+    ok = pd.concat([r[r["status"] == "ok"] for r in (ra, rb)], ignore_index=True)
+    own = {v: [c for c in keys if c in g and g[c].notna().any()]
+           for v, g in ok.groupby("variant")}  # fmt: skip
+    out = []
+    for r in (ra, rb):
+        r = r.copy()
+        for v, have in own.items():
+            at = (r["variant"] == v) & (r["status"] != "ok")
+            r.loc[at, [c for c in keys if c in r and c not in have]] = np.nan
+        out.append(r)
+    return out[0], out[1]
+
+
+BUCKETS = ("regressed", "improved", "within noise", "now ok", "still not ok", "unchanged")
+
+
+def verdicts(m: pd.DataFrame) -> list[str]:
+    """Each matched cell in exactly one of BUCKETS (issue 59: 4 matched cells read "0
+    regressions, 1 improved, 2 within noise", the fourth in none): the first that applies."""
+    out = []
+    for i in range(len(m)):
+        x = m.iloc[i]
+        b_ok = str(x.get("status_b") or "") == "ok"
+        out.append("regressed" if x["regressed"] else "now ok" if x["now_ok"]
+                   else "still not ok" if not b_ok else "improved" if x["improved"]
+                   else "within noise" if x["within_noise"] else "unchanged")  # fmt: skip
+    return out

@@ -1,0 +1,83 @@
+"""Every value of a cell's config bounded at start: finite, in range, naming the key.
+
+Types let through what no cell can use: ``timeout_s=nan`` (a hang is never killed),
+``cpu_mem_limit_gb=1e30`` (a traceback in the cell's ``setrlimit``) or ``-5`` (read as no cap),
+``seed=99999999999999999999`` (past what torch's generator takes), ``timing.block_ms=inf``,
+``pass.lr=nan``, ``repeats=100000000`` (a MemoryError naming no key). ``bounds`` raises one
+ConfigError for the first such value (study.rows.config_rules.validate calls it first).
+Open mappings (``variant.kwargs``, ``compile.inductor``, ``expect``) are the user's and
+Inductor's to judge.
+"""
+
+from __future__ import annotations
+
+import math
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from study.rows.config_error import ConfigError
+
+OPEN = ("variant.kwargs", "compile.inductor", "expect", "hydra")
+MAX_INT = 2**31 - 1  # a count or a size: int32 index arithmetic, and a bound on every loop
+MAX_SEED = 2**32 - 1  # what every generator takes (torch's, and numpy's besides)
+MAX_REPEATS = 1000  # fresh processes a cell: each repeat is every cell again
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past it, a hang is not a measurement
+
+
+def _walk(node, prefix: str = ""):
+    """(key, value) of every leaf outside the open mappings."""
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for k, v in items:
+        key = f"{prefix}{k}" if isinstance(node, dict) else f"{prefix[:-1]}[{k}]"
+        if key in OPEN:
+            continue
+        if isinstance(v, dict | list):
+            yield from _walk(v, f"{key}.")
+        else:
+            yield key, v
+
+
+def _finite_and_bounded(c: DictConfig) -> None:
+    tree = OmegaConf.to_container(c, resolve=False) if isinstance(c, DictConfig | ListConfig) else c
+    for key, v in _walk(tree):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(f"{key}={v} is not allowed: it must be a finite number.")
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT and key != "seed":
+            raise ConfigError(f"{key}={v} is too large: at most {MAX_INT} (2**31 - 1).")
+
+
+def _host_gb() -> float | None:
+    from study.rows.env import proc_kb
+
+    kb = proc_kb("/proc/meminfo", "MemTotal")
+    return None if kb is None else kb / 2**20
+
+
+def bounds(c: DictConfig) -> None:
+    """Raise ConfigError for the first value no cell can use (module doc)."""
+    _finite_and_bounded(c)
+    seed = c.seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed={seed} is not allowed: it must be an integer from 0 to "
+                          f"{MAX_SEED} (2**32 - 1).")  # fmt: skip
+    if not 0 < c.timeout_s <= MAX_TIMEOUT_S:
+        raise ConfigError(f"timeout_s={c.timeout_s} is not allowed: it must be > 0 and at most "
+                          f"{MAX_TIMEOUT_S:g} seconds (a week).")  # fmt: skip
+    limit, host = c.cpu_mem_limit_gb, _host_gb()
+    if limit is not None and (limit < 0 or (host is not None and limit > host)):
+        most = f"at most this host's {host:.0f} GB" if host is not None else "finite"
+        raise ConfigError(f"cpu_mem_limit_gb={limit} is not allowed: it must be 0 (no cap), "
+                          f"null (80% of the available memory) or a size in GB, {most}.")  # fmt: skip
+    if not 1 <= c.repeats <= MAX_REPEATS:
+        raise ConfigError(f"repeats={c.repeats} is not allowed: from 1 to {MAX_REPEATS} fresh "
+                          "processes a cell.")  # fmt: skip
+    lr = OmegaConf.select(c, "pass.lr")
+    if lr is not None and not lr > 0:
+        raise ConfigError(f"pass.lr={lr} is not allowed: AdamW's learning rate must be > 0.")
+    t = c.timing
+    if t.max_s > c.timeout_s:
+        raise ConfigError(f"timing.max_s={t.max_s} is not allowed: it must be under timeout_s="
+                          f"{c.timeout_s:g}, or every cell times out.")  # fmt: skip
+    if 0 < t.max_s and t.block_ms > 1000 * t.max_s:  # max_s <= 0: config_rules says so
+        raise ConfigError(f"timing.block_ms={t.block_ms} is not allowed: one block must fit in "
+                          f"timing.max_s={t.max_s:g} s.")  # fmt: skip

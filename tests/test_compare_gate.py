@@ -1,0 +1,158 @@
+"""The regression gate (issue 56): B must hold every cell of A, each ok, and be finished; a
+crash matches its ok cell; contention excuses what it can cause, not 13x; a change of kernels
+or device time is said whatever the host's phase; every matched cell is in one bucket."""
+
+import fcntl
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.compare import build, main
+from study.rows import io as study_io
+from study.rows.schema import SHAPE_KEYS, columns
+from study.sweep.sweepdir import LOCK
+from tests import synth
+
+LATENCY = ("latency_median_us", "latency_p10_us", "latency_p90_us")
+
+
+def four() -> pd.DataFrame:
+    """Four ok CPU cells (naive and linear, eager and default), calls spread ±2%."""
+    r = synth.on_cpu("core", name="cpu")["runs"]
+    r = r[r["variant"].isin(["naive", "linear"])].reset_index(drop=True)
+    r["latency_p10_us"], r["latency_p90_us"] = (
+        r["latency_median_us"] * 0.98,
+        r["latency_median_us"] * 1.02,
+    )
+    r["timing_phase"] = "fast"
+    return r
+
+
+def gate(tmp_path, a: pd.DataFrame, b: pd.DataFrame, capsys) -> tuple[int, list[str]]:
+    sides = [str(synth.write({"runs": x}, tmp_path / n)) for n, x in (("a", a), ("b", b))]
+    rc = main([*sides, "--out", str(tmp_path / "out"), "--fail-on-regression"])
+    return rc, capsys.readouterr().out.splitlines()
+
+
+def test_b_holding_one_of_four_cells_fails_and_names_the_other_three(tmp_path, capsys):
+    a = four()
+    rc, out = gate(tmp_path, a, a.head(1), capsys)
+    assert rc == 1
+    missing = [x for x in out if x.startswith("  missing in B: ")]
+    assert missing == [f"  missing in B: cpu: {v} · {c} (ok in A)"
+                       for v, c in zip(a["variant"][1:], a["compile"][1:], strict=True)]  # fmt: skip
+
+
+def test_a_renamed_variant_matches_nothing_and_fails(tmp_path, capsys):
+    a = four()
+    b = a.assign(variant=a["variant"].replace({"naive": "naive2"}))
+    rc, out = gate(tmp_path, a, b, capsys)
+    assert rc == 1 and out[0].startswith("2 cells matched (2 only in A, 2 only in B)")
+    assert sum(x.startswith("  missing in B: cpu: naive · ") for x in out) == 2
+
+
+def test_a_cell_failing_otherwise_in_b_fails_the_gate_the_same_failure_does_not(tmp_path, capsys):
+    a = four()
+    a.loc[0, ["status", "reason"]] = ["unsupported", "no backend"]
+    b = a.copy()
+    b.loc[0, ["status", "reason"]] = ["error", "RuntimeError: boom"]
+    rc, out = gate(tmp_path, a, b, capsys)
+    cell = f"cpu: {a['variant'][0]} · {a['compile'][0]}"
+    assert rc == 1 and f"  not ok in B: {cell} (unsupported in A, error in B)" in out
+    assert "1 still not ok, 3 unchanged." in out[0]
+    rc, out = gate(tmp_path / "2", a, a, capsys)  # the same failure: the study did not change
+    assert rc == 0 and "1 still not ok, 3 unchanged." in out[0]
+    assert not [x for x in out if x.startswith("  not ok in B")]
+
+
+def _sweep(d, rows: pd.DataFrame, total: int):
+    """A sweep dir as the sweeper leaves it: a run dir per finished cell, sweep.yaml, lock."""
+    rows = rows.copy()
+    rows["config_hash"] = [f"{zlib.crc32(x.encode()):08x}" for x in rows["run_id"]]
+    rows = rows[[c for c in rows.columns if c in set(columns("runs"))]]
+    for rec in rows.astype(object).where(rows.notna(), None).to_dict("records"):
+        study_io.write_csv(d / rec["run_id"] / "run.csv", [rec], "runs")
+    study_io.aggregate(d)
+    (d / "sweep.yaml").write_text(f"command: python -m study.run -m\ntotal: {total}\nt0: 0\n")
+    (d / LOCK).write_text("pid 4242: python -m study.run -m variant=naive\n")
+    return d
+
+
+def test_an_unfinished_b_is_refused_running_or_not(tmp_path, capsys):
+    r = synth.on_cpu("core", name="cpu")["runs"]
+    a = _sweep(tmp_path / "a", r.head(8), 8)
+    b = _sweep(tmp_path / "b", r.head(3), 8)
+    with open(b / LOCK) as held:  # the running sweep's lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        rc = main([str(a), str(b), "--out", str(tmp_path / "o"), "--fail-on-regression"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err == [
+        f"analysis.compare: B = {b} is still running (pid 4242: python -m study.run -m "
+        "variant=naive; 3 of its 8 cells finished): compare it when the sweep has ended"
+    ]
+    rc = main([str(a), str(b), "--out", str(tmp_path / "o"), "--fail-on-regression"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert err[0].startswith(f"analysis.compare: B = {b} is unfinished (3 of its 8 cells ")
+    assert main([str(a), str(a), "--out", str(tmp_path / "o"), "--fail-on-regression"]) == 0
+
+
+def test_a_crash_row_with_every_shape_key_matches_its_ok_cell(tmp_path, capsys):
+    a = four()
+    b = a.copy()
+    b.loc[0, ["status", "reason"]] = ["crash", "Fatal Python error: Aborted"]
+    b.loc[0, [*LATENCY, "kernels_per_step", "compile_s"]] = np.nan
+    blank = [c for c in SHAPE_KEYS if pd.isna(b.loc[0, c])]
+    assert blank  # the sweep writes every shape.* of the config, an ok row its variant's own
+    b.loc[0, blank] = 7
+    rc, out = gate(tmp_path, a, b, capsys)
+    assert rc == 1 and out[0].startswith("4 cells matched (0 only in A, 0 only in B)")
+    assert f"  regressed: cpu: {a['variant'][0]} · {a['compile'][0]} (status ok → crash: " \
+        "Fatal Python error: Aborted)" in out  # fmt: skip
+
+
+def test_contention_excuses_tens_of_percent_not_thirteen_times(tmp_path, capsys):
+    a = four()
+    a["timing_phase"] = "contended"
+    eager = a["compile"] == "off"
+    a.loc[eager, LATENCY] = [27.4, 27.0, 28.3]
+    b = a.copy()
+    b.loc[eager & (b["variant"] == "naive"), LATENCY] = [364.0, 350.0, 400.0]
+    rc, out = gate(tmp_path, a, b, capsys)
+    assert rc == 1 and "1 regression, 0 improved, 0 within noise, 3 unchanged." in out[0]
+    assert "  regressed: cpu: naive · off (latency; latency +1,228%)" in out
+    b = a.copy()
+    b.loc[eager & (b["variant"] == "naive"), LATENCY] = [36.0, 35.0, 37.0]  # +31%: the host's
+    rc, out = gate(tmp_path / "2", a, b, capsys)
+    assert rc == 0 and "0 regressions, 0 improved, 1 within noise, 3 unchanged." in out[0]
+
+
+@pytest.mark.parametrize(
+    "col, by, said", [("kernels_per_step", 1, "kernels"), ("device_time_us", 1.5, "device time")]
+)
+def test_kernels_and_device_time_are_flagged_whatever_the_host_phase(tmp_path, col, by, said):
+    a = four()
+    a["timing_phase"], a["device_time_us"], a["gpu_us_per_step"] = "slow", 10.0, 9.0
+    b = a.copy()
+    if col == "device_time_us":  # the kernels' own time a step moved with it
+        b.loc[0, ["device_time_us", "gpu_us_per_step"]] = [10.0 * by, 9.0 * by]
+    else:
+        b.loc[0, col] += by
+    _, m = build(str(synth.write({"runs": a}, tmp_path / "a")),
+                 str(synth.write({"runs": b}, tmp_path / "b")), None)  # fmt: skip
+    assert list(m["regressed"][m["regressed"] != ""]) == [said]
+
+
+def test_every_matched_cell_is_counted_in_one_bucket(tmp_path):
+    a = four()
+    b = a.copy()
+    b.loc[0, LATENCY] = b.loc[0, list(LATENCY)] * 0.5  # improved
+    b.loc[1, LATENCY] = b.loc[1, list(LATENCY)] * np.array([1.1, 0.9, 1.3])  # within noise
+    b.loc[1, ["latency_p10_us"]] = a.loc[1, "latency_median_us"]
+    _, m = build(str(synth.write({"runs": a}, tmp_path / "a")),
+                 str(synth.write({"runs": b}, tmp_path / "b")), None)  # fmt: skip
+    counts = m["verdict"].value_counts().to_dict()
+    assert counts == {"improved": 1, "within noise": 1, "unchanged": 2}
+    assert sum(counts.values()) == len(m) == 4
