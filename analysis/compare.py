@@ -37,7 +37,10 @@ or speedup change of a cell timed outside the host's fast phase on either side (
 ``timing_phase`` is mixed, slow or contended: study.phase), within what a phase can cause
 (``HOST_PHASE``: x2 either way; further, it is judged as in the fast phase), and a compile time
 change under ``COMPILE_FLOOR_S``. A change of kernels per step or of device time is flagged
-whatever the host's phase: the host changes neither.
+whatever the host's phase: the host changes neither. A call's host cost (``host_us``, CUDA rows)
+is compared in µs where both sides' hosts ran at the same speed (``host_gauge_us`` within 10%),
+else in host units (``host_units``), which carry between hosts where µs do not; past 20% it is
+flagged ``host cost``; hosts more than 1.5x apart (a slow phase on one side) are said, not judged.
 
 Each cell that moved (past a threshold, or with speedup intervals that no longer overlap) says
 why in ``why`` (``analysis.compare_causes``): its kernels or its device time changed (real), the
@@ -94,6 +97,12 @@ MEMORY_FLOOR_BYTES = 1 << 20
 # that moved further than x2 either way is judged as in the fast phase (an eager cell 27.4 ->
 # 364 µs, both sides contended, read "within noise" before).
 HOST_PHASE = 2.0
+# A call's host cost (host_us, CUDA rows) is judged in µs where both sides' hosts ran at the same
+# speed (host_gauge_us within HOST_SPEED), else in host units; a change past HOST_COST is flagged
+# (host units of one cell were 1-13% apart across three H200 machines).
+HOST_SPEED = 0.10
+HOST_COST = 0.20
+HOST_SLOWER = 1.5  # host speeds further apart: a slow phase on one side, the change not judged
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
@@ -216,7 +225,7 @@ def match(
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
             "peak_mem_step_bytes", "peak_mem_reserved_bytes", "res_w", "step_w", "lat_w",
             "cmp_w", "mem_w", "timing_phase", "device_time_us", "gpu_us_per_step", "pair_lead_in",
-            "hbound",
+            "hbound", "host_us", "host_units", "host_gauge_us",
             *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):
@@ -324,6 +333,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
             big & (m["compile_time"] < 1 - cmp_t),
         ),
         "peak memory": mem_flags,
+        "host cost": _host_cost(m),
         **_host_proof(m, lat_t),
     }
     worse, better = [], []
@@ -339,6 +349,27 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
         m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo), (up & above) | (down & below)
     )
     return order(m).reset_index(drop=True)
+
+
+def _host_cost(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(up, down) of a call's host cost: host µs per call B/A where both sides ran at the same
+    host speed (their ``host_gauge_us`` within ``HOST_SPEED``), else host units (host µs over the
+    gauge's), which carry from one host to another where µs do not (benchmarks/README.md: 1-13%
+    apart across three H200 machines, µs up to 32%). Sets ``host_cost`` (the ratio) and
+    ``host_cost_by`` ("µs", "units", or "" where a side has none)."""
+    speed = column(m, "host_gauge_us_b") / column(m, "host_gauge_us_a")
+    same = (speed - 1).abs() <= HOST_SPEED
+    us = column(m, "host_us_b") / column(m, "host_us_a")
+    units = column(m, "host_units_b") / column(m, "host_units_a")
+    m["host_cost"] = us.where(same, units)
+    # hosts further apart than HOST_SLOWER: one side timed in a slow phase, where host time
+    # scales slower than the gauge (G**0.6-0.8): said, not judged
+    judged = (speed <= HOST_SLOWER) & (speed >= 1 / HOST_SLOWER)
+    m["host_cost_by"] = np.where(
+        m["host_cost"].isna(), "", np.where(same, "µs", np.where(judged, "units", "not judged"))
+    )
+    m["host_speed"] = speed
+    return judged & (m["host_cost"] > 1 + HOST_COST), judged & (m["host_cost"] < 1 - HOST_COST)
 
 
 def _host_proof(m: pd.DataFrame, lat_t: pd.Series) -> dict:
@@ -408,6 +439,11 @@ def cell_table(m: pd.DataFrame) -> pd.DataFrame:
     out["compile time"] = m["compile_time"].map(_pct)
     out["kernels"] = m["kernels"].map(lambda x: "" if x != x or x == 0 else f"{x:+g}")
     out["peak memory"] = m["memory"].map(_pct)
+    if "host_cost" in m and m["host_cost"].notna().any():
+        out["host cost"] = [
+            "" if c != c else f"{_pct(c)} ({by}" + (f", host gauge {_pct(g)})" if by != "µs" else ")")
+            for c, by, g in zip(m["host_cost"], m["host_cost_by"], m["host_speed"], strict=True)
+        ]  # fmt: skip
     if "status_change" in m and (m["status_change"] != "").any():
         out["status A → B"] = m["status_change"]
     out["regressed"], out["improved"] = m["regressed"], m["improved"]

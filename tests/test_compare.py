@@ -428,3 +428,31 @@ def test_the_steps_own_peak_is_judged_where_both_sides_have_it(tmp_path):
         edit(d["runs"])
         sides.append(str(synth.write(d, tmp_path / "tiny" / side)))
     assert _flagged(build(*sides, None)[1]) == set()  # 4 KiB is under the 1 MiB floor
+
+
+def _host_side(tmp_path, name, speed=1.0, cost=1.0):
+    """results/h200/host_machines/m1's rows on a host ``speed`` x slower, each call's host cost
+    in units ``cost`` x higher."""
+    r = pd.read_csv(synth.ROOT / "results/h200/host_machines/m1/runs.csv", low_memory=False)
+    r["host_gauge_us"] *= speed
+    r["host_units"] *= cost
+    r["host_us"] *= speed * cost
+    d = tmp_path / name
+    d.mkdir()
+    r.to_csv(d / "runs.csv", index=False)
+    return str(d)
+
+
+def test_host_cost_is_compared_in_units_when_the_hosts_ran_at_other_speeds(tmp_path):
+    """A host 1.3x slower costs every call 1.3x the µs and the same units: no host regression;
+    the same host speed with 1.3x the units is one, in every cell that has host_us."""
+    a = _host_side(tmp_path, "a")
+    _, m = build(a, _host_side(tmp_path, "slower", speed=1.3), None)
+    assert set(m["host_cost_by"]) == {"units"} and not m["regressed"].str.contains("host").any()
+    assert m["host_cost"].round(6).eq(1.0).all()
+    _, m = build(a, _host_side(tmp_path, "costlier", cost=1.3), None)
+    assert set(m["host_cost_by"]) == {"µs"} and m["regressed"].str.contains("host cost").all()
+    _, m = build(a, _host_side(tmp_path, "both", speed=1.3, cost=1.3), None)
+    assert m["regressed"].str.contains("host cost").all()
+    _, m = build(a, _host_side(tmp_path, "slow_phase", speed=2.0, cost=1.3), None)
+    assert set(m["host_cost_by"]) == {"not judged"}  # one side in a slow phase: said only
