@@ -107,10 +107,13 @@ def quantile(xs, q: float) -> float:
 def held_level(xs, k: int = SUSTAIN) -> float | None:
     """The lowest level ``k`` consecutive readings of ``xs`` all stayed at or under: the minimum
     over windows of ``k`` of the window's largest reading. None for fewer than ``k`` readings."""
-    xs = list(xs)
+    import numpy as np
+
+    xs = np.asarray(xs, dtype=float)
     if len(xs) < k:
         return None
-    return min(max(xs[i : i + k]) for i in range(len(xs) - k + 1))
+    # a sliding-window maximum in C: the timed rounds ask this after every round (thousands)
+    return float(np.lib.stride_tricks.sliding_window_view(xs, k).max(axis=1).min())
 
 
 @dataclass
@@ -174,8 +177,14 @@ class Phases:
         return self.readings[i] <= bar and (i == 0 or self.readings[i - 1] <= bar)
 
     def fast_mask(self) -> list[bool]:
-        level = self.level()
-        return [self.fast(i, level) for i in range(len(self.readings))]
+        """``fast(i)`` for every round at once (the timed rounds ask after every round)."""
+        import numpy as np
+
+        if not self.readings:
+            return []
+        r = np.asarray(self.readings, dtype=float)
+        ok = r <= self.ratio * self.level()
+        return (ok & np.concatenate(([True], ok[:-1]))).tolist()
 
     def slow_level(self) -> float | None:
         """The median reading of the blocks that were not fast (None when every one was)."""
@@ -183,8 +192,8 @@ class Phases:
         return statistics.median(slow) if slow else None
 
     def count_fast(self, gauges: list[int]) -> int:
-        level = self.level()
-        return sum(self.fast(i, level) for i in gauges)
+        mask = self.fast_mask()
+        return sum(mask[i] for i in gauges)
 
 
 def _key() -> str:
@@ -292,8 +301,8 @@ def survey_and_record(path: Path, seconds: float) -> tuple[Phases, str | None]:
 
 def split(gauges: list[int], phases: Phases) -> tuple[list[int], list[int]]:
     """Positions in ``gauges`` (the rounds of one timed phase) that ran fast, and the others."""
-    level = phases.level()
-    fast = [phases.fast(i, level) for i in gauges]
+    mask = phases.fast_mask()
+    fast = [mask[i] for i in gauges]
     return [k for k, f in enumerate(fast) if f], [k for k, f in enumerate(fast) if not f]
 
 
