@@ -332,10 +332,8 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
             big & (m["compile_time"] > 1 + cmp_t),
             big & (m["compile_time"] < 1 - cmp_t),
         ),
-        "peak memory": mem_flags,
-        "host cost": _host_cost(m),
-        **_host_proof(m, lat_t),
-    }
+        "peak memory": mem_flags, "host cost": _host_cost(m), **_host_proof(m, lat_t),
+    }  # fmt: skip
     worse, better = [], []
     for i in range(len(m)):
         lost = [f"status ok → {m['status_b'].iloc[i] or '?'}"] if m["lost"].iloc[i] else []

@@ -53,6 +53,9 @@ On bare metal or a quiet workstation there is no slow phase: every block is fast
 left out and nothing changes but the new columns.
 """
 
+# Long: one concern, the host's speed and phase: the gauge, the level it held, the record of
+# that level per boot, and the survey that fills it; the docstring holds the measured reasons.
+
 from __future__ import annotations
 
 import functools

@@ -140,17 +140,12 @@ class TimingConf:
     pairs: int = 30  # compiled cells: eager/compiled block pairs timed in alternation (>= 10)
     block_ms: float = 2.0  # about how long one block of back-to-back calls lasts
     lead_in: int = 1  # untimed calls before each paired block: it is timed from a busy device
-    # seconds the timed rounds may go on to collect fast-phase ones (a slow phase of the H200
-    # host outlasted 4 s in 6 of 45 cells on one machine)
-    max_s: float = 8.0
+    max_s: float = 8.0  # seconds the rounds may go on for fast-phase ones (slow phases: up to 4 s)
     fast_ratio: float = 1.3  # a block is fast when its gauge is at most this x the fast level
-    # CUDA cells: every thread on one core of the cell's while timed (study.cell.pinning.OneCore)
-    one_core: bool = True
-    # host time per call (study.cell.host_cost), CUDA only: blocks of up to host_calls calls,
-    # each issued behind host_sleep_ms of queued GPU work, host_blocks per callable (0: none)
-    host_blocks: int = 20
-    host_calls: int = 20
-    host_sleep_ms: float = 5.0
+    one_core: bool = True  # CUDA: every thread on one core while timed (study.cell.pinning)
+    host_blocks: int = 20  # CUDA: host-time blocks per callable (study.cell.host_cost; 0: none)
+    host_calls: int = 20  # calls per host-time block, at most
+    host_sleep_ms: float = 5.0  # GPU sleep queued ahead of each block, so the host never waits
 
 
 @dataclass

@@ -75,9 +75,33 @@ def bounds(c: DictConfig) -> None:
     if lr is not None and not lr > 0:
         raise ConfigError(f"pass.lr={lr} is not allowed: AdamW's learning rate must be > 0.")
     t = c.timing
+    _host_timing(t)
     if t.max_s > c.timeout_s:
         raise ConfigError(f"timing.max_s={t.max_s} is not allowed: it must be under timeout_s="
                           f"{c.timeout_s:g}, or every cell times out.")  # fmt: skip
     if 0 < t.max_s and t.block_ms > 1000 * t.max_s:  # max_s <= 0: config_rules says so
         raise ConfigError(f"timing.block_ms={t.block_ms} is not allowed: one block must fit in "
                           f"timing.max_s={t.max_s:g} s.")  # fmt: skip
+
+
+def _host_timing(t) -> None:
+    """timing.host_*: the blocks that measure host time per call (study.cell.host_cost)."""
+    lo, hi = 0.5, 1000.0  # study.cell.host_cost.MIN_SLEEP_MS, MAX_SLEEP_MS (no torch here)
+    ms = t.host_sleep_ms
+    if not (math.isfinite(ms) and lo <= ms <= hi):
+        raise ConfigError(
+            f"timing.host_sleep_ms={ms} is not allowed: it must be {lo:g} to {hi:g} ms (the GPU "
+            f"work queued ahead of each host-time block; under {lo:g} ms it cannot cover a block "
+            "of calls, whose host time a compiled call alone puts at 20-50 us; default 5)."
+        )
+    if not 0 <= t.host_blocks <= 1000:
+        raise ConfigError(
+            f"timing.host_blocks={t.host_blocks} is not allowed: 0 (host time not measured) to "
+            "1000 blocks per callable (default 20)."
+        )
+    if not 1 <= t.host_calls <= 1000:
+        raise ConfigError(
+            f"timing.host_calls={t.host_calls} is not allowed: 1 to 1000 calls per host-time "
+            "block (default 20)."
+        )
+

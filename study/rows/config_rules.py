@@ -154,31 +154,6 @@ def _timing(c) -> None:
             "most 3 (a block counts as fast when its host gauge is at most this times the fast "
             "level; default 1.3, between the H200 host's fast and slow phases, x1.7 apart)."
         )
-    _host_timing(t)
-
-
-def _host_timing(t) -> None:
-    """timing.host_*: the blocks that measure host time per call (study.cell.host_cost)."""
-    import math
-
-    lo, hi = 0.5, 1000.0  # study.cell.host_cost.MIN_SLEEP_MS, MAX_SLEEP_MS (no torch here)
-    ms = t.host_sleep_ms
-    if not (math.isfinite(ms) and lo <= ms <= hi):
-        raise ConfigError(
-            f"timing.host_sleep_ms={ms} is not allowed: it must be {lo:g} to {hi:g} ms (the GPU "
-            f"work queued ahead of each host-time block; under {lo:g} ms it cannot cover a block "
-            "of calls, whose host time a compiled call alone puts at 20-50 us; default 5)."
-        )
-    if not 0 <= t.host_blocks <= 1000:
-        raise ConfigError(
-            f"timing.host_blocks={t.host_blocks} is not allowed: 0 (host time not measured) to "
-            "1000 blocks per callable (default 20)."
-        )
-    if not 1 <= t.host_calls <= 1000:
-        raise ConfigError(
-            f"timing.host_calls={t.host_calls} is not allowed: 1 to 1000 calls per host-time "
-            "block (default 20)."
-        )
 
 
 def _rest(c) -> None:
