@@ -5,7 +5,7 @@ Prints tables; asserts nothing.
     python benchmarks/host_model.py results/h200/host_machines/m1 m2 m3 ...
 
 Each DIR holds one machine's runs.csv (benchmarks/host_machines.sh writes it) and its
-machine.txt (boot id) and survey.txt (python -m study.phase: the host's fast level). Prints,
+machine.md (boot id) and survey.md (python -m study.phase: the host's fast level). Prints,
 per machine, its boot id and host speed; per cell, its host units on each machine and their
 spread; and per machine and cell, the paired speedup predicted from the other machines (leave
 one machine out, analysis.host_model) against the measured one, with the crossover host speed.
@@ -25,9 +25,9 @@ from analysis import host_model  # noqa: E402
 
 
 def machine(d: Path) -> dict:
-    txt = (d / "machine.txt").read_text() if (d / "machine.txt").exists() else ""
+    txt = (d / "machine.md").read_text() if (d / "machine.md").exists() else ""
     boot = re.search(r"boot_id (\S+)", txt)
-    survey = (d / "survey.txt").read_text() if (d / "survey.txt").exists() else ""
+    survey = (d / "survey.md").read_text() if (d / "survey.md").exists() else ""
     levels = re.findall(r"fast level ([\d.]+) us.*?(\d+)% of them", survey)
     return {"machine": d.name, "boot_id": boot.group(1)[:8] if boot else "?",
             "fast level us (share fast)": ", ".join(f"{a} ({b}%)" for a, b in levels)}  # fmt: skip
