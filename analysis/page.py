@@ -98,8 +98,9 @@ def figure(path: Path, name: str, sentence: str, anchor_id: str) -> str:
     )
 
 
-def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str) -> str:
-    """``toc``: (level, anchor, text) in reading order."""
+def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str, lead: str = "") -> str:
+    """``toc``: (level, anchor, text) in reading order; ``lead``: the first screen (the answer),
+    above the intro and the contents."""
     items, level = [], 1
     for lv, a, text in toc:
         while level < lv:
@@ -114,7 +115,7 @@ def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str) -> 
         "<!doctype html><html><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{intro}"
+        f"<h1>{html.escape(title)}</h1>{lead}{intro}"
         f"<nav><strong>Contents</strong><ul>{''.join(items)}</ul></nav>{body}"
         f"<script>{SCRIPT}</script></body></html>"
     )
