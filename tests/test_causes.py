@@ -184,3 +184,14 @@ def test_rows_without_host_us_infer_the_host_from_latency_before_fusion():
     a = _answer([e, c]).iloc[0]
     assert (a["verdict"], a["cause_kind"]) == ("slower", "host")
     assert "53.0 µs a call against 2.08 µs of kernel time (inferred from latency" in a["cause"]
+
+
+def test_a_cross_process_ratio_is_never_shown_as_the_speedup():
+    """The cell table and the figures' sentences call runs.csv's `speedup` a per-call latency
+    ratio: only `speedup_paired` is the speedup."""
+    from analysis.measures import kinds_text, speedups
+    from analysis.report import _speedup_text
+
+    r = speedups(pd.DataFrame([{"speedup": 1.3, "compile": "default", "latency_median_us": 10.0}]))
+    assert _speedup_text(r.iloc[0]) == "1.30x latency ratio"
+    assert kinds_text(r).startswith("per-call latency ratio, not the paired speedup")
