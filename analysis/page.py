@@ -21,6 +21,7 @@ nav{background:#f7f7f9;border:1px solid #e3e3e8;padding:.6em 1.2em;margin:1em 0}
 nav ul{margin:.2em 0;padding-left:1.2em}nav li{margin:.1em 0}nav>ul{columns:22em}nav>ul>li{break-inside:avoid}
 table{border-collapse:collapse;font-size:12.5px;margin:.8em 0;display:block;overflow-x:auto}
 td,th{border:1px solid #d6d6dc;padding:3px 7px;text-align:left;vertical-align:top}
+td{max-width:38em;overflow-wrap:anywhere}
 th{background:#f0f0f4;position:sticky;top:0}table.sortable th{cursor:pointer;user-select:none}
 table.sortable th:after{content:" \\2195";color:#aaa;font-size:10px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}

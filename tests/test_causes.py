@@ -195,3 +195,12 @@ def test_a_cross_process_ratio_is_never_shown_as_the_speedup():
     r = speedups(pd.DataFrame([{"speedup": 1.3, "compile": "default", "latency_median_us": 10.0}]))
     assert _speedup_text(r.iloc[0]) == "1.30x latency ratio"
     assert kinds_text(r).startswith("per-call latency ratio, not the paired speedup")
+
+
+def test_long_unbroken_names_wrap_inside_the_page():
+    """GPT-2's generated kernels (184-character names, 205-character source files) ran the table
+    past the page: a cell wraps anywhere, within a bounded width."""
+    from analysis import page
+
+    td = [x for x in page.STYLE.split("}") if x.strip().startswith("td{")]
+    assert any("overflow-wrap:anywhere" in x and "max-width" in x for x in td), td
