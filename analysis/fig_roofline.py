@@ -25,6 +25,7 @@ from analysis.style import (
     modes_in,
     need,
     ok,
+    readable_log,
 )
 
 
@@ -71,6 +72,8 @@ def roofline(d) -> tuple:
                    zorder=3)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(r["ai"].min() / 3, r["ai"].max() * 3)  # a 1-2-5 tick in range, however narrow
+    readable_log(ax, "x")
     top_y = max(r["achieved"].max(), ceil["peak_tflops"].max() if len(ceil) else 0) * 3
     ax.set_ylim(r["achieved"].min() / 3, top_y)
     ax.set_xlabel(

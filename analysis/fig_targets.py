@@ -6,6 +6,7 @@ sweep over compile targets (analysis/targets.py), with each difference's interva
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import seaborn as sns
 
 from analysis import targets
@@ -13,6 +14,18 @@ from analysis.style import Skip, context, figure, finish, legend_right, legend_w
 
 ORDER = ["Dynamo", "AOTAutograd", "Inductor", "C++ wrapper"]
 COLOURS = dict(zip(ORDER, sns.color_palette("colorblind", 10)[4:8], strict=True))
+
+
+def scale(us) -> str:
+    """'linear', so that bar lengths compare (+76.6 and +105.6 µs looked equal on symlog), unless
+    the layers' sizes span more than ``WIDE``x (then 'symlog', which keeps a few µs visible
+    beside hundreds)."""
+    m = pd.Series(us, dtype=float).abs()
+    m = m[m >= 1]  # under a µs is zero here
+    return "symlog" if len(m) and m.max() / m.min() > WIDE else "linear"
+
+
+WIDE = 100
 
 
 def where_time_goes(d) -> tuple:
@@ -43,14 +56,20 @@ def where_time_goes(d) -> tuple:
                 ax.text(v, yy, f" {v:+.1f}{'' if fast else '*'} ", va="center", fontsize=7,
                         ha="left" if v >= 0 else "right")  # fmt: skip
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_xscale("symlog", linthresh=10)
     lo, hi = lay["lo"].min(), lay["hi"].max()  # room for the value labels past the bars
-    ax.set_xlim(min(lo * 4, -20), max(hi * 4, 20))
+    sym = scale(lay["us"]) == "symlog"
+    if sym:
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(min(lo * 4, -20), max(hi * 4, 20))
+    else:
+        pad = 0.18 * (max(hi, 0) - min(lo, 0) or 1)
+        ax.set_xlim(min(lo, 0) - (pad if lo < 0 else 0), max(hi, 0) + pad)
     ax.set_yticks(np.arange(len(cells)), cells)
     ax.invert_yaxis()
     star = not lay["fast"].astype(bool).all()  # the figure says what its * means
     ax.set_xlabel(
-        "µs per call the layer adds over eager (negative: saves); symlog"
+        "µs per call the layer adds over eager (negative: saves)"
+        + ("; symlog" if sym else "")
         + ("\n*: timed outside the host's fast phase (the slow phase's µs)" if star else "")
     )
     handles, names = ax.get_legend_handles_labels()

@@ -45,7 +45,8 @@ CONFIG_KEY = ("variant", "compile", "pass", "dtype", "device", *SHAPE_KEYS, "cau
 
 KIND_TEXT = {
     "paired": "paired speedup (eager and compiled timed in alternating blocks in one process, 95% interval)",
-    "cross-process": "cross-process speedup (eager latency / compiled latency, separate processes)",
+    "cross-process": "per-call latency ratio, not the paired speedup (eager latency / compiled "
+    "latency, separate processes)",
 }
 LATENCY_METHOD_TEXT = {
     "cuda_events_per_call": "CUDA events around each call",
@@ -169,7 +170,7 @@ def kinds_text(r: pd.DataFrame) -> str:
     if not kinds:
         return "speedup"
     if len(kinds) == 2:
-        return "paired speedup where measured, else cross-process speedup"
+        return "paired speedup where measured, else the per-call latency ratio (separate processes)"
     return KIND_TEXT[kinds[0]]
 
 

@@ -21,6 +21,7 @@ nav{background:#f7f7f9;border:1px solid #e3e3e8;padding:.6em 1.2em;margin:1em 0}
 nav ul{margin:.2em 0;padding-left:1.2em}nav li{margin:.1em 0}nav>ul{columns:22em}nav>ul>li{break-inside:avoid}
 table{border-collapse:collapse;font-size:12.5px;margin:.8em 0;display:block;overflow-x:auto}
 td,th{border:1px solid #d6d6dc;padding:3px 7px;text-align:left;vertical-align:top}
+td{max-width:38em;overflow-wrap:anywhere}
 th{background:#f0f0f4;position:sticky;top:0}table.sortable th{cursor:pointer;user-select:none}
 table.sortable th:after{content:" \\2195";color:#aaa;font-size:10px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -98,8 +99,9 @@ def figure(path: Path, name: str, sentence: str, anchor_id: str) -> str:
     )
 
 
-def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str) -> str:
-    """``toc``: (level, anchor, text) in reading order."""
+def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str, lead: str = "") -> str:
+    """``toc``: (level, anchor, text) in reading order; ``lead``: the first screen (the answer),
+    above the intro and the contents."""
     items, level = [], 1
     for lv, a, text in toc:
         while level < lv:
@@ -114,7 +116,7 @@ def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str) -> 
         "<!doctype html><html><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{intro}"
+        f"<h1>{html.escape(title)}</h1>{lead}{intro}"
         f"<nav><strong>Contents</strong><ul>{''.join(items)}</ul></nav>{body}"
         f"<script>{SCRIPT}</script></body></html>"
     )

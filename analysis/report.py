@@ -31,7 +31,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import autotune_picks, figures, kdiff, page
+from analysis import autotune_picks, causes, figures, kdiff, page
 from analysis.load import expand, load, newest_sweep
 from analysis.measures import host_bound_of, latency_methods, order, sig, speedups
 from analysis.style import DPI
@@ -98,7 +98,9 @@ def _speedup_text(row) -> str:
     sp = row.get("sp")
     if sp is None or sp != sp or row.get("compile") == "off":
         return ""
-    return f"≈ {sig(sp)}x" if row.get("sp_same") else f"{sig(sp)}x"
+    # a cross-process ratio is not the paired speedup: it says what it is
+    kind = " latency ratio" if row.get("sp_kind") == "cross-process" else ""
+    return (f"≈ {sig(sp)}x" if row.get("sp_same") else f"{sig(sp)}x") + kind
 
 
 def _per_call(revealed: str, host_bound) -> str:
@@ -287,23 +289,62 @@ def _write_csvs(d: dict, out: Path) -> None:
             d[extra].to_csv(out / f"{extra}.csv", index=False)
 
 
-def _head(doc, d: dict) -> None:
-    """Surprises first (a mismatch is the insight: study.rows.expect), then the environment."""
+def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
+    """The first screen (analysis.causes): per compiled cell the verdict, its interval, the one
+    cause the rows support and a link to the figure that shows it ((source, key) in ``made``:
+    the figure's path), as report.md's lines and report.html's section."""
+    a = causes.answer(d["runs"], d["kernels"], d["autotune"])
+    if a.empty:
+        return [], ""
+    md_links, html_links = [], []
+    for src, key in zip(a["source"], a["figure"], strict=True):
+        path = made.get((src, key))
+        name = dict((k, n) for k, n, _ in figures.FIGURES).get(key, key)
+        if path is None:
+            md_links.append("")
+            html_links.append("")
+            continue
+        sid = page.anchor("src", src)
+        md_links.append(f"[{name}]({path.relative_to(out).as_posix()})")
+        html_links.append(f"<a href='#{page.anchor(sid, key)}'>{html.escape(name)}</a>")
+    cols = ["cell", "verdict", "speedup", "µs a call", "cause"]
+    said = ("Per compiled cell, against its eager twin: the verdict (the paired speedup's 95% "
+            "interval against 1.0), the speedup with its interval, each cell's latency, the "
+            "one cause its rows support, and the figure that shows it.")  # fmt: skip
+    md = ["## The answer", "", said, "", md_table(a[cols].assign(figure=md_links)), ""]
+    body = f"<h2 id='answer'>The answer</h2><p class='muted'>{html.escape(said)}</p>" + page.table(
+        a[cols].assign(figure=html_links), html_cols=("figure",), sortable=False
+    )
+    return md, body
+
+
+def _surprises(doc, d: dict) -> str:
+    """Broken predictions right after the answer, when there are any (a mismatch is the
+    insight: study.rows.expect); returns the count's sentence, which goes at the end when none
+    broke."""
     md, toc, body = doc
     said, broke = surprises(d["repeats"])
-    if said:
-        md += ["## Surprises", "", said, ""] + ([md_table(broke)] if len(broke) else [])
+    if said and len(broke):
+        md += ["## Surprises", "", said, "", md_table(broke)]
         toc.append((1, "surprises", "Surprises"))
-        body.append(
-            f"<h2 id='surprises'>Surprises</h2><p>{html.escape(said)}</p>"
-            + (page.table(broke) if len(broke) else "")
-        )
+        body.append(f"<h2 id='surprises'>Surprises</h2><p>{html.escape(said)}</p>"
+                    + page.table(broke))  # fmt: skip
+        return ""
+    return said
+
+
+def _environment(doc, d: dict, checked: str) -> None:
+    """The machine and versions, at the end; with how many predictions held, when none broke."""
+    md, toc, body = doc
     runs = d["runs"]
     md += ["## Environment", "", md_table(environment(runs))]
     toc.append((1, "environment", "Environment"))
     body.append(
         f"<h2 id='environment'>Environment</h2>{page.table(environment(runs), sortable=False)}"
     )
+    if checked:
+        md += [checked, ""]
+        body.append(f"<p class='muted'>{html.escape(checked)}</p>")
 
 
 def _cells(doc, ds: dict, sid: str, head: str, count: str, out: Path) -> None:
@@ -375,7 +416,8 @@ def _figures(doc, made: list, anchor: str, level: int, out: Path, listed: bool =
 
 
 def _source(doc, d: dict, src: str, out: Path, many: bool) -> list:
-    """One source's sections; returns the figures it skipped, (name, why)."""
+    """One source's sections; returns the figures it skipped, (name, why), and those it made,
+    (key, name, sentence, path)."""
     md, toc, body = doc
     ds = subset(d, src)
     made, skipped = render(ds, out / _dirname(src) if many else out)
@@ -401,7 +443,31 @@ def _source(doc, d: dict, src: str, out: Path, many: bool) -> list:
             + "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in skipped)
             + "</ul>"
         )
+    return skipped, made
+
+
+def _across(doc, d: dict, out: Path) -> list:
+    """The figures whose question spans sources; returns those skipped, (name, why)."""
+    made, skipped = render(d, out, figures.ACROSS)
+    if made:
+        doc[0].extend(["## Across sources", ""])
+        doc[1].append((1, "across", "Across sources"))
+        doc[2].append("<h2 id='across'>Across sources</h2>")
+        _figures(doc, made, "across", 2, out)
     return skipped
+
+
+def _how(runs: pd.DataFrame) -> str:
+    """How to read the numbers: the latency's clock, which speedup, what ≈ means."""
+    return (
+        f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "
+        "The speedup is eager over compiled, paired: both timed in alternating blocks in one "
+        "process, with a 95% interval; where a row has no paired timing the report shows the "
+        "latency ratio instead (eager's per-call latency over compiled's, from separate "
+        "processes) and says so. ≈ marks no change: an interval that contains 1.0 (no "
+        "measurable difference), or a paired one within ±1% of it (the pairs' own error). "
+        "Host-bound verdicts are given for GPU cells only: on the CPU host and device are one."
+    )
 
 
 def build(dirs: list[Path], out: Path) -> Path:
@@ -417,40 +483,39 @@ def build(dirs: list[Path], out: Path) -> Path:
     stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     srcs = ", ".join(_shown(p) for p in dirs)
     n_ok = int((runs["status"] == "ok").sum())
-    how = (
-        f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "
-        "Speedup is eager over compiled: paired (both timed in alternating blocks in one "
-        "process, with a 95% interval) where the rows have it, else the cross-process ratio of "
-        "two cells' medians; ≈ marks no change: an interval that contains 1.0 (no measurable "
-        "difference), or a paired one within ±1% of it (the pairs' own error). "
-        "Host-bound verdicts are given for GPU cells only."
+    md = [f"# {TITLE}", ""]
+    doc = ([], [], [])  # report.md's lines, report.html's contents and body, after the answer
+    checked = _surprises(doc, d)
+    skipped_all, made_at = [], {}
+    for src in sources:
+        skipped, made = _source(doc, d, src, out, many)
+        skipped_all += [(src, n, w) for n, w in skipped]
+        made_at.update({(src, key): path for key, _, _, path in made})
+    skipped_all += [("every source", n, w) for n, w in _across(doc, d, out)]
+    _environment(doc, d, checked)
+    answer_md, answer_html = _answer(d, made_at, out)
+    md += (
+        answer_md
+        + [
+            f"Sources: {srcs}  ",
+            f"Built {stamp} from {len(runs)} cells ({n_ok} ok, {len(runs) - n_ok} not ok)"
+            + (f" in {len(sources)} sources." if many else "."),
+            "",
+            _how(runs),
+            "",
+        ]
+        + doc[0]
     )
-    md = [
-        f"# {TITLE}",
-        "",
-        f"Sources: {srcs}  ",
-        f"Built {stamp} from {len(runs)} cells ({n_ok} ok, {len(runs) - n_ok} not ok)"
-        + (f" in {len(sources)} sources." if many else "."),
-        "",
-        how,
-        "",
-    ]
-    doc = (md, [], [])  # report.md's lines, report.html's contents and body
-    _head(doc, d)
-    skipped_all = [(src, n, w) for src in sources for n, w in _source(doc, d, src, out, many)]
-    made, skipped = render(d, out, figures.ACROSS)  # questions that span sources
-    skipped_all += [("every source", n, w) for n, w in skipped]
-    if made:
-        md += ["## Across sources", ""]
-        doc[1].append((1, "across", "Across sources"))
-        doc[2].append("<h2 id='across'>Across sources</h2>")
-        _figures(doc, made, "across", 2, out)
     (out / "report.md").write_text("\n".join(md) + "\n")
     intro = (
         f"<p>Sources: {html.escape(srcs)}<br>Built {stamp} from {len(runs)} cells "
-        f"({n_ok} ok, {len(runs) - n_ok} not ok).</p><p class='muted'>{html.escape(how)}</p>"
+        f"({n_ok} ok, {len(runs) - n_ok} not ok).</p><p class='muted'>{html.escape(_how(runs))}</p>"
     )
-    (out / "report.html").write_text(page.page(TITLE, intro, doc[1], "".join(doc[2])))
+    if answer_html:
+        doc[1].insert(0, (1, "answer", "The answer"))
+    (out / "report.html").write_text(
+        page.page(TITLE, intro, doc[1], "".join(doc[2]), lead=answer_html)
+    )
     n_made = sum(x.startswith("<figure") for x in doc[2])
     print(
         f"report: {out / 'report.md'} and {out / 'report.html'} ({n_made} figures"

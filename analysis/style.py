@@ -22,7 +22,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
-from analysis.measures import MODES, order  # noqa: E402
+from analysis.measures import MODES, order, sig  # noqa: E402
 from study.rows.schema import SHAPE_KEYS  # noqa: E402
 
 DPI = 130
@@ -236,6 +236,18 @@ def log_colorbar(ax, base: float, ticks, fmt, label: str) -> None:
     cb.set_ticks([np.log(t) / np.log(base) for t in keep], labels=[fmt(t) for t in keep])
     cb.ax.tick_params(labelsize=8)
     cb.set_label(label, fontsize=9)
+
+
+def readable_log(ax, axis: str = "x") -> None:
+    """A log axis labelled in plain numbers at 1, 2 and 5 per decade, minor ticks unlabelled: a
+    range under a decade otherwise gets a crowd of minor labels that run into each other (the
+    CPU roofline's '3.125×10¹3.15×10¹...')."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=15))
+    a.set_major_formatter(FuncFormatter(lambda v, _: sig(v, 2)))
+    a.set_minor_formatter(NullFormatter())
 
 
 def log_if_wide(ax, values, axis="y", ratio=50):

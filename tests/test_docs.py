@@ -110,3 +110,12 @@ def test_slugs_match_githubs():
     )
     assert slug("Findings on the H200, in short") == "findings-on-the-h200-in-short"
     assert slug("The quickstart (4 cells)") == "the-quickstart-4-cells"
+
+
+def test_the_quickstart_prose_says_how_to_read_it_not_a_fixed_result():
+    """The README's quickstart read '0.85x ... compiling did not pay' as if every run would:
+    it says how to read the lines (the interval, no measurable difference) instead."""
+    text = (ROOT / "README.md").read_text()
+    after = text.split("python -m analysis.report        #")[1].split("\n## ")[0]
+    assert "did not pay" not in after
+    assert "How to read it" in after and "no measurable difference" in after

@@ -30,3 +30,18 @@ def test_writer_rejects_undeclared_columns(tmp_path):
     row = io.read_csv(p)[0]
     assert row["status"] == "ok" and row["latency_median_us"] == ""  # unknown is empty, never 0
     assert not list(tmp_path.glob(".*.tmp"))  # atomic: no temp file left behind
+
+
+def test_schema_opens_with_the_columns_a_person_reads_first():
+    """SCHEMA.md starts with the 12 columns that answer the question, and says which column is
+    the speedup: `speedup` is a per-call latency ratio, `speedup_paired` the speedup."""
+    md = schema.markdown()
+    first = md.split("## Read these first")[1].split("\n## ")[0]
+    names = [x.split("`")[1] for x in first.splitlines() if x.startswith("| `")]
+    assert names == list(schema.FIRST) and len(names) == 12
+    assert set(names) <= set(schema.columns("runs"))
+    assert md.index("## Read these first") < md.index("## run.csv")
+    assert "`speedup` is a per-call latency ratio" in first
+    meaning = {c.name: c.meaning for c in schema.RUN}
+    assert meaning["speedup"].startswith("a per-call latency ratio, NOT the speedup")
+    assert meaning["speedup_paired"].startswith("THE speedup")

@@ -240,3 +240,23 @@ def test_the_figure_says_what_its_star_means():
         assert "*" not in fig.axes[0].get_xlabel()
     finally:
         plt.close(fig)
+
+
+def test_the_figure_draws_bars_to_scale_unless_they_span_two_decades():
+    """+76.6 and +105.6 µs looked equal on the symlog axis: bars of one order of magnitude are
+    drawn linear, so their lengths compare; symlog only where a few µs sit beside hundreds."""
+    import matplotlib.pyplot as plt
+
+    from analysis.fig_targets import scale, where_time_goes
+
+    assert scale([76.6, 105.6, -3.0]) == "linear"
+    assert scale([2.0, 500.0]) == "symlog"
+    raw = RAW.assign(family="linear", device_name="NVIDIA H200", torch_version="2.11")
+    fig, _ = where_time_goes({"runs": raw})
+    try:
+        ax = fig.axes[0]
+        bars = [p for p in ax.patches if abs(p.get_width()) >= 1]
+        want = scale([p.get_width() for p in bars])
+        assert ax.get_xscale() == want and ("symlog" in ax.get_xlabel()) == (want == "symlog")
+    finally:
+        plt.close(fig)

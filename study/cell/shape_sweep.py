@@ -27,8 +27,8 @@ def run(cell) -> None:
     for order, value in enumerate(sw.sizes):
         r = {"order": order, "value": value, "status": "ok", "reason": ""}
         try:
-            if order == 0:  # the cell's own shape: compiled and timed already
-                r.update(first_call_s=cell.row.get("first_call_s"), compiled=True)
+            if order == 0:  # the cell's own shape: compiled (unless eager) and timed already
+                r.update(first_call_s=cell.row.get("first_call_s"), compiled=cell.mode != "off")
                 step = cell.step
             else:
                 step, r["first_call_s"], r["compiled"] = _new_shape(cell, sw.key, value)

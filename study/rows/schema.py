@@ -213,8 +213,9 @@ RUN = (
         Col(
             "speedup_paired",
             "x",
-            "compiled cells: median(eager blocks) / median(compiled blocks), timed in "
-            "alternation in one process (same host, clocks, load): THE speedup of the study",
+            "THE speedup (compiled cells): median(eager blocks) / median(compiled blocks), "
+            "timed in alternation in one process (same host, clocks, load), with its 95% "
+            "interval in speedup_ci_low/high",
         ),
         Col(
             "speedup_ci_low",
@@ -506,7 +507,13 @@ RUN = (
         Col("cudagraph_skip_reasons", "", "why CUDA graphs were skipped"),
         Col("generated_kernels", "", "kernels Inductor generated (distinct, from the output code)"),
         Col("generated_dir", "", "where the generated code lies, relative to the run dir"),
-        Col("speedup", "x", "eager latency_median_us / this row's (same sweep, same shape)"),
+        Col(
+            "speedup",
+            "x",
+            "a per-call latency ratio, NOT the speedup (that is speedup_paired): eager "
+            "latency_median_us / this row's, from separate processes (same sweep, same shape); "
+            "no interval. The report calls it the latency ratio",
+        ),
         Col(
             "payback_calls",
             "calls",
@@ -850,6 +857,23 @@ def unit(table: str, name: str) -> str | None:
     return next((c.unit for c in TABLES[table] if c.name == name), None)
 
 
+# The columns of runs.csv a person reads first, in reading order: SCHEMA.md opens with them.
+FIRST = (
+    "variant",
+    "compile",
+    "device",
+    "status",
+    "reason",
+    "speedup_paired",
+    "speedup_ci_low",
+    "speedup_ci_high",
+    "latency_median_us",
+    "kernels_per_step",
+    "device_time_us",
+    "host_us",
+)
+
+
 def markdown() -> str:
     out = [
         "# Schema",
@@ -858,7 +882,17 @@ def markdown() -> str:
         "`tests/test_schema.py` fails when this file and `study/rows/schema.py` disagree.",
         "Empty cells mean unknown or not applicable, never zero.",
         "",
+        "## Read these first",
+        "",
+        "The 12 runs.csv columns that answer the question, in reading order. The speedup is",
+        "`speedup_paired`; `speedup` is a per-call latency ratio from separate processes.",
+        "",
+        "| column | unit | meaning |",
+        "| --- | --- | --- |",
     ]
+    run = {c.name: c for c in TABLES["runs"]}
+    out += [f"| `{n}` | {run[n].unit} | {run[n].meaning} |" for n in FIRST]
+    out.append("")
     for table, cols in TABLES.items():
         out += [f"## {FILES[table]}", "", "| column | unit | meaning |", "| --- | --- | --- |"]
         out += [f"| `{c.name}` | {c.unit} | {c.meaning} |" for c in cols]
