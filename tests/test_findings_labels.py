@@ -56,3 +56,20 @@ def test_the_findings_quote_the_t_interval_over_processes():
 
     quoted = sp_text({"sp": sp, "sp_lo": lo, "sp_hi": hi, "sp_kind": "paired"})
     assert f"| {quoted} |" in _row("cudnn", "default")
+
+
+def test_a_layers_interval_combines_the_two_targets_not_their_envelope():
+    """Dynamo +10 [8, 12] under AOTAutograd +15 [13, 18]: the layer is +5, its interval from
+    the facing half-widths in quadrature, [5 - sqrt(2^2 + 2^2), 5 + sqrt(3^2 + 2^2)], not the
+    envelope [1, 10]; the committed FINDINGS quote the same rule on the rows."""
+    from analysis import targets
+
+    d, lo, hi = targets.minus((15.0, 13.0, 18.0), (10.0, 8.0, 12.0))
+    assert (d, lo, hi) == pytest.approx((5, 5 - 8**0.5, 5 + 13**0.5))
+    raw = pd.read_csv(REF / "runs.csv", low_memory=False)
+    lay = targets.layers(raw[raw.source == "targets"])
+    x = lay[(lay.variant == "cudnn") & (lay.layer == "Inductor")].iloc[0]
+    quoted = f"{x.us:+.1f} [{x.lo:+.1f}, {x.hi:+.1f}]"
+    (row,) = [r for r in FINDINGS.read_text().splitlines() if r.startswith("| cudnn | 58.8 |")]
+    assert quoted in row
+    assert "half-widths combined in quadrature" in FINDINGS.read_text()
