@@ -185,6 +185,21 @@ def verdict(row) -> str:
     return "faster" if sp > 1 else "slower"
 
 
+def phase_note(row) -> str:
+    """' (host slow)', ' (host mixed)', ' (host contended)' for a figure not timed in the host's
+    fast phase, '' for a fast one or a row that records no phase: a slow or mixed row's figure
+    is never quoted without it (issue 55)."""
+    phase = row.get("timing_phase") if hasattr(row, "get") else None
+    return f" (host {phase})" if isinstance(phase, str) and phase and phase != "fast" else ""
+
+
+def is_fast(row) -> bool:
+    """A row timed in the host's fast phase (one that records no phase counts as fast: rows
+    made before the phase columns)."""
+    phase = row.get("timing_phase") if hasattr(row, "get") else None
+    return not isinstance(phase, str) or phase in ("", "fast")
+
+
 def sp_text(row) -> str:
     """'2.96x [2.88–3.00]' (paired, 95% interval), '1.25x' (cross-process, no interval); a
     figure not timed in the host's fast phase says which phase it is ('0.52x [0.50–0.54],

@@ -73,3 +73,31 @@ def test_a_layers_interval_combines_the_two_targets_not_their_envelope():
     (row,) = [r for r in FINDINGS.read_text().splitlines() if r.startswith("| cudnn | 58.8 |")]
     assert quoted in row
     assert "half-widths combined in quadrature" in FINDINGS.read_text()
+
+
+def _summary() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("<!-- summary:start -->", 1)[1].split("<!-- summary:end -->", 1)[0]
+
+
+def test_a_slow_or_mixed_rows_figure_is_quoted_with_its_phase():
+    """The README's training line quoted cudnn 0.550x/0.497x, sdpa 0.499x and '626 µs a
+    fwd_bwd step for 289 µs of GPU work', all from rows timed in the slow phase (0 fast
+    pairs), unmarked; the flex table had 12 figures from mixed or slow rows, unmarked."""
+    from analysis import findings_common
+    from analysis.findings_common import phase_note, read
+    from analysis.measures import sig
+
+    (train,) = [x for x in _summary().splitlines() if x.startswith("- Training keeps less")]
+    for figure in ("0.550x", "0.497x", "0.499x"):
+        assert f"{figure} (host slow)" in train
+    assert "626 µs a fwd_bwd step for" not in train  # a slow row, not the headline
+    flex = findings_common.of(read(REF)["runs"], "flex")
+    flex = flex[(flex["status"] == "ok") & (flex["pass"] == "fwd")]
+    slow = [x for _, x in flex.iterrows() if phase_note(x)]
+    assert len(slow) == 12
+    body = FINDINGS.read_text()
+    for x in slow:
+        row = f"| {x['mask']} | {int(x['seq_len'])} |"
+        (line,) = [t for t in body.splitlines() if t.startswith(row)]
+        assert f"{sig(x['tflops_useful'])} (host {x['timing_phase']})" in line
