@@ -136,14 +136,16 @@ def costs(data: dict, every: list[dict]) -> str:
         f"{x['label']} {sp_text(x)}" + (f" ({slow_cause(x)})" if slow_cause(x) else "")
         for x in lost
     )
-    rule = findings_host.rule_figures(findings_host.frame(data["runs"]))
+    rule = findings_host.rule_figures(findings_host.frame(data["runs"]), data["runs"])
     said = ""
     if rule:
-        added, host, star = rule
+        s = rule["star"]
         said = (
-            f"; a call compiled without CUDA graphs costs the host {added}{star} µs more than "
-            f"eager's ({host}{star} µs in all), so a call with less GPU work than that loses"
-            + (" (*: not timed in the host's fast phase)" if star else "")
+            f"; a host-bound call compiled without CUDA graphs took {rule['host']}{s} µs of host "
+            f"time over {rule['m']} cells, and {rule['added']}{s} µs against eager's (median "
+            f"{rule['median']}{s}) over the {rule['n']} host-bound on both sides, so a call with "
+            "less GPU work than its compiled host time loses"
+            + (" (*: not timed in the host's fast phase)" if s else "")
         )
     return f"It costs where a call is host-bound or one library kernel already does the work: {cells}{said}."
 

@@ -101,3 +101,23 @@ def test_a_slow_or_mixed_rows_figure_is_quoted_with_its_phase():
         row = f"| {x['mask']} | {int(x['seq_len'])} |"
         (line,) = [t for t in body.splitlines() if t.startswith(row)]
         assert f"{sig(x['tflops_useful'])} (host {x['timing_phase']})" in line
+
+
+def test_the_host_cost_headline_is_over_every_host_bound_cell_and_names_how_many():
+    """'A call compiled without CUDA graphs costs the host 33.3-40.7 µs more' came from three
+    Linear rows; matmul_add n=64 adds 20.4 µs, and flex sliding_window 1024 (fast) takes 93.8
+    µs for 62.9 µs of device time. The headline covers them and says over how many cells."""
+    import re
+
+    from analysis import findings_host
+    from analysis.findings_common import read
+
+    (costs,) = [x for x in _summary().splitlines() if x.startswith("- It costs")]
+    assert "33.3–40.7 µs more" not in costs
+    m = re.search(r"took ([\d.,]+)–([\d.,]+) µs of host time over (\d+) cells", costs)
+    assert m, costs
+    lo, hi, n = (float(g.replace(",", "")) for g in m.groups())
+    side = findings_host.host_side(read(REF)["runs"])
+    assert n == len(side) > 3 and lo <= 93.8 <= hi
+    assert "+20.5" in FINDINGS.read_text().split("The rule, Inductor without CUDA graphs")[1]
+    assert "flex default (sliding_window, 1024) `flex` 93.8/62.9" in FINDINGS.read_text()
