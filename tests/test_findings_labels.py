@@ -135,3 +135,14 @@ def test_the_blocks_speed_claim_is_device_time_and_kernel_sums_are_labelled():
     assert "Kernel time per step" not in line
     assert f"Device time a step {sig(dev['off'])} → {sig(dev['default'])} µs (1.12x" in line
     assert "sum of the trace's kernel durations a step 724 → 518 µs" in line
+
+
+def test_every_kernel_count_claim_counts_a_memset_as_naives_does():
+    """cuDNN launches 2 kernels a step (its fused kernel and a Memset); naive's identical extra
+    Memset makes its claim differ, so cuDNN's makes "one fused kernel" differ: 1 of 7 hold."""
+    r = pd.read_csv(REF / "runs.csv", low_memory=False)
+    c = r[(r.source == "part3") & (r.variant == "cudnn") & (r.compile == "off")]
+    assert set(c["kernels_per_step"]) == {2}
+    (line,) = [x for x in FINDINGS.read_text().splitlines() if "one fused kernel:" in x]
+    assert "**differs** for cudnn" in line
+    assert "re-checked: 1 of 7 hold" in _summary()
