@@ -109,7 +109,7 @@ def training(d) -> tuple:
         names.append("hollow: timed outside\nthe host's fast phase")
     legend_right(fig, handles, names, title="compile")
     finish(fig, "Does compile pay less once the backward runs?",
-           "paired speedup, 95% interval as a bar (a cell in several processes: the span of theirs); "
+           "paired speedup, 95% interval as a bar (a cell in several processes: the t-interval over them); "
            "above the dashed line: compiled faster"
            + (f"; {len(trained) - len(shown)} more variants in the tables" if len(trained) > len(shown) else ""),
            right_in=leg)  # fmt: skip

@@ -7,9 +7,10 @@ the same sweep (``analysis.measures.speedups``). A paired interval that holds 1.
 measurable difference" (``study.observe.stats.verdict``); one that excludes it within ±1%
 (``measures.PAIRED_NOISE``, the pairs' own error) reads "within ±1%". A cell run in several fresh processes is one
 row (``analysis.load.cells``: medians, from the repeats timed in the host's fast phase where it
-has any), its interval the one that covers processes (``study.observe.stats.across_processes``: a
-two-stage bootstrap, processes then pairs; the training tables and ``analysis.compare``
-too), and its spread over repeats quoted beside it.
+has any), its speedup and interval the ones that cover processes
+(``study.observe.stats.across_processes``: a t-interval on the log ratios with each process's
+own error added, centred on their geometric mean; the training tables, figures and
+``analysis.compare`` too), and its min-max over repeats quoted beside it as a range.
 """
 
 from __future__ import annotations
@@ -182,6 +183,21 @@ def verdict(row) -> str:
     if abs(sp - 1) <= NOISE:
         return f"within ±{NOISE:.0%}"
     return "faster" if sp > 1 else "slower"
+
+
+def phase_note(row) -> str:
+    """' (host slow)', ' (host mixed)', ' (host contended)' for a figure not timed in the host's
+    fast phase, '' for a fast one or a row that records no phase: a slow or mixed row's figure
+    is never quoted without it (issue 55)."""
+    phase = row.get("timing_phase") if hasattr(row, "get") else None
+    return f" (host {phase})" if isinstance(phase, str) and phase and phase != "fast" else ""
+
+
+def is_fast(row) -> bool:
+    """A row timed in the host's fast phase (one that records no phase counts as fast: rows
+    made before the phase columns)."""
+    phase = row.get("timing_phase") if hasattr(row, "get") else None
+    return not isinstance(phase, str) or phase in ("", "fast")
 
 
 def sp_text(row) -> str:

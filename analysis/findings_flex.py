@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.findings_common import calibrated_peak, host_bound, needs, of, table
+from analysis.findings_common import calibrated_peak, host_bound, needs, of, phase_note, table
 from analysis.measures import count, sig, truthy, xs
 
 VARIANTS = ["flex", "flash", "cudnn", "efficient"]
@@ -67,7 +67,7 @@ def rates(r: pd.DataFrame) -> list[str]:
             elif x["status"] != "ok":
                 row.append(x["status"])
             else:
-                row.append(sig(x["tflops_useful"]))
+                row.append(sig(x["tflops_useful"]) + phase_note(x))
         rows.append(row)
     return [
         f"FlexAttention against the fused SDPA kernels (source `flex`, {x0['compile']} mode, "
@@ -81,7 +81,8 @@ def rates(r: pd.DataFrame) -> list[str]:
             "mask's exact elements, so at the same mask flex's count is the larger: compare flex "
             "and SDPA by latency, the ratios below"
         )
-        + "; a status where the cell did not run):",
+        + "; a status where the cell did not run; \"(host mixed)\" or \"(host slow)\": a row "
+        "not timed in the host's fast phase, so its rate is the slower host's):",
         "",
         *table(["mask", "seq_len", *variants], rows),
     ]
@@ -106,7 +107,8 @@ def ratios(r: pd.DataFrame) -> list[str]:
             if o is None or o["status"] != "ok":
                 each.append(f"{other} {o['status'] if o is not None else 'not measured'}")
                 continue
-            each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}")
+            each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}"
+                        + _phases(f, o))
             if pd.notna(f.get("device_time_us")) and pd.notna(o.get("device_time_us")):
                 gpu.append(f"flex/{other} {xs(f['device_time_us'] / o['device_time_us'])}")
             for x in (f, o):  # each host-bound side once
@@ -117,7 +119,8 @@ def ratios(r: pd.DataFrame) -> list[str]:
             line += (
                 " ("
                 + ", ".join(
-                    f"{w['variant']} host-bound: {sig(w['latency_median_us'])} µs per call for "
+                    f"{w['variant']} host-bound{phase_note(w)}: {sig(w['latency_median_us'])} "
+                    f"µs per call for "
                     f"{sig(w['device_time_us'])} µs on the GPU"
                     for w in waits
                 )
@@ -142,6 +145,12 @@ def ratios(r: pd.DataFrame) -> list[str]:
             else ""
         ),
     ]
+
+
+def _phases(*rows) -> str:
+    """' (flex host mixed)': the sides of a ratio not timed in the host's fast phase."""
+    slow = [f"{x['variant']} host {x['timing_phase']}" for x in rows if phase_note(x)]
+    return f" ({', '.join(slow)})" if slow else ""
 
 
 def sliding(r: pd.DataFrame) -> list[str]:
@@ -174,7 +183,8 @@ def sliding(r: pd.DataFrame) -> list[str]:
             + ", ".join(str(int(x)) for x in g["seq_len"])
             + f": within {judged.max() / judged.min():.2f}x); at "
             + ", ".join(
-                f"{int(x['seq_len'])} flex is host-bound ({sig(x['latency_median_us'])} µs per "
+                f"{int(x['seq_len'])} flex is host-bound{phase_note(x)} "
+                f"({sig(x['latency_median_us'])} µs per "
                 f"call for {sig(x['device_time_us'])} µs on the GPU; by device time "
                 f"{sig(x['tflops_useful'] * x['latency_median_us'] / x['device_time_us'])} useful "
                 "TFLOP/s)"
@@ -188,7 +198,7 @@ def sliding(r: pd.DataFrame) -> list[str]:
         f"{'**holds**' if flat else '**differs**'} — seq_len "
         + ", ".join(str(int(x)) for x in s["seq_len"])
         + ": useful "
-        + " → ".join(sig(x) for x in u)
+        + " → ".join(sig(x["tflops_useful"]) + phase_note(x) for _, x in s.iterrows())
         + f" TFLOP/s; counting the full S×S matrix it {way}: "
         + " → ".join(sig(x) for x in t)
         + _kept(s, u / t)

@@ -16,23 +16,27 @@ A slower cell whose device time rose by less than a quarter of the latency it ad
 (``findings_causes.slow_cause``) is slower because of the host, and the table says so. A CUDA-graph
 mode's own host side (its graph's bookkeeping) is set against the wrapper's after the rule.
 
-The rule, from the cells host-bound on both sides under Inductor without CUDA graphs with
-eager's kernels: what a compiled call adds to eager's dispatch (``C - E``), and what its host
-side takes (``C``, a range over those cells): a cell with less GPU work per call than that is
+The rule, over every cell host-bound on both sides under Inductor without CUDA graphs (those
+that kept eager's kernels said apart; issue 55: three Linear rows once stood for all): what a
+compiled call adds to eager's dispatch (``C - E``, a range, its median and how many cells), and
+the host time a call over every forward cell host-bound when compiled, of any source
+(``host_side``: flex too, which has no eager twin): a cell with less GPU work per call than that is
 host-bound when compiled, and gets slower unless its kernels save more than the added host time.
 Figures not timed in the host's fast phase carry a ``*`` (their µs are a slower phase's), and
 those of rows that record no phase (before v3) a ``?``; the rule uses fast-phase cells where
 there are any. Part of ``python -m analysis.findings``.
 """
 
+# Long: the table, the rule over every host-bound cell and the CUDA-graph comparison share
+# frame() and its marks; apart they would pass the same frame around three modules.
 from __future__ import annotations
 
 import pandas as pd
 
 from analysis import findings_compile
 from analysis.findings_causes import kernels_changed, latencies, slow_cause
-from analysis.findings_common import device_pair, table
-from analysis.measures import GRAPHS, count, sig
+from analysis.findings_common import device_pair, host_bound, table
+from analysis.measures import GRAPHS, column, count, sig
 
 # Inductor without CUDA graphs: the compiled wrapper the rule is about (not Dynamo's or
 # AOTAutograd's layers alone, which targets measure apart)
@@ -136,7 +140,7 @@ def section(data: dict) -> list[str]:
             body,
         ),  # fmt: skip
     ]
-    out += ["", rule(rs)]
+    out += ["", rule(rs, data["runs"])]
     edge = near(data["runs"], every)
     return out + (["", edge] if edge else [])
 
@@ -181,42 +185,103 @@ def _rule_cells(both: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return (fast, "") if len(fast) else (both, "*")  # * not from the fast phase (or none said)
 
 
-def rule_figures(rs: pd.DataFrame) -> tuple[str, str, str] | None:
-    """(added µs, host side µs, mark) of the rule as ranges, e.g. ('36.3–40.3', '56.3–59.0',
-    ''), for the README's summary; None where no cell gives the rule."""
+def host_side(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every forward cell host-bound when compiled under Inductor without CUDA graphs, of any
+    source (flex included, which has no eager twin): its latency is its host time a call. The
+    fast-phase cells where there are any; ``star`` marks the others."""
+    r = runs[(runs["status"] == "ok") & runs["compile"].isin(WRAPPERS)]
+    r = r[(r["pass"] == "fwd") if "pass" in r else r.index == r.index]
+    if "device" in r:
+        r = r[r["device"] == "cuda"]
+    r = r[host_bound(r)].copy()
+    if r.empty:
+        return r
+    r["C"] = column(r, "latency_median_us")
+    r["dev"] = column(r, "device_time_us")
+    phase = r.get("timing_phase", pd.Series("", r.index)).fillna("").astype(str)
+    fast = r[phase == "fast"]
+    return fast.assign(star="") if len(fast) else r.assign(star="*")
+
+
+def rule_figures(rs: pd.DataFrame, runs: pd.DataFrame | None = None) -> dict | None:
+    """The rule's figures for the README's summary: ``n``/``added`` (range of C - E and its
+    median over the cells host-bound on both sides), ``m``/``host`` (range of the host time a
+    call over every host-bound compiled cell), ``star``; None where no cell gives it."""
     if rs.empty:
         return None
-    both = rs[rs["mode"].isin(WRAPPERS) & (rs["kind"] == "=") & rs["same_kernels"]]
+    both = rs[rs["mode"].isin(WRAPPERS) & (rs["kind"] == "=")]
     if both.empty:
         return None
     use, star = _rule_cells(both)
-    a, h = use["host_us"], use["C"]
-    return _range(a.min(), a.max(), ""), _range(h.min(), h.max(), ""), star
+    a = use["host_us"]
+    side = host_side(runs) if runs is not None else pd.DataFrame()
+    h = side["C"] if len(side) else use["C"]
+    return {"n": len(use), "added": _signed(a.min(), a.max(), ""), "median": f"{a.median():+.1f}",
+            "m": len(h), "host": _range(h.min(), h.max(), ""), "star": star}  # fmt: skip
 
 
-def rule(rs: pd.DataFrame) -> str:
-    """What a compiled call's host side costs, from the cells host-bound on both sides under
-    Inductor without CUDA graphs with eager's kernels; a range, never one cell's figure."""
-    both = rs[rs["mode"].isin(WRAPPERS) & (rs["kind"] == "=") & rs["same_kernels"]]
+def rule(rs: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
+    """What a compiled call's host side costs under Inductor without CUDA graphs: over every
+    cell host-bound on both sides (C - E, a range and its median, with the ones that kept
+    eager's kernels apart), and the host time a call over every cell host-bound compiled; a
+    range over named cells, never one cell's figure (issue 55)."""
+    both = rs[rs["mode"].isin(WRAPPERS) & (rs["kind"] == "=")]
     if both.empty:
         return (
             "No cell gives the rule: none is host-bound on both sides under Inductor without "
-            "CUDA graphs with eager's kernels."
+            "CUDA graphs."
         )
     use, star = _rule_cells(both)
-    added, host = use["host_us"], use["C"]
-    cells = ", ".join(f"{x['label']} {x['mode']}" for _, x in use.iterrows())
+    added = use["host_us"]
+    cells = ", ".join(f"{x['label']} {x['mode']} {x['host_us']:+,.1f}" for _, x in use.iterrows())
+    same = use[use["same_kernels"]]
+    kept = (
+        f"; the {len(same)} that kept eager's kernel count "
+        f"({', '.join(x['label'] + ' ' + x['mode'] for _, x in same.iterrows())}): "
+        f"{_signed(same['host_us'].min(), same['host_us'].max(), star)} µs"
+        if len(same) and len(same) < len(use) else ""
+    )
+    side = host_side(runs) if runs is not None else pd.DataFrame()
+    took = ""
+    if len(side):
+        s = side["star"].iloc[0]
+        h, d = side["C"], side["dev"]
+        took = (
+            f" Over all {len(side)} forward cells host-bound when compiled this way (every "
+            f"source; flex included), a call's host time (its latency) was "
+            f"{_range(h.min(), h.max(), s)} µs (median {sig(h.median())}{s}) for "
+            f"{_range(d.min(), d.max(), s)} µs of device time: "
+            + ", ".join(f"{_name(x)} {sig(x['C'])}/{sig(x['dev'])}" for _, x in side.iterrows())
+            + " (host/device µs)."
+        )
     return (
-        f"The rule, Inductor without CUDA graphs, from the {len(use)} cell(s) host-bound on both "
-        f"sides with eager's kernels ({cells}): a compiled call costs the host "
-        f"{sig(added.min())}–{sig(added.max())}{star} µs more than eager's dispatch (median "
-        f"{sig(added.median())}{star}), and its host side took {sig(host.min())}–"
-        f"{sig(host.max())}{star} µs a call. So a cell with less GPU work a call than that is "
-        "host-bound when compiled, and gets slower unless its kernels save more than the added "
-        "host time."
-        + graphs_text(rs, use)
+        f"The rule, Inductor without CUDA graphs, over the {len(use)} cell(s) host-bound on both "
+        f"sides ({cells}): a compiled call's host time against eager's dispatch ranged "
+        f"{_signed(added.min(), added.max(), star)} µs (median {added.median():+.1f}{star})"
+        f"{kept}. It grows with the launches a call makes and shrinks with the ones compile "
+        "fuses away, so it is no constant: a cell with less GPU work a call than its compiled "
+        "host time is host-bound when compiled, and gets slower unless its kernels save more "
+        "than the added host time."
+        + took
+        + graphs_text(rs, use[use["same_kernels"]] if len(same) else use)
         + (" (*: from rows not timed in the host's fast phase, or recording none.)" if star else "")
     )
+
+
+def _name(x) -> str:
+    """'linear default', 'flex default (sliding_window, 1024)': a cell in the host-side list."""
+    extra = [str(x[k]) for k in ("mask",) if k in x and isinstance(x[k], str) and x[k]]
+    seq = x.get("seq_len")
+    if x.get("family") == "attention" and seq == seq and seq is not None:
+        extra.append(f"{int(float(seq))}")
+    src = f" `{x['source']}`" if isinstance(x.get("source"), str) else ""
+    return f"{x['variant']} {x['compile']}" + (f" ({', '.join(extra)})" if extra else "") + src
+
+
+def _signed(lo: float, hi: float, star: str) -> str:
+    """'-657 to +41.0' (a range whose ends may differ in sign), '+20.5' for one figure."""
+    a, b = f"{'+' if lo >= 0 else '-'}{sig(abs(lo))}", f"{'+' if hi >= 0 else '-'}{sig(abs(hi))}"
+    return f"{a}{star}" if a == b else f"{a} to {b}{star}"
 
 
 def graphs_text(rs: pd.DataFrame, wrapper: pd.DataFrame) -> str:

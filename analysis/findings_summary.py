@@ -17,7 +17,7 @@ import pandas as pd
 from analysis import findings_compile, findings_flex, findings_host, training
 from analysis.findings_causes import slow_cause
 from analysis.findings_claims import claims, claims_source, eager_attention
-from analysis.findings_common import of, one_core, sp_text
+from analysis.findings_common import is_fast, of, one_core, phase_note, sp_text
 from analysis.measures import column, count, sig, xs
 
 MAX_LINES = 15
@@ -136,14 +136,16 @@ def costs(data: dict, every: list[dict]) -> str:
         f"{x['label']} {sp_text(x)}" + (f" ({slow_cause(x)})" if slow_cause(x) else "")
         for x in lost
     )
-    rule = findings_host.rule_figures(findings_host.frame(data["runs"]))
+    rule = findings_host.rule_figures(findings_host.frame(data["runs"]), data["runs"])
     said = ""
     if rule:
-        added, host, star = rule
+        s = rule["star"]
         said = (
-            f"; a call compiled without CUDA graphs costs the host {added}{star} µs more than "
-            f"eager's ({host}{star} µs in all), so a call with less GPU work than that loses"
-            + (" (*: not timed in the host's fast phase)" if star else "")
+            f"; a host-bound call compiled without CUDA graphs took {rule['host']}{s} µs of host "
+            f"time over {rule['m']} cells, and {rule['added']}{s} µs against eager's (median "
+            f"{rule['median']}{s}) over the {rule['n']} host-bound on both sides, so a call with "
+            "less GPU work than its compiled host time loses"
+            + (" (*: not timed in the host's fast phase)" if s else "")
         )
     return f"It costs where a call is host-bound or one library kernel already does the work: {cells}{said}."
 
@@ -180,11 +182,13 @@ def _by_variant(g: pd.DataFrame) -> list[str]:
     once, each figure with its source (``g`` sorted by ``sp``, fastest first)."""
     out = []
     for v, x in g.groupby("variant", sort=False):
-        if len(x) == 1 or "source" not in x:
-            out.append(f"{v} " + ", ".join(f"{sig(s)}x" for s in x["sp"]))
-        else:
-            out.append(f"{v} " + ", ".join(
-                f"{sig(s)}x `{src}`" for s, src in zip(x["sp"], x["source"], strict=True)))  # fmt: skip
+        # fast rows first: a slow or mixed row's figure follows, its phase said (issue 55)
+        x = x.assign(_slow=[bool(phase_note(r)) for _, r in x.iterrows()])
+        x = x.sort_values("_slow", kind="stable")
+        one = len(x) == 1 or "source" not in x
+        out.append(f"{v} " + ", ".join(
+            f"{sig(r['sp'])}x{phase_note(r)}" + ("" if one else f" `{r['source']}`")
+            for _, r in x.iterrows()))  # fmt: skip
     return out
 
 
@@ -196,12 +200,14 @@ def _host_step(c: pd.DataFrame) -> str:
     lat = pd.to_numeric(c.get("latency_median_us"), errors="coerce")
     gpu = pd.to_numeric(c.get("gpu_us_per_step"), errors="coerce")
     hb = c[one_core(c) & (c["speedup_paired"] < 1) & (lat > 1.1 * gpu)]
+    fast = hb[[is_fast(r) for _, r in hb.iterrows()]]
+    hb = fast if len(fast) else hb  # the headline prefers a fast row; else it says the phase
     if hb.empty:
         return ""
     x = hb.loc[hb["speedup_paired"].idxmin()]
     return (
         f". Where it loses, the host does: compiled {x['variant']} takes "
-        f"{sig(float(x['latency_median_us']))} µs a {x['pass']} step for "
+        f"{sig(float(x['latency_median_us']))} µs a {x['pass']} step{phase_note(x)} for "
         f"{sig(float(x['gpu_us_per_step']))} µs of GPU work"
     )
 
@@ -234,17 +240,27 @@ def flex(data: dict) -> str:
         f, fa, cu = (findings_flex.cell_at(r, v, "causal", seq) for v in ("flex", "flash", "cudnn"))
         if all(x is not None and x["status"] == "ok" for x in (f, fa, cu)):
             lat = f["latency_median_us"]
+            slow = [f"{x['variant']} host {x['timing_phase']}" for x in (f, fa, cu) if phase_note(x)]
             parts.append(
                 f"causal at seq_len {seq} it takes {xs(lat / fa['latency_median_us'])} flash's "
                 f"time and {xs(lat / cu['latency_median_us'])} cuDNN's"
+                + (f" ({', '.join(slow)})" if slow else "")
             )
             break
     window = r[(r["variant"] == "flex") & (r["mask"] == "sliding_window") & (r["status"] == "ok")]
+    fast = window[[is_fast(x) for _, x in window.iterrows()]]
+    left = len(window) - len(fast)
+    over = "over length "
+    if len(fast) >= 2 and left:  # the fast rows; the others' phase is said in FINDINGS.md
+        window = fast
+        over = f"over the {len(fast)} lengths timed in the host's fast phase ({left} not) "
+    elif left:
+        over = f"over length ({left} of them not timed in the host's fast phase) "
     if len(window) >= 2:
         u = column(window, "tflops_useful")
         parts.append(
             f"with a sliding window its useful rate holds {sig(u.min())}–{sig(u.max())} TFLOP/s "
-            "over length "
+            + over
             + (
                 "(the window's elements)"
                 if findings_flex.by_element(r)

@@ -26,7 +26,9 @@ def section(data: dict) -> list[str]:
     out = [
         "",
         "Compile targets: µs per call each layer of torch.compile adds over eager, from each "
-        "target's own paired rounds (same process, same host phase) [95% interval], and each "
+        "target's own paired rounds (same process, same host phase) [95% interval; a layer's is "
+        "the two targets' half-widths combined in quadrature, as their errors are independent], "
+        "and each "
         "target's paired speedup (* : a row timed outside the host's fast phase, so its µs are "
         f"the slow phase's; source{'s' if len(have) > 1 else ''} {', '.join(have)}, "
         "`python -m analysis.targets`):",

@@ -19,6 +19,7 @@ from analysis.findings_common import (
     of,
     ok,
     one_core,
+    phase_note,
     sp_text,
     table,
     with_eager,
@@ -134,8 +135,8 @@ def by_pass(raw: pd.DataFrame) -> list[str]:
         if f is None or not steps:
             continue
         moves.append(
-            f"{v} {sig(f['speedup_paired'])}x → "
-            + ", ".join(f"{sig(x['speedup_paired'])}x {p}" for p, x in steps)
+            f"{v} {sig(f['speedup_paired'])}x{phase_note(f)} → "
+            + ", ".join(f"{sig(x['speedup_paired'])}x{phase_note(x)} {p}" for p, x in steps)
         )
     if moves:
         out += ["", "- fwd → training pass, default mode: " + "; ".join(moves) + "."]

@@ -149,7 +149,8 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
 
 def _across(p: pd.DataFrame) -> pd.Series:
     """A cell's paired speedup over its processes, with the interval that covers processes
-    (``study.observe.stats.across_processes``); NaN where no process has an interval."""
+    (``study.observe.stats.across_processes``: a t-interval on the log ratios, centred on their
+    geometric mean); the median and no interval where a process has none."""
     measured = p[p.iloc[:, 0].notna()]
     whole = measured.dropna()
     whole = whole[(whole > 0).all(axis=1)]

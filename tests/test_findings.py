@@ -41,7 +41,10 @@ def test_write_replaces_only_the_block(tmp_path):
 def test_committed_results_are_csv_png_svg_md_only():
     files = list((ROOT / "results").rglob("*"))
     assert files
-    assert all(f.suffix in {".csv", ".png", ".svg", ".md"} for f in files if f.is_file())
+    # host_machines/m*/ keep each machine's survey, probe and boot id as the tools printed them
+    logs = ROOT / "results" / "h200" / "host_machines"
+    assert all(f.suffix in {".csv", ".png", ".svg", ".md"} or (f.suffix == ".txt" and logs in f.parents)
+               for f in files if f.is_file())  # fmt: skip
 
 
 def _with_fake_sources(tmp_path):
@@ -259,11 +262,12 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
     text = findings(tmp_path)
     assert "speedup = paired: eager and compiled timed in alternating blocks in one process" in text
     # 1.01x the cross-process 0.933x; each repeat's interval 0.97-1.03x of it; the 3 repeats
-    # agree, so the interval that covers them is narrower than one repeat's (0.98-1.02x)
+    # agree, so the t-interval over them is their own errors alone, t_2 * se / sqrt(3) = 2.48
+    # se against one repeat's 1.96 se (issue 55: 3 processes give 2 degrees of freedom)
     # GPU-bound, per-call latency +7%: neither the host nor the lead-in alone; plain "slower"
-    flash = "| flash | default | part3 | 1 → 1 | 96.8 → 104 | 0.942x [0.924–0.962] | slower | 3 runs: 0.942–0.942x |"
+    flash = "| flash | default | part3 | 1 → 1 | 96.8 → 104 | 0.942x [0.907–0.979] | slower | 3 runs: 0.942–0.942x |"
     assert flash in text
-    assert "| 1.01x [0.992–1.03] | no measurable difference |" in text  # efficient default
+    assert "| 1.01x [0.973–1.05] | no measurable difference |" in text  # efficient default
     assert text.count("| naive | default | part3 |") == 1
 
 

@@ -181,12 +181,17 @@ def test_layers_subtract_targets_within_their_intervals():
     assert not lay.loc["C++ wrapper", "fast"] and lay.loc["Dynamo", "fast"]
 
 
-def test_processes_give_the_median_and_an_interval_that_covers_them():
+def test_processes_give_the_interval_over_processes_every_table_uses():
+    """Issue 55: the t-interval of study.observe.stats, not the envelope of the processes'."""
+    from study.observe.stats import across_processes
+
     raw = pd.concat([RAW, pd.DataFrame([_row("dynamo_eager", 0.4, 0.3, 0.45)])])
     a = atargets.added(raw).set_index("compile")
+    sp, lo, hi = across_processes([0.5, 0.4], [0.5, 0.3], [0.5, 0.45])
     assert a.loc["dynamo_eager", "processes"] == 2
-    assert a.loc["dynamo_eager", "added_hi"] == pytest.approx(10 * (1 / 0.3 - 1))
-    assert a.loc["dynamo_eager", "added_lo"] == pytest.approx(10)
+    assert a.loc["dynamo_eager", "added_us"] == pytest.approx(10 * (1 / sp - 1))
+    assert a.loc["dynamo_eager", "added_hi"] == pytest.approx(10 * (1 / lo - 1))
+    assert a.loc["dynamo_eager", "added_lo"] == pytest.approx(10 * (1 / hi - 1))
 
 
 def test_the_verdict_says_whether_a_deployment_path_removes_the_slowdown():
