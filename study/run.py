@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import secrets
 import sys
 from pathlib import Path
@@ -27,7 +26,6 @@ from study.rows.config import register_configs  # noqa: E402
 from study.rows.usage import fail  # noqa: E402
 
 _SWEEP_IDS: dict = {}
-SAFE = re.compile(r"[^A-Za-z0-9_.,=+\-@:]")
 
 
 def sweep_id(out_root: str, resume) -> str:
@@ -54,24 +52,12 @@ def _age(d: Path) -> float:
     return (f if f.exists() else d).stat().st_mtime
 
 
-# +expect.<column>=<value> items of an override dirname (study.rows.expect): not part of a run's name
-PREDICTION = re.compile(
-    r"(?:^|,)[+~]{0,2}expect(?:\.[^=,]*)?(?:=(?:\"[^\"]*\"|'[^']*'|[^,]*))?(?=,|$)"
-)
+def job_dirname(task, exclude=()) -> str:
+    """A job's run dir name from its overrides (study.sweep.names). The study's sweeper names
+    every point itself, knowing which keys differ between them; this is for other sweepers."""
+    from study.sweep.names import name_of
 
-
-def job_dirname(overrides: str) -> str:
-    """Hydra's override dirname made safe for a file name: characters other than letters,
-    digits and ``_.,=+-@:`` become ``%XX`` (so no ``/`` can lead out of the sweep dir), and a
-    name that would overflow is shortened with a hash."""
-    overrides = PREDICTION.sub("", overrides).lstrip(",")  # a prediction measures nothing
-    name = SAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), overrides)
-    name = name or "cell"
-    if len(name) <= 160:
-        return name
-    import hashlib
-
-    return name[:140] + ",#" + hashlib.sha1(name.encode()).hexdigest()[:10]
+    return name_of([str(o) for o in task], [str(k) for k in exclude])
 
 
 if not OmegaConf.has_resolver("study_job_dirname"):

@@ -157,6 +157,8 @@ class Scheduler:
             raise rundir.Unsafe(
                 f"run dir {run_dir} is outside the sweep dir {sweep_dir}: refusing to use it"
             )
+        if any(r.cell.run_dir.resolve() == Path(run_dir).resolve() for r in self.running.values()):
+            raise rundir.Unsafe(f"run dir {run_dir} is in use by a running cell: refusing to empty it")
         cell = self.cell(cfg, run_dir, sweep_dir)
         if cfg.resume and cell.run_dir.exists():
             why = rundir.why_rerun(cell.run_dir, cell.config_hash)

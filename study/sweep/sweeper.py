@@ -65,6 +65,37 @@ def bad_points(pts: list[list[str]], whys: list[str | None]) -> str | None:
     return "\n".join(lines)
 
 
+def one_dir_each(pts: list[list[str]], configs: list) -> str | None:
+    """Why two points would share a run dir (one would empty it while the other runs, and take
+    the other's row), or None. ``hydra.sweep.subdir`` is resolved as the launcher will."""
+    import copy
+
+    from omegaconf import OmegaConf, open_dict, read_write
+
+    from study.sweep import names
+
+    dirs = []
+    for i, cfg in enumerate(configs):
+        if cfg is None:
+            dirs.append(f"\0{i}")  # said as a bad point already
+            continue
+        job = copy.deepcopy(cfg)
+        with read_write(job), open_dict(job):
+            job.hydra.job.num = job.hydra.job.id = i
+            try:
+                dirs.append(str(OmegaConf.select(job, "hydra.sweep.subdir")))
+            except Exception:  # noqa: BLE001 - resolvable only inside the job: Hydra's to judge
+                dirs.append(f"\0{i}")
+    both = names.shared(dirs)
+    if both is None:
+        return None
+    a, b = (" ".join(pts[i]) or "(no overrides)" for i in both)
+    return (
+        f"two sweep points would share the run dir {dirs[both[0]]!r}: [{a}] and [{b}]; no cell "
+        "was started. Give hydra.sweep.subdir a value that differs between them (or drop it)."
+    )
+
+
 class Sweeper(BasicSweeper):
     @staticmethod
     def split_arguments(overrides, max_batch_size):
@@ -91,8 +122,9 @@ class Sweeper(BasicSweeper):
             print(f"[study] note: {', '.join(twice)} given more than once: each cell runs once.")
         return [p for batch in self.split_arguments(parsed, None) for p in batch]
 
-    def _check(self, pts: list[list[str]]) -> list:
-        """The composed config of every point; stops the run (exit 2) if any cannot run."""
+    def _check(self, pts: list[list[str]], jobs: list[list[str]]) -> list:
+        """The composed config of every point (``jobs``: as launched, with its run dir); stops
+        the run (exit 2) if any cannot run, or two would share a run dir."""
         from omegaconf import flag_override
 
         from study.rows import config_check as check
@@ -103,7 +135,7 @@ class Sweeper(BasicSweeper):
             launcher.start(eager=eager_only(pts))
         loader = self.hydra_context.config_loader
         configs, whys = [], []
-        for p in pts:
+        for p in jobs:
             try:
                 configs.append(loader.load_sweep_config(self.config, list(p)))
                 whys.append(None)
@@ -120,10 +152,24 @@ class Sweeper(BasicSweeper):
         check.say_renamed([c for c in configs if c is not None])
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
-        message = bad_points(pts, whys)
+        message = bad_points(pts, whys) or one_dir_each(pts, configs)
         if message:
             fail(message)
         return configs
+
+    def _jobs(self, pts: list[list[str]]) -> list[list[str]]:
+        """Each point as it is launched: with its own run dir (study.sweep.names), unless
+        ``hydra.sweep.subdir`` is the user's (then ``one_dir_each`` checks what it gives)."""
+        from omegaconf import OmegaConf
+
+        from study.sweep import names
+
+        sweep = OmegaConf.to_container(self.config.hydra.sweep, resolve=False)
+        if "study_job_dirname" not in str(sweep.get("subdir")):
+            return pts
+        exclude = list(self.config.hydra.job.config.override_dirname.exclude_keys)
+        dirs = names.run_dirs(pts, exclude)
+        return [[*p, f"hydra.sweep.subdir='{d}'"] for p, d in zip(pts, dirs, strict=True)]
 
     def sweep(self, arguments: list[str]):
         from study.rows.summary import summary
@@ -133,7 +179,8 @@ class Sweeper(BasicSweeper):
         sweep_dir = Path(self.config.hydra.sweep.dir)
         try:
             pts = self._points(arguments)
-            configs = self._check(pts)
+            jobs = self._jobs(pts)
+            configs = self._check(pts, jobs)
         except (SystemExit, KeyboardInterrupt):
             self._abandon()
             raise
@@ -146,7 +193,7 @@ class Sweeper(BasicSweeper):
         # written at once: a dir with a lock and no sweep.yaml cannot be resumed
         sweepdir.write_sweep_yaml(self.config, sweep_dir, len(pts), t0)
         try:
-            failed = self._launch(pts, configs, t0)
+            failed = self._launch(jobs, configs, t0)
         except KeyboardInterrupt:
             self._abandon()
             sweepdir.interrupted(sweep_dir, len(pts))
