@@ -217,38 +217,54 @@ def with_speedups(rows: list[dict]) -> list[dict]:
     return rows
 
 
+def read_part(path: Path, table: str) -> list[dict]:
+    """A cell's ``kernels.csv`` or ``shapes.csv`` (none: []), trusted only if it reads whole and
+    every row names its run: the schema's columns only. Raises Incomplete, saying why."""
+    if not Path(path).exists():
+        return []
+    rows = read_whole(path)
+    if rows and not all(r.get("run_id") for r in rows):
+        raise Incomplete("its rows have no run_id (a header cut or garbled?)")
+    known = set(columns(table))
+    return [{k: v for k, v in r.items() if k in known} for r in rows]
+
+
+def read_cell(run_csv: Path) -> tuple[dict, list[dict], list[dict]]:
+    """A finished cell's row, kernels and shapes. Raises Incomplete, naming the bad file."""
+    parts = []
+    for name, read in (("run.csv", read_row), ("kernels.csv", lambda p: read_part(p, "kernels")),
+                       ("shapes.csv", lambda p: read_part(p, "shapes"))):  # fmt: skip
+        try:
+            parts.append(read(Path(run_csv).with_name(name)))
+        except Incomplete as e:
+            raise Incomplete(f"its {name} is incomplete ({e})") from None
+    return tuple(parts)
+
+
 def aggregate(sweep_dir: Path) -> Path | None:
-    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock)."""
+    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock). A cell whose
+    run.csv, kernels.csv or shapes.csv does not read whole is left out, with a line naming the
+    file (the sweep's summary names it again; resume runs it again)."""
     sweep_dir = Path(sweep_dir)
     with locked(sweep_dir / ".runs.lock"):
-        rows = []
+        rows, kernels, shapes = [], {}, []
         for p in run_csvs(sweep_dir):
             try:
-                rows.append(read_row(p))
+                row, ks, sh = read_cell(p)
             except Incomplete as e:
-                print(
-                    f"[study] skipping {p.parent}: its run.csv is incomplete ({e}); "
-                    "resume=true runs it again",
-                    file=sys.stderr,
-                )
+                print(f"[study] skipping {p.parent}: {e}; resume=true runs it again",
+                      file=sys.stderr)  # fmt: skip
+                continue
+            rows.append(row)
+            for k in ks:
+                kernels.setdefault(k["run_id"], []).append(k)
+            shapes += sh
         if not rows:
             return None
         rows = with_speedups(rows)  # read_row kept the schema's columns only
-        kernels = {}
-        for p in run_csvs(sweep_dir):
-            kp = p.with_name("kernels.csv")
-            if kp.exists():
-                for k in read_csv(kp):
-                    kernels.setdefault(k["run_id"], []).append(k)
         rows = expect.check(rows, kernels)  # predictions need the sweep's other rows
         out = write_csv(sweep_dir / "runs.csv", rows, "runs")
         write_csv(sweep_dir / "revealed.csv", revealed.table(rows, kernels), "revealed")
-        shapes = [
-            x
-            for p in run_csvs(sweep_dir)
-            if (p.with_name("shapes.csv")).exists()
-            for x in read_csv(p.with_name("shapes.csv"))
-        ]
         if shapes:
             write_csv(sweep_dir / "shapes.csv", shapes, "shapes")
         return out

@@ -65,14 +65,12 @@ def bad_points(pts: list[list[str]], whys: list[str | None]) -> str | None:
     return "\n".join(lines)
 
 
-def one_dir_each(pts: list[list[str]], configs: list) -> str | None:
-    """Why two points would share a run dir (one would empty it while the other runs, and take
-    the other's row), or None. ``hydra.sweep.subdir`` is resolved as the launcher will."""
+def subdirs(configs: list) -> list[str]:
+    """Each point's run dir, ``hydra.sweep.subdir`` resolved as the launcher will; a point that
+    did not compose, or whose dir resolves only inside its job, gets a name no dir has."""
     import copy
 
     from omegaconf import OmegaConf, open_dict, read_write
-
-    from study.sweep import names
 
     dirs = []
     for i, cfg in enumerate(configs):
@@ -86,6 +84,14 @@ def one_dir_each(pts: list[list[str]], configs: list) -> str | None:
                 dirs.append(str(OmegaConf.select(job, "hydra.sweep.subdir")))
             except Exception:  # noqa: BLE001 - resolvable only inside the job: Hydra's to judge
                 dirs.append(f"\0{i}")
+    return dirs
+
+
+def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
+    """Why two points would share a run dir (one would empty it while the other runs, and take
+    the other's row), or None."""
+    from study.sweep import names
+
     both = names.shared(dirs)
     if both is None:
         return None
@@ -152,7 +158,9 @@ class Sweeper(BasicSweeper):
         check.say_renamed([c for c in configs if c is not None])
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
-        message = bad_points(pts, whys) or one_dir_each(pts, configs)
+        dirs = subdirs(configs)
+        self.dirs = [Path(d).name for d in dirs if not d.startswith("\0")]  # the summary's plan
+        message = bad_points(pts, whys) or one_dir_each(pts, dirs)
         if message:
             fail(message)
         return configs
@@ -198,7 +206,7 @@ class Sweeper(BasicSweeper):
             self._abandon()
             sweepdir.interrupted(sweep_dir, len(pts))
             sys.exit(130)
-        code = summary(sweep_dir, t0)
+        code = summary(sweep_dir, t0, planned=self.dirs)
         sweepdir.release(lock)
         sys.exit(1 if failed else code)
 

@@ -1,0 +1,67 @@
+"""Nothing lost, nothing mislabelled (issue 56): a bad file costs its cell only, every planned
+cell is counted, runs.csv follows its run dirs, resume stays in its own sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from study.rows import io
+from study.rows.summary import summary
+
+
+def ok_row(run_id: str, **more) -> dict:
+    return {"run_id": run_id, "status": "ok", "variant": "linear", "compile": "off",
+            "config_hash": "h", "latency_median_us": 1.0, **more}  # fmt: skip
+
+
+def write_cell(run_dir, row: dict, kernels: str | None = None) -> None:
+    io.write_csv(run_dir / "run.csv", [row], "runs")
+    if kernels is not None:
+        (run_dir / "kernels.csv").write_text(kernels)
+
+
+GARBLED = "run_i\x00d,name\r\nx,y\r\n"
+
+
+def test_a_garbled_kernels_csv_costs_its_cell_only_and_is_named(tmp_path, capsys):
+    """Issue 56, 4: KeyError: 'run_id' for every later cell, and runs.csv never rebuilt."""
+    write_cell(tmp_path / "a", ok_row("a"), GARBLED)
+    write_cell(tmp_path / "b", ok_row("b"))
+    io.aggregate(tmp_path)
+    assert [r["run_id"] for r in io.read_csv(tmp_path / "runs.csv")] == ["b"]
+    err = capsys.readouterr().err
+    assert f"skipping {tmp_path / 'a'}: its kernels.csv is incomplete" in err
+
+
+def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cell(tmp_path, capsys):
+    """Issue 56, 4: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
+    from study.sweep.scheduler import Scheduler
+    from tests.test_scheduler import cell_cfg, factory
+
+    def cells_write_their_rows(fake):  # the first cell's kernels.csv is garbled
+        for s in fake.spawned:
+            if s["rid"] not in fake.exits and not s.get("ended"):
+                s["ended"] = True
+                d = Path(s["kwargs"]["run_dir"])
+                write_cell(d, ok_row(d.name), GARBLED if d.name == "a" else None)
+                fake.exits[s["rid"]] = 0
+
+    make, _ = factory(script=cells_write_their_rows)
+    sweep = tmp_path / "sweep"
+    with Scheduler(1, make_server=make) as sched:
+        for name in "abc":
+            sched.submit(cell_cfg(tmp_path), sweep / name, sweep)
+    assert sorted(r["run_id"] for r in io.read_csv(sweep / "runs.csv")) == ["b", "c"]
+    capsys.readouterr()
+    assert summary(sweep, planned=["a", "b", "c"]) == 1
+    out = capsys.readouterr().out
+    assert "done: 3 cells: 2 ok, 1 without a row" in out
+    assert f"a: no row (see the lines above; its files: {sweep / 'a'})" in out
+
+
+def test_a_planned_cell_without_a_row_is_counted_and_named(tmp_path, capsys):
+    """Issue 56, 6: a full disk gave 'done: 1 cells ... 1 ok' for an 8-cell sweep."""
+    io.write_csv(tmp_path / "runs.csv", [ok_row("a")], "runs")
+    assert summary(tmp_path, planned=["a", "b"]) == 1
+    out = capsys.readouterr().out
+    assert "done: 2 cells: 1 ok, 1 without a row" in out and "b: no row" in out
