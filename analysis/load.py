@@ -235,11 +235,36 @@ def _disagreement(d: Path, finished: list[str]) -> str:
         said.append(f"listed {len(have) - len(missing)} of {len(have)} finished cells")
     for what, ids in (("whose run dir is gone", extra - unread),
                       ("whose run.csv does not read whole", unread),
+                      ("whose run.csv changed since", _changed(d, rows)),
                       ("twice", {k for k, n in listed.items() if n > 1})):  # fmt: skip
         if ids:
             said.append(f"listed {_cells(ids)} {what}"
                         + (f" ({_names(ids)})" if what != "twice" else ""))  # fmt: skip
     return f"{d}/runs.csv " + ", and ".join(said) if said else ""
+
+
+# Columns study.rows.io.aggregate fills in runs.csv (a cell's run.csv does not hold them).
+FILLED = ("speedup", "payback_calls", "expectations", "surprises", "surprise_detail")
+
+
+def _changed(d: Path, rows: list[dict]) -> set[str]:
+    """Cells whose run.csv was written after ``d``'s runs.csv, or says other than its row there
+    (``python -m study.cell.worker RUN_DIR`` rewrites a cell's run.csv)."""
+    built = (d / "runs.csv").stat().st_mtime
+    listed = {r["run_id"]: r for r in rows}
+    out = set()
+    for p in study_io.run_csvs(d):
+        try:
+            own = study_io.read_row(p)
+        except study_io.Incomplete:
+            continue  # said as a row that does not read whole
+        row = listed.get(own["run_id"])
+        keys = [k for k in own if k not in FILLED]
+        if row is not None and (
+            p.stat().st_mtime > built or not study_io.same_values(own, row, keys)
+        ):
+            out.add(own["run_id"])
+    return out
 
 
 def _cells(ids) -> str:
@@ -249,9 +274,15 @@ def _cells(ids) -> str:
 def check_sweep(d: Path) -> None:
     """Rebuild ``d``'s runs.csv from its run dirs where they disagree (module doc); a dir
     without run dirs (committed results) is left as it is."""
-    finished = finished_cells(d)
-    if not finished:
+    runs = study_io.run_csvs(d)
+    if not runs:
         return
+    finished = finished_cells(d)
+    if not finished:  # every run.csv cut short: whatever runs.csv says is no longer theirs
+        raise SystemExit(
+            f"analysis: no run.csv below {d} reads whole ({_names(p.parent.name for p in runs)}): "
+            f"nothing to report; python -m study.rows.io {d} says why, resume=true runs them again"
+        )
     why = _disagreement(d, finished)
     if not why:
         return

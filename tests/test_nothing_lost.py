@@ -65,3 +65,49 @@ def test_a_planned_cell_without_a_row_is_counted_and_named(tmp_path, capsys):
     assert summary(tmp_path, planned=["a", "b"]) == 1
     out = capsys.readouterr().out
     assert "done: 2 cells: 1 ok, 1 without a row" in out and "b: no row" in out
+
+
+def a_sweep(d: Path) -> Path:
+    for name in "ab":
+        write_cell(d / name, ok_row(name))
+    io.aggregate(d)
+    return d
+
+
+def test_a_rewritten_run_csv_rebuilds_runs_csv(tmp_path, capsys):
+    """Issue 56, 3: after study.cell.worker rewrote a run.csv, the report showed the old one."""
+    import os
+
+    from analysis.load import check_sweep
+
+    d = a_sweep(tmp_path)
+    write_cell(d / "a", ok_row("a", latency_median_us=2.5))  # what the worker by hand does
+    check_sweep(d)
+    assert {r["run_id"]: r["latency_median_us"] for r in io.read_csv(d / "runs.csv")} == {
+        "a": "2.5", "b": "1.0"}  # fmt: skip
+    assert "listed 1 cell whose run.csv changed since (a)" in capsys.readouterr().err
+    earlier = (d / "b" / "run.csv").stat().st_mtime - 5
+    os.utime(d / "runs.csv", (earlier, earlier))  # b's row, the same, written after runs.csv
+    check_sweep(d)
+    assert "2 cells whose run.csv changed since (a, b)" in capsys.readouterr().err
+    check_sweep(d)  # rebuilt: now it is read as it is
+    assert capsys.readouterr().err == ""
+
+
+def test_every_run_csv_cut_short_leaves_no_old_rows_to_trust(tmp_path, capsys):
+    """Issue 56, 3: 'no run.csv below DIR', exit 0, the old runs.csv kept, and the report said
+    'Built ... from 2 cells (2 ok)'."""
+    import pytest
+
+    from analysis.load import check_sweep
+
+    d = a_sweep(tmp_path)
+    for name in "ab":
+        p = d / name / "run.csv"
+        p.write_text(p.read_text()[:150])
+    assert io.main([str(d)]) == 1
+    err = capsys.readouterr().err
+    assert "skipping" in err and "2 cell(s) left out" in err
+    assert io.read_csv(d / "runs.csv") == []
+    with pytest.raises(SystemExit, match="no run.csv below .* reads whole"):
+        check_sweep(d)

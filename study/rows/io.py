@@ -242,39 +242,59 @@ def read_cell(run_csv: Path) -> tuple[dict, list[dict], list[dict]]:
 
 
 def aggregate(sweep_dir: Path) -> Path | None:
-    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock). A cell whose
-    run.csv, kernels.csv or shapes.csv does not read whole is left out, with a line naming the
-    file (the sweep's summary names it again; resume runs it again)."""
+    """``rebuild``'s runs.csv: its path, or None when no cell's files read whole."""
+    return rebuild(sweep_dir)[0]
+
+
+def rebuild(sweep_dir: Path) -> tuple[Path | None, list[Path]]:
+    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock); (its path or None,
+    the run dirs left out). A cell whose run.csv, kernels.csv or shapes.csv does not read whole
+    is left out, with a line naming the file (the sweep's summary names it again; resume runs
+    it again). With no cell left, an older runs.csv keeps its header only: its rows are no
+    longer those of the run dirs."""
     sweep_dir = Path(sweep_dir)
     with locked(sweep_dir / ".runs.lock"):
-        rows, kernels, shapes = [], {}, []
+        rows, kernels, shapes, skipped = [], {}, [], []
         for p in run_csvs(sweep_dir):
             try:
                 row, ks, sh = read_cell(p)
             except Incomplete as e:
                 print(f"[study] skipping {p.parent}: {e}; resume=true runs it again",
                       file=sys.stderr)  # fmt: skip
+                skipped.append(p.parent)
                 continue
             rows.append(row)
             for k in ks:
                 kernels.setdefault(k["run_id"], []).append(k)
             shapes += sh
         if not rows:
-            return None
+            if (sweep_dir / "runs.csv").exists():
+                write_csv(sweep_dir / "runs.csv", [], "runs")
+            return None, skipped
         rows = with_speedups(rows)  # read_row kept the schema's columns only
         rows = expect.check(rows, kernels)  # predictions need the sweep's other rows
         out = write_csv(sweep_dir / "runs.csv", rows, "runs")
         write_csv(sweep_dir / "revealed.csv", revealed.table(rows, kernels), "revealed")
-        if shapes:
+        if shapes or (sweep_dir / "shapes.csv").exists():
             write_csv(sweep_dir / "shapes.csv", shapes, "shapes")
-        return out
+        return out, skipped
+
+
+def main(argv: list[str]) -> int:
+    """``python -m study.rows.io SWEEP_DIR``: 0 when every finished cell is in runs.csv, else 1
+    (each cell left out is named)."""
+    if len(argv) != 1 or argv[0].startswith("-") or not Path(argv[0]).is_dir():
+        print("usage: python -m study.rows.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its "
+              "run dirs; SWEEP_DIR is an existing dir such as outputs/sweeps/<time>)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    out, skipped = rebuild(Path(argv[0]))
+    if skipped:
+        print(f"[study] {len(skipped)} cell(s) left out of {argv[0]}/runs.csv (named above): "
+              "resume=true runs them again", file=sys.stderr)  # fmt: skip
+    print(out or f"no run.csv below {argv[0]}")
+    return 1 if skipped else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-") or not Path(sys.argv[1]).is_dir():
-        sys.exit(
-            "usage: python -m study.rows.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its run "
-            "dirs; SWEEP_DIR is an existing dir such as outputs/sweeps/<time>)"
-        )
-    out = aggregate(Path(sys.argv[1]))
-    print(out or f"no run.csv below {sys.argv[1]}")
+    sys.exit(main(sys.argv[1:]))
