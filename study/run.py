@@ -8,9 +8,7 @@ runs its one cell the same way, with a scheduler of one slot (study.sweep.schedu
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -24,32 +22,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from study.rows.config import register_configs  # noqa: E402
 from study.rows.usage import fail  # noqa: E402
-
-_SWEEP_IDS: dict = {}
-
-
-def sweep_id(out_root: str, resume) -> str:
-    """A new sweep dir name, the time and a random suffix (two sweeps started in the same
-    second get two dirs), or with resume=true the newest existing sweep dir (the sweep's
-    callback refuses one without its sweep.yaml, or one another sweep holds)."""
-    key = (out_root, bool(resume))
-    if key not in _SWEEP_IDS:
-        root = Path(out_root) / "sweeps"
-        existing = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-        # a dir with nothing but its lock is a start that stopped before its sweep.yaml
-        existing = [p for p in existing if any(x.name != ".sweep.lock" for x in p.iterdir())]
-        if resume and existing:  # the sweep last started or resumed (its sweep.yaml's age)
-            newest = max(existing, key=_age)
-            _SWEEP_IDS[key] = newest.name
-        else:
-            stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-            _SWEEP_IDS[key] = f"{stamp}_{secrets.token_hex(2)}"
-    return _SWEEP_IDS[key]
-
-
-def _age(d: Path) -> float:
-    f = d / "sweep.yaml"
-    return (f if f.exists() else d).stat().st_mtime
+from study.sweep.sweepdir import SWEEP_IDS, sweep_id  # noqa: E402, F401 - the resolver's
 
 
 def job_dirname(task, exclude=()) -> str:

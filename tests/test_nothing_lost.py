@@ -3,10 +3,14 @@ cell is counted, runs.csv follows its run dirs, resume stays in its own sweep.""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+
+import pytest
 
 from study.rows import io
 from study.rows.summary import summary
+from tests.conftest import TINY, cli
 
 
 def ok_row(run_id: str, **more) -> dict:
@@ -97,8 +101,6 @@ def test_a_rewritten_run_csv_rebuilds_runs_csv(tmp_path, capsys):
 def test_every_run_csv_cut_short_leaves_no_old_rows_to_trust(tmp_path, capsys):
     """Issue 56, 3: 'no run.csv below DIR', exit 0, the old runs.csv kept, and the report said
     'Built ... from 2 cells (2 ok)'."""
-    import pytest
-
     from analysis.load import check_sweep
 
     d = a_sweep(tmp_path)
@@ -111,3 +113,22 @@ def test_every_run_csv_cut_short_leaves_no_old_rows_to_trust(tmp_path, capsys):
     assert io.read_csv(d / "runs.csv") == []
     with pytest.raises(SystemExit, match="no run.csv below .* reads whole"):
         check_sweep(d)
+
+
+@pytest.mark.slow
+def test_resume_stays_in_its_own_sweep_and_says_which(tmp_path):
+    """Issue 56, 5: P stopped after 1 cell; Q (same fixed overrides, other variants) ran to
+    its end; P's command with resume=true picked Q's dir (the newest) and measured P there."""
+    p = ("-m", "variant=naive,linear", "compile=off", f"out_root={tmp_path}", *TINY)
+    assert cli(*p).returncode == 0
+    (p_dir,) = (tmp_path / "sweeps").iterdir()
+    (p_dir / "compile=off,variant=linear" / "run.csv").unlink()  # as if P was killed there
+    time.sleep(1.1)  # Q is the newer by its sweep.yaml's time
+    assert cli("-m", "variant=flash", "compile=off", f"out_root={tmp_path}", *TINY).returncode == 0
+    (q_dir,) = set((tmp_path / "sweeps").iterdir()) - {p_dir}
+    r = cli(*p, "resume=true")
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert f"resume=true: resuming {p_dir} (the newest sweep with these points)" in r.stdout
+    assert "variant=naive: ok already, skipped" in r.stdout and "done: 2 cells" in r.stdout
+    assert sorted(x.name for x in q_dir.iterdir() if x.is_dir()) == ["compile=off,variant=flash"]
+    assert len(io.read_csv(p_dir / "runs.csv")) == 2

@@ -184,9 +184,11 @@ class Sweeper(BasicSweeper):
         from study.rows.usage import fail
         from study.sweep import sweepdir
 
-        sweep_dir = Path(self.config.hydra.sweep.dir)
         try:
             pts = self._points(arguments)
+            if self.config.resume:
+                sweepdir.pick(self.config, pts)  # the dir named, or the newest of this sweep
+            sweep_dir = Path(self.config.hydra.sweep.dir)
             jobs = self._jobs(pts)
             configs = self._check(pts, jobs)
         except (SystemExit, KeyboardInterrupt):
@@ -199,7 +201,7 @@ class Sweeper(BasicSweeper):
         lock = sweepdir.take(sweep_dir, bool(self.config.resume))
         t0 = time.time()
         # written at once: a dir with a lock and no sweep.yaml cannot be resumed
-        sweepdir.write_sweep_yaml(self.config, sweep_dir, len(pts), t0)
+        sweepdir.write_sweep_yaml(self.config, sweep_dir, pts, t0)
         try:
             failed = self._launch(jobs, configs, t0)
         except KeyboardInterrupt:
