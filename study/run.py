@@ -77,7 +77,9 @@ def main(cfg: DictConfig) -> None:
             sched.say_device([cfg])
         sched.submit(cfg, run_dir, sweep_dir)
     if not multirun:
-        sys.exit(summary(run_dir))
+        code = summary(run_dir)
+        (run_dir / ".runs.lock").unlink(missing_ok=True)  # a clean end: no lock is left
+        sys.exit(code)
 
 
 if __name__ == "__main__":
@@ -86,6 +88,6 @@ if __name__ == "__main__":
     hydra_errors_are_config_errors()
     try:
         main()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # before the sweep started (SIGTERM: Terminated)
         print("[study] interrupted.", file=sys.stderr, flush=True)
-        sys.exit(130)
+        sys.exit(143 if type(e).__name__ == "Terminated" else 130)

@@ -132,3 +132,47 @@ def test_resume_stays_in_its_own_sweep_and_says_which(tmp_path):
     assert "variant=naive: ok already, skipped" in r.stdout and "done: 2 cells" in r.stdout
     assert sorted(x.name for x in q_dir.iterdir() if x.is_dir()) == ["compile=off,variant=flash"]
     assert len(io.read_csv(p_dir / "runs.csv")) == 2
+
+
+def test_an_ok_row_whose_latency_is_no_number_is_run_again(tmp_path):
+    """Issue 56, 6: a non-numeric latency_median_us was trusted on resume."""
+    from study.sweep.rundir import why_rerun
+
+    for bad in ("abc", "nan", "-1"):
+        write_cell(tmp_path, ok_row("a", latency_median_us=bad))
+        assert "is no time" in why_rerun(tmp_path, "h"), bad
+    write_cell(tmp_path, ok_row("a", latency_median_us="12.5"))
+    assert why_rerun(tmp_path, "h") is None
+
+
+@pytest.mark.slow
+def test_a_clean_sweep_leaves_no_lock_or_pid_file(tmp_path):
+    """Issue 56, 6: .runs.lock, .sweep.lock and .cell.pid stayed after a clean finish."""
+    assert cli("-m", "variant=linear", "compile=off", f"out_root={tmp_path}", *TINY).returncode == 0
+    left = [p.name for p in tmp_path.rglob(".*") if p.name in (".runs.lock", ".sweep.lock",
+                                                               ".cell.pid")]  # fmt: skip
+    assert left == [] and len(list(tmp_path.rglob("run.csv"))) == 1
+
+
+@pytest.mark.slow
+def test_sigterm_says_what_finished_and_how_to_resume(tmp_path):
+    """Issue 56, 6: SIGTERM to the sweep gave exit 143 and no resume line."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, root_env
+
+    args = ["-m", "variant=naive", "fault=none,hang", f"out_root={tmp_path}", *TINY]
+    proc = subprocess.Popen([sys.executable, "-m", "study.run", *args], cwd=ROOT, env=root_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.time() + 300  # a loaded 2-core box starts a sweep slowly
+    while time.time() < deadline and not list(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")):
+        time.sleep(0.2)
+    assert list(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")), "the hang cell never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 143 and "Traceback" not in err, err[-1500:]
+    (line,) = [x for x in err.splitlines() if "interrupted" in x]
+    assert "1 of 2 cells finished" in line and line.endswith("resume=true")
+    assert "resume with: python -m study.run -m variant=naive fault=none,hang" in line

@@ -6,6 +6,9 @@ file lock each time a cell ends; it can always be rebuilt again (``python -m stu
 Speedup and payback are filled in here, against the eager row of the same configuration.
 """
 
+# Long: writing a row and trusting one read back are one concern (what read_whole accepts is
+# what write_csv writes), shared by the sweep, resume and the analysis.
+
 from __future__ import annotations
 
 import csv
@@ -155,6 +158,9 @@ def read_row(path: Path) -> dict:
     empty = [c for c in need if not row.get(c)]
     if empty:
         raise Incomplete(f"its {row.get('status') or 'row'} row has no {', '.join(empty)}")
+    lat = _num(row.get("latency_median_us")) if row["status"] == "ok" else 1.0
+    if lat is None or not 0 < lat < float("inf"):
+        raise Incomplete(f"its latency_median_us {row['latency_median_us']!r} is no time")
     known = set(columns("runs"))
     return {k: v for k, v in row.items() if k in known}
 

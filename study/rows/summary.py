@@ -48,8 +48,8 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
     )
     for r in rows:
         if r.get("status") != "ok":
-            print(f"[study]   {r.get('run_id')}: {r.get('status')} ({(r.get('reason') or '')[:200]})",
-                  flush=True)  # fmt: skip
+            why = (r.get("reason") or "")[:200]
+            print(f"[study]   {r.get('run_id')}: {r.get('status')} ({why})", flush=True)
     for d in lost:
         print(
             f"[study]   {d}: no row (see the lines above; its files: {sweep_dir / d})", flush=True

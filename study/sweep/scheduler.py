@@ -253,6 +253,7 @@ class Scheduler:
             why = None if done else failed(run)
             if done or why:
                 self._finish(run.cell, why, time.perf_counter() - run.asked, run.waited, run.gpu)
+                (run.cell.run_dir / ".cell.pid").unlink(missing_ok=True)  # it has its row
 
     def _finish(self, cell, failed, wall: float, waited, gpu) -> None:
         """``wall``: from the cell's submission to its end, its wait for a slot included."""

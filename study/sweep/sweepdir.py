@@ -173,19 +173,19 @@ def take(sweep_dir: Path, resume: bool):
     """The sweep dir's lock (an open file under ``flock``), for this process to hold until
     its summary. Another sweep that holds it, or a dir that already holds a sweep when this
     one is no resume, stops the run here, before anything is written in the dir."""
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    f = open(sweep_dir / LOCK, "a+")
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "a process that did not say which"
-        f.close()
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        f = _lock(sweep_dir / LOCK)
+    except BlockingIOError as e:
+        holder = str(e.filename2 or "") or "a process that did not say which"
         fail(
             f"{sweep_dir} is in use by another sweep ({holder}): wait for it to end, or start a "
             "new sweep in another dir (drop resume=true, or give another hydra.sweep.dir).",
             what="sweep dir in use",
         )
+    except OSError as e:  # read-only, or no space: nothing can be written there
+        fail(f"cannot write in {sweep_dir} ({e.strerror}): give a writable hydra.sweep.dir or "
+             "out_root", what="sweep dir unusable")  # fmt: skip
     if not resume and any(p.name != LOCK for p in sweep_dir.iterdir()):
         release(f)
         fail(
@@ -198,6 +198,31 @@ def take(sweep_dir: Path, resume: bool):
     f.write(f"pid {os.getpid()}: {command()}\n")
     f.flush()
     return f
+
+
+def _lock(path: Path):
+    """``path`` opened and locked; BlockingIOError (its holder in ``filename2``) when another
+    process holds it. A lock file a finished sweep removed as this one opened it is opened
+    again: two sweeps would otherwise each hold a lock, one of them on no file."""
+    while True:
+        f = open(path, "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip()
+            f.close()
+            raise BlockingIOError(11, "locked", str(path), None, holder) from None
+        if path.exists() and os.fstat(f.fileno()).st_ino == path.stat().st_ino:
+            return f
+        release(f)
+
+
+def finish(sweep_dir: Path, f) -> None:
+    """A sweep's clean end: its lock files go (a resume needs none of them), then its lock."""
+    for name in (".runs.lock", LOCK):
+        (sweep_dir / name).unlink(missing_ok=True)
+    release(f)
 
 
 def release(f) -> None:

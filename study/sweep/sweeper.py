@@ -12,11 +12,13 @@ registers it; conf/hydra/sweeper/study.yaml is the default):
    status 2; no dir is made. The launcher takes the composed configs and composes nothing again.
 3. Take the sweep dir (study.sweep.sweepdir): its lock, the resume check, ``sweep.yaml``.
 4. Launch, then print the summary (study.rows.summary) and exit: 1 when a cell failed for a
-   reason of the harness. Ctrl-C prints what finished and the command that resumes, and exits 130.
+   reason of the harness. Ctrl-C prints what finished and the command that resumes, and exits
+   130; SIGTERM does the same, and exits 143.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -102,6 +104,15 @@ def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
     )
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's, ``kill``): ended as Ctrl-C is, with exit status 143."""
+
+
+def on_sigterm(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup runs to its end
+    raise Terminated()
+
+
 class Sweeper(BasicSweeper):
     @staticmethod
     def split_arguments(overrides, max_batch_size):
@@ -184,6 +195,7 @@ class Sweeper(BasicSweeper):
         from study.rows.usage import fail
         from study.sweep import sweepdir
 
+        signal.signal(signal.SIGTERM, on_sigterm)
         try:
             pts = self._points(arguments)
             if self.config.resume:
@@ -204,12 +216,12 @@ class Sweeper(BasicSweeper):
         sweepdir.write_sweep_yaml(self.config, sweep_dir, pts, t0)
         try:
             failed = self._launch(jobs, configs, t0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             self._abandon()
             sweepdir.interrupted(sweep_dir, len(pts))
-            sys.exit(130)
+            sys.exit(143 if isinstance(e, Terminated) else 130)
         code = summary(sweep_dir, t0, planned=self.dirs)
-        sweepdir.release(lock)
+        sweepdir.finish(sweep_dir, lock)
         sys.exit(1 if failed else code)
 
     def _launch(self, pts, configs, t0: float) -> int:
