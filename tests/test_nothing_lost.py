@@ -176,3 +176,16 @@ def test_sigterm_says_what_finished_and_how_to_resume(tmp_path):
     (line,) = [x for x in err.splitlines() if "interrupted" in x]
     assert "1 of 2 cells finished" in line and line.endswith("resume=true")
     assert "resume with: python -m study.run -m variant=naive fault=none,hang" in line
+
+
+def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
+    """Issue 56, 6: a name beginning '=', '+', '-' or '@' went into CSVs as it is."""
+    row = ok_row("a", variant='=HYPERLINK("http://x")', reason="@SUM(1)", host="+h",
+                 dtype="-d", latency_median_us="-1.5", seed=-3)  # fmt: skip
+    io.write_csv(tmp_path / "run.csv", [row], "runs")
+    (back,) = io.read_csv(tmp_path / "run.csv")
+    assert back["variant"] == '\'=HYPERLINK("http://x")' and back["reason"] == "'@SUM(1)"
+    assert back["host"] == "'+h" and back["dtype"] == "'-d"
+    assert back["latency_median_us"] == "-1.5" and back["seed"] == "-3"  # numbers stay numbers
+    io.write_csv(tmp_path / "run.csv", [back], "runs")  # written again: no second quote
+    assert io.read_csv(tmp_path / "run.csv")[0]["variant"] == back["variant"]

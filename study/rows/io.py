@@ -69,11 +69,16 @@ def base_row(cfg, run_id: str) -> dict:
     }
 
 
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet runs as a formula
+
+
 def _cell(v):
     if v is None:
         return ""
     if isinstance(v, float):
         return repr(v) if v == v else ""
+    if isinstance(v, str) and v.startswith(FORMULA) and _num(v) is None:
+        return "'" + v  # text, not a formula, where a spreadsheet opens it (SCHEMA.md)
     return v
 
 
