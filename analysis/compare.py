@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes
-from analysis.load import expand, load
+from analysis.load import check_out, expand, load, stop
 from analysis.measures import (
     CONFIG_KEY,
     GRAPHS,
@@ -543,9 +543,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else (
         Path("outputs") / "compare" / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))  # fmt: skip
     try:
+        check_out(out)
         line, m, _, only_b = compare(args.a, args.b, out)
-    except FileNotFoundError as e:
-        sys.exit(f"analysis.compare: {e}")
+    except FileNotFoundError as e:  # a path given that is no sweep (load.NotASweep), or none
+        stop("compare", e)
     print(line)
     reg = regressions(m)
     for _, r in reg.iterrows():

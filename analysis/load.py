@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -170,6 +171,11 @@ def newest_sweep(root: Path = Path("outputs")) -> Path:
     return sweeps[-1].parent
 
 
+class NotASweep(FileNotFoundError):
+    """A path the analysis cannot read as a sweep or results dir: a user's mistake, said in one
+    line (the commands exit 2)."""
+
+
 def expand(args: list[str]) -> list[Path]:
     out = []
     for a in args:
@@ -178,10 +184,10 @@ def expand(args: list[str]) -> list[Path]:
             p = Path(h)
             if p.is_file() and p.name == "runs.csv":
                 p = p.parent
+            if not p.is_dir():
+                raise NotASweep(f"no such dir: {p}" if not p.exists() else f"{p} is no dir")
             if not (p / "runs.csv").exists() and not study_io.run_csvs(p):
-                raise FileNotFoundError(
-                    f"{p} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)"
-                )
+                raise NotASweep(f"{p} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)")
             out.append(p)
     return out
 
@@ -275,7 +281,13 @@ def check_sweep(d: Path) -> None:
     """Rebuild ``d``'s runs.csv from its run dirs where they disagree (module doc); a dir
     without run dirs (committed results) is left as it is."""
     runs = study_io.run_csvs(d)
-    if not runs:
+    if not runs:  # committed results: read as they are, if they are the study's rows
+        rows, wrong = _rows(d / "runs.csv")
+        lacks = [c for c in study_io.REQUIRED if rows and c not in rows[0]]
+        if rows is None or lacks:
+            why = f"is {wrong}" if rows is None else f"has no {', '.join(lacks)} column"
+            raise NotASweep(f"{d}/runs.csv {why}: not rows the study wrote, and no run dir to "
+                            "rebuild it from")  # fmt: skip
         return
     finished = finished_cells(d)
     if not finished:  # every run.csv cut short: whatever runs.csv says is no longer theirs
@@ -305,6 +317,24 @@ def check_sweep(d: Path) -> None:
     print(f"[analysis] {why}: {verb} it from the run dirs"
           + (f", without {_names(left)} (study.rows.io could not read their run.csv)" if left else ""),
           file=sys.stderr)  # fmt: skip
+
+
+def stop(command: str, e: Exception):
+    """A user's mistake (a path that is no sweep, an --out that cannot be): one line, exit 2."""
+    print(f"analysis.{command}: {e}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_out(out: Path, flag: str = "--out") -> None:
+    """Raise NotASweep when ``out`` cannot be a dir of the analysis's output: a file, or below
+    one, or in a dir this user cannot write (a read-only sweep dir)."""
+    p = Path(out)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    if not p.is_dir():
+        raise NotASweep(f"{flag} {out}: {p} is a file, not a dir: give a dir")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise NotASweep(f"cannot write in {p} (read-only): give {flag} DIR where you can write")
 
 
 def _labels(dirs: list[Path]) -> list[str]:

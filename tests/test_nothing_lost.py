@@ -189,3 +189,45 @@ def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
     assert back["latency_median_us"] == "-1.5" and back["seed"] == "-3"  # numbers stay numbers
     io.write_csv(tmp_path / "run.csv", [back], "runs")  # written again: no second quote
     assert io.read_csv(tmp_path / "run.csv")[0]["variant"] == back["variant"]
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("", "runs.csv is empty"),
+        ("a,b\r\n1,2\r\n", "without a run_id column"),
+        ("run_id,x\r\n1,2\r\n", "has no status, variant"),
+    ],
+)
+def test_the_report_on_an_empty_or_foreign_runs_csv_is_one_line_and_exit_2(
+    tmp_path, capsys, text, said
+):
+    """Issue 56, 6: a traceback."""
+    from analysis import report
+
+    (tmp_path / "runs.csv").write_text(text)
+    with pytest.raises(SystemExit) as e:
+        report.main([str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and said in err and len(err.splitlines()) == 1, err
+
+
+def test_the_report_into_a_file_or_a_read_only_dir_is_one_line_and_exit_2(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 56, 6: '--out' naming a file, and a read-only sweep dir: tracebacks."""
+    import os
+
+    from analysis import report
+
+    d = a_sweep(tmp_path / "s")
+    (tmp_path / "f").write_text("a file\n")
+    with pytest.raises(SystemExit) as e:
+        report.main([str(d), "--out", str(tmp_path / "f" / "r")])
+    assert e.value.code == 2 and "is a file, not a dir" in capsys.readouterr().err
+    real = os.access  # as root, a read-only mode still writes: the check asks os.access
+    monkeypatch.setattr(os, "access", lambda p, m: Path(p) != d and real(p, m))
+    with pytest.raises(SystemExit) as e:
+        report.main([str(d)])
+    assert e.value.code == 2 and f"cannot write in {d} (read-only)" in capsys.readouterr().err
+    assert not (d / "report").exists()
