@@ -13,7 +13,8 @@ the rows have one, else (source, run_id, pass).
 
 A sweep dir's ``runs.csv`` is checked against its run dirs before it is read (``check_sweep``):
 a finished cell is a run dir with a ``run.csv``. Where they disagree (a finished cell missing,
-a row whose run dir is gone, a file cut short or unparseable, or no runs.csv at all) it is
+a row whose run dir is gone, a file cut short or unparseable, a run.csv written after runs.csv
+or saying other than its row there, or no runs.csv at all) it is
 rebuilt from the run dirs (``study.rows.io.aggregate``) with one line on stderr saying why; where
 it cannot be rebuilt, the analysis stops and says which cells are missing. A results dir of
 committed CSVs (no run dirs) is read as it is.
