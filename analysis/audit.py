@@ -40,7 +40,7 @@ import sys
 import pandas as pd
 
 from analysis.findings_common import host_bound, read, with_eager
-from analysis.load import expand, load
+from analysis.load import expand, load, stop
 from analysis.measures import column
 
 LEAD_IN = 0.03
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         failures, line = audit(a.dirs)
     except FileNotFoundError as e:
-        sys.exit(f"analysis.audit: {e}")
+        stop("audit", e)
     print(line)
     for f in failures:
         print(f"  {f}")

@@ -68,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes, compare_gate
-from analysis.load import expand, load
+from analysis.load import check_out, expand, load, stop
 from analysis.measures import (
     CONFIG_KEY,
     GRAPHS,
@@ -621,9 +621,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"analysis.compare: {name} = {why}", file=sys.stderr)
             return 2
     try:
+        check_out(out)
         line, m, only_a, only_b = compare(args.a, args.b, out)
-    except FileNotFoundError as e:
-        sys.exit(f"analysis.compare: {e}")
+    except FileNotFoundError as e:  # a path given that is no sweep (load.NotASweep), or none
+        stop("compare", e)
     print(line)
     reg = regressions(m)
     for _, r in reg.iterrows():

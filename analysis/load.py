@@ -13,7 +13,8 @@ the rows have one, else (source, run_id, pass).
 
 A sweep dir's ``runs.csv`` is checked against its run dirs before it is read (``check_sweep``):
 a finished cell is a run dir with a ``run.csv``. Where they disagree (a finished cell missing,
-a row whose run dir is gone, a file cut short or unparseable, or no runs.csv at all) it is
+a row whose run dir is gone, a file cut short or unparseable, a run.csv written after runs.csv
+or saying other than its row there, or no runs.csv at all) it is
 rebuilt from the run dirs (``study.rows.io.aggregate``) with one line on stderr saying why; where
 it cannot be rebuilt, the analysis stops and says which cells are missing. A results dir of
 committed CSVs (no run dirs) is read as it is.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -171,6 +173,11 @@ def newest_sweep(root: Path = Path("outputs")) -> Path:
     return sweeps[-1].parent
 
 
+class NotASweep(FileNotFoundError):
+    """A path the analysis cannot read as a sweep or results dir: a user's mistake, said in one
+    line (the commands exit 2)."""
+
+
 def expand(args: list[str]) -> list[Path]:
     out = []
     for a in args:
@@ -179,10 +186,10 @@ def expand(args: list[str]) -> list[Path]:
             p = Path(h)
             if p.is_file() and p.name == "runs.csv":
                 p = p.parent
+            if not p.is_dir():
+                raise NotASweep(f"no such dir: {p}" if not p.exists() else f"{p} is no dir")
             if not (p / "runs.csv").exists() and not study_io.run_csvs(p):
-                raise FileNotFoundError(
-                    f"{p} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)"
-                )
+                raise NotASweep(f"{p} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)")
             out.append(p)
     return out
 
@@ -236,11 +243,36 @@ def _disagreement(d: Path, finished: list[str]) -> str:
         said.append(f"listed {len(have) - len(missing)} of {len(have)} finished cells")
     for what, ids in (("whose run dir is gone", extra - unread),
                       ("whose run.csv does not read whole", unread),
+                      ("whose run.csv changed since", _changed(d, rows)),
                       ("twice", {k for k, n in listed.items() if n > 1})):  # fmt: skip
         if ids:
             said.append(f"listed {_cells(ids)} {what}"
                         + (f" ({_names(ids)})" if what != "twice" else ""))  # fmt: skip
     return f"{d}/runs.csv " + ", and ".join(said) if said else ""
+
+
+# Columns study.rows.io.aggregate fills in runs.csv (a cell's run.csv does not hold them).
+FILLED = ("speedup", "payback_calls", "expectations", "surprises", "surprise_detail")
+
+
+def _changed(d: Path, rows: list[dict]) -> set[str]:
+    """Cells whose run.csv was written after ``d``'s runs.csv, or says other than its row there
+    (``python -m study.cell.worker RUN_DIR`` rewrites a cell's run.csv)."""
+    built = (d / "runs.csv").stat().st_mtime
+    listed = {r["run_id"]: r for r in rows}
+    out = set()
+    for p in study_io.run_csvs(d):
+        try:
+            own = study_io.read_row(p)
+        except study_io.Incomplete:
+            continue  # said as a row that does not read whole
+        row = listed.get(own["run_id"])
+        keys = [k for k in own if k not in FILLED]
+        if row is not None and (
+            p.stat().st_mtime > built or not study_io.same_values(own, row, keys)
+        ):
+            out.add(own["run_id"])
+    return out
 
 
 def _cells(ids) -> str:
@@ -250,9 +282,21 @@ def _cells(ids) -> str:
 def check_sweep(d: Path) -> None:
     """Rebuild ``d``'s runs.csv from its run dirs where they disagree (module doc); a dir
     without run dirs (committed results) is left as it is."""
-    finished = finished_cells(d)
-    if not finished:
+    runs = study_io.run_csvs(d)
+    if not runs:  # committed results: read as they are, if they are the study's rows
+        rows, wrong = _rows(d / "runs.csv")
+        lacks = [c for c in study_io.REQUIRED if rows and c not in rows[0]]
+        if rows is None or lacks:
+            why = f"is {wrong}" if rows is None else f"has no {', '.join(lacks)} column"
+            raise NotASweep(f"{d}/runs.csv {why}: not rows the study wrote, and no run dir to "
+                            "rebuild it from")  # fmt: skip
         return
+    finished = finished_cells(d)
+    if not finished:  # every run.csv cut short: whatever runs.csv says is no longer theirs
+        raise SystemExit(
+            f"analysis: no run.csv below {d} reads whole ({_names(p.parent.name for p in runs)}): "
+            f"nothing to report; python -m study.rows.io {d} says why, resume=true runs them again"
+        )
     why = _disagreement(d, finished)
     if not why:
         return
@@ -275,6 +319,24 @@ def check_sweep(d: Path) -> None:
     print(f"[analysis] {why}: {verb} it from the run dirs"
           + (f", without {_names(left)} (study.rows.io could not read their run.csv)" if left else ""),
           file=sys.stderr)  # fmt: skip
+
+
+def stop(command: str, e: Exception):
+    """A user's mistake (a path that is no sweep, an --out that cannot be): one line, exit 2."""
+    print(f"analysis.{command}: {e}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def check_out(out: Path, flag: str = "--out") -> None:
+    """Raise NotASweep when ``out`` cannot be a dir of the analysis's output: a file, or below
+    one, or in a dir this user cannot write (a read-only sweep dir)."""
+    p = Path(out)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    if not p.is_dir():
+        raise NotASweep(f"{flag} {out}: {p} is a file, not a dir: give a dir")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise NotASweep(f"cannot write in {p} (read-only): give {flag} DIR where you can write")
 
 
 def _labels(dirs: list[Path]) -> list[str]:

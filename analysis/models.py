@@ -98,7 +98,7 @@ def table(raw: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFram
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.load import expand, load
+    from analysis.load import expand, load, stop
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         d = load(expand(a.dirs))
     except FileNotFoundError as e:
-        sys.exit(f"analysis.models: {e}")
+        stop("models", e)
     t = table(d["repeats"], d["kernels"])
     if t.empty:
         print("no model rows (family custom): run +experiment=models first")

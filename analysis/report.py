@@ -25,14 +25,13 @@ import datetime as dt
 import html
 import os
 import re
-import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from analysis import autotune_picks, causes, figures, kdiff, page
-from analysis.load import expand, load, newest_sweep
+from analysis.load import check_out, expand, load, newest_sweep, stop
 from analysis.measures import host_bound_of, latency_methods, order, sig, speedups
 from analysis.style import DPI
 from study.rows.schema import SHAPE_KEYS
@@ -538,15 +537,18 @@ def main(argv: list[str] | None = None) -> Path:
     a = ap.parse_args(argv)
     try:
         dirs = expand(a.sweeps) if a.sweeps else [newest_sweep()]
-    except FileNotFoundError as e:
-        sys.exit(f"analysis.report: {e}")
-    if a.out:
-        out = Path(a.out)
-    elif len(dirs) == 1:
-        out = dirs[0] / "report"
-    else:
-        out = Path("outputs") / "reports" / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    return build(dirs, out)
+        if a.out:
+            out = Path(a.out)
+        elif len(dirs) == 1:
+            out = dirs[0] / "report"
+        else:
+            out = Path("outputs") / "reports" / dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        check_out(out)
+        return build(dirs, out)
+    except FileNotFoundError as e:  # a path given that is no sweep (load.NotASweep), or none
+        stop("report", e)
+    except PermissionError as e:  # what check_out could not foresee (root squash, ACLs)
+        stop("report", f"cannot write {e.filename} ({e.strerror}): give --out DIR")
 
 
 if __name__ == "__main__":

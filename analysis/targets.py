@@ -256,7 +256,7 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.load import expand, load
+    from analysis.load import expand, load, stop
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         raw = load(expand(a.dirs))["repeats"]
     except FileNotFoundError as e:
-        sys.exit(f"analysis.targets: {e}")
+        stop("targets", e)
     if a.source:
         raw = raw[raw["source"] == a.source]
     t = table(raw)

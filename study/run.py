@@ -8,10 +8,7 @@ runs its one cell the same way, with a scheduler of one slot (study.sweep.schedu
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import re
-import secrets
 import sys
 from pathlib import Path
 
@@ -25,53 +22,15 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from study.rows.config import register_configs  # noqa: E402
 from study.rows.usage import fail  # noqa: E402
-
-_SWEEP_IDS: dict = {}
-SAFE = re.compile(r"[^A-Za-z0-9_.,=+\-@:]")
+from study.sweep.sweepdir import SWEEP_IDS, sweep_id  # noqa: E402, F401 - the resolver's
 
 
-def sweep_id(out_root: str, resume) -> str:
-    """A new sweep dir name, the time and a random suffix (two sweeps started in the same
-    second get two dirs), or with resume=true the newest existing sweep dir (the sweep's
-    callback refuses one without its sweep.yaml, or one another sweep holds)."""
-    key = (out_root, bool(resume))
-    if key not in _SWEEP_IDS:
-        root = Path(out_root) / "sweeps"
-        existing = [p for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-        # a dir with nothing but its lock is a start that stopped before its sweep.yaml
-        existing = [p for p in existing if any(x.name != ".sweep.lock" for x in p.iterdir())]
-        if resume and existing:  # the sweep last started or resumed (its sweep.yaml's age)
-            newest = max(existing, key=_age)
-            _SWEEP_IDS[key] = newest.name
-        else:
-            stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-            _SWEEP_IDS[key] = f"{stamp}_{secrets.token_hex(2)}"
-    return _SWEEP_IDS[key]
+def job_dirname(task, exclude=()) -> str:
+    """A job's run dir name from its overrides (study.sweep.names). The study's sweeper names
+    every point itself, knowing which keys differ between them; this is for other sweepers."""
+    from study.sweep.names import name_of
 
-
-def _age(d: Path) -> float:
-    f = d / "sweep.yaml"
-    return (f if f.exists() else d).stat().st_mtime
-
-
-# +expect.<column>=<value> items of an override dirname (study.rows.expect): not part of a run's name
-PREDICTION = re.compile(
-    r"(?:^|,)[+~]{0,2}expect(?:\.[^=,]*)?(?:=(?:\"[^\"]*\"|'[^']*'|[^,]*))?(?=,|$)"
-)
-
-
-def job_dirname(overrides: str) -> str:
-    """Hydra's override dirname made safe for a file name: characters other than letters,
-    digits and ``_.,=+-@:`` become ``%XX`` (so no ``/`` can lead out of the sweep dir), and a
-    name that would overflow is shortened with a hash."""
-    overrides = PREDICTION.sub("", overrides).lstrip(",")  # a prediction measures nothing
-    name = SAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), overrides)
-    name = name or "cell"
-    if len(name) <= 160:
-        return name
-    import hashlib
-
-    return name[:140] + ",#" + hashlib.sha1(name.encode()).hexdigest()[:10]
+    return name_of([str(o) for o in task], [str(k) for k in exclude])
 
 
 if not OmegaConf.has_resolver("study_job_dirname"):
@@ -120,7 +79,9 @@ def main(cfg: DictConfig) -> None:
             sched.say_device([cfg])
         sched.submit(cfg, run_dir, sweep_dir)
     if not multirun:
-        sys.exit(summary(run_dir))
+        code = summary(run_dir)
+        (run_dir / ".runs.lock").unlink(missing_ok=True)  # a clean end: no lock is left
+        sys.exit(code)
 
 
 if __name__ == "__main__":
@@ -129,6 +90,6 @@ if __name__ == "__main__":
     hydra_errors_are_config_errors()
     try:
         main()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # before the sweep started (SIGTERM: Terminated)
         print("[study] interrupted.", file=sys.stderr, flush=True)
-        sys.exit(130)
+        sys.exit(143 if type(e).__name__ == "Terminated" else 130)

@@ -16,7 +16,7 @@ import pytest
 from study.rows import io
 from study.rows.config_check import check_config
 from study.rows.summary import summary
-from study.run import _SWEEP_IDS, sweep_id
+from study.run import SWEEP_IDS, sweep_id
 from tests.conftest import TINY, cli, compose
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("integrity")]  # most start sweeps
@@ -74,9 +74,9 @@ def test_two_sweeps_started_in_one_second_get_two_dirs(tmp_path):
     """Case 2: the dir name was the time to the second: two sweeps could share one."""
     names = set()
     for _ in range(3):
-        _SWEEP_IDS.clear()
+        SWEEP_IDS.clear()
         names.add(sweep_id(str(tmp_path), False))
-    _SWEEP_IDS.clear()
+    SWEEP_IDS.clear()
     assert len(names) == 3
 
 

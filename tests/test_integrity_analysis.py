@@ -288,12 +288,17 @@ def test_the_figure_colours_a_variant_by_its_cells_verdicts(tmp_path):
 
 
 @pytest.mark.parametrize("module", ["audit", "models", "targets", "report", "compare"])
-def test_every_analysis_command_names_a_dir_without_rows_in_one_line(tmp_path, module):
+def test_every_analysis_command_names_a_dir_without_rows_in_one_line(tmp_path, module, capsys):
     import importlib
 
     main_of = importlib.import_module(f"analysis.{module}").main
     args = [str(tmp_path / "nothing")] * (2 if module == "compare" else 1)
-    with pytest.raises(SystemExit) as e:
-        main_of(args)
-    assert str(e.value) == f"analysis.{module}: {tmp_path / 'nothing'} has no runs.csv: " \
-        "pass a sweep dir (outputs/sweeps/<time>)"  # fmt: skip
+    (tmp_path / "empty").mkdir()
+    for given, said in (
+        ("nothing", "no such dir: {}"),  # issue 56, 6: it said "has no runs.csv"
+        ("empty", "{} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main_of([str(tmp_path / given)] * len(args))
+        assert e.value.code == 2  # a user's mistake at start
+        assert capsys.readouterr().err == f"analysis.{module}: {said.format(tmp_path / given)}\n"

@@ -6,6 +6,9 @@ file lock each time a cell ends; it can always be rebuilt again (``python -m stu
 Speedup and payback are filled in here, against the eager row of the same configuration.
 """
 
+# Long: writing a row and trusting one read back are one concern (what read_whole accepts is
+# what write_csv writes), shared by the sweep, resume and the analysis.
+
 from __future__ import annotations
 
 import csv
@@ -66,11 +69,16 @@ def base_row(cfg, run_id: str) -> dict:
     }
 
 
+FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet runs as a formula
+
+
 def _cell(v):
     if v is None:
         return ""
     if isinstance(v, float):
         return repr(v) if v == v else ""
+    if isinstance(v, str) and v.startswith(FORMULA) and _num(v) is None:
+        return "'" + v  # text, not a formula, where a spreadsheet opens it (SCHEMA.md)
     return v
 
 
@@ -155,6 +163,9 @@ def read_row(path: Path) -> dict:
     empty = [c for c in need if not row.get(c)]
     if empty:
         raise Incomplete(f"its {row.get('status') or 'row'} row has no {', '.join(empty)}")
+    lat = _num(row.get("latency_median_us")) if row["status"] == "ok" else 1.0
+    if lat is None or not 0 < lat < float("inf"):
+        raise Incomplete(f"its latency_median_us {row['latency_median_us']!r} is no time")
     known = set(columns("runs"))
     return {k: v for k, v in row.items() if k in known}
 
@@ -217,48 +228,84 @@ def with_speedups(rows: list[dict]) -> list[dict]:
     return rows
 
 
+def read_part(path: Path, table: str) -> list[dict]:
+    """A cell's ``kernels.csv`` or ``shapes.csv`` (none: []), trusted only if it reads whole and
+    every row names its run: the schema's columns only. Raises Incomplete, saying why."""
+    if not Path(path).exists():
+        return []
+    rows = read_whole(path)
+    if rows and not all(r.get("run_id") for r in rows):
+        raise Incomplete("its rows have no run_id (a header cut or garbled?)")
+    known = set(columns(table))
+    return [{k: v for k, v in r.items() if k in known} for r in rows]
+
+
+def read_cell(run_csv: Path) -> tuple[dict, list[dict], list[dict]]:
+    """A finished cell's row, kernels and shapes. Raises Incomplete, naming the bad file."""
+    parts = []
+    for name, read in (("run.csv", read_row), ("kernels.csv", lambda p: read_part(p, "kernels")),
+                       ("shapes.csv", lambda p: read_part(p, "shapes"))):  # fmt: skip
+        try:
+            parts.append(read(Path(run_csv).with_name(name)))
+        except Incomplete as e:
+            raise Incomplete(f"its {name} is incomplete ({e})") from None
+    return tuple(parts)
+
+
 def aggregate(sweep_dir: Path) -> Path | None:
-    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock)."""
+    """``rebuild``'s runs.csv: its path, or None when no cell's files read whole."""
+    return rebuild(sweep_dir)[0]
+
+
+def rebuild(sweep_dir: Path) -> tuple[Path | None, list[Path]]:
+    """Rebuild ``<sweep>/runs.csv`` from the run dirs (atomic, under a lock); (its path or None,
+    the run dirs left out). A cell whose run.csv, kernels.csv or shapes.csv does not read whole
+    is left out, with a line naming the file (the sweep's summary names it again; resume runs
+    it again). With no cell left, an older runs.csv keeps its header only: its rows are no
+    longer those of the run dirs."""
     sweep_dir = Path(sweep_dir)
     with locked(sweep_dir / ".runs.lock"):
-        rows = []
+        rows, kernels, shapes, skipped = [], {}, [], []
         for p in run_csvs(sweep_dir):
             try:
-                rows.append(read_row(p))
+                row, ks, sh = read_cell(p)
             except Incomplete as e:
-                print(
-                    f"[study] skipping {p.parent}: its run.csv is incomplete ({e}); "
-                    "resume=true runs it again",
-                    file=sys.stderr,
-                )
+                print(f"[study] skipping {p.parent}: {e}; resume=true runs it again",
+                      file=sys.stderr)  # fmt: skip
+                skipped.append(p.parent)
+                continue
+            rows.append(row)
+            for k in ks:
+                kernels.setdefault(k["run_id"], []).append(k)
+            shapes += sh
         if not rows:
-            return None
+            if (sweep_dir / "runs.csv").exists():
+                write_csv(sweep_dir / "runs.csv", [], "runs")
+            return None, skipped
         rows = with_speedups(rows)  # read_row kept the schema's columns only
-        kernels = {}
-        for p in run_csvs(sweep_dir):
-            kp = p.with_name("kernels.csv")
-            if kp.exists():
-                for k in read_csv(kp):
-                    kernels.setdefault(k["run_id"], []).append(k)
         rows = expect.check(rows, kernels)  # predictions need the sweep's other rows
         out = write_csv(sweep_dir / "runs.csv", rows, "runs")
         write_csv(sweep_dir / "revealed.csv", revealed.table(rows, kernels), "revealed")
-        shapes = [
-            x
-            for p in run_csvs(sweep_dir)
-            if (p.with_name("shapes.csv")).exists()
-            for x in read_csv(p.with_name("shapes.csv"))
-        ]
-        if shapes:
+        if shapes or (sweep_dir / "shapes.csv").exists():
             write_csv(sweep_dir / "shapes.csv", shapes, "shapes")
-        return out
+        return out, skipped
+
+
+def main(argv: list[str]) -> int:
+    """``python -m study.rows.io SWEEP_DIR``: 0 when every finished cell is in runs.csv, else 1
+    (each cell left out is named)."""
+    if len(argv) != 1 or argv[0].startswith("-") or not Path(argv[0]).is_dir():
+        print("usage: python -m study.rows.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its "
+              "run dirs; SWEEP_DIR is an existing dir such as outputs/sweeps/<time>)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    out, skipped = rebuild(Path(argv[0]))
+    if skipped:
+        print(f"[study] {len(skipped)} cell(s) left out of {argv[0]}/runs.csv (named above): "
+              "resume=true runs them again", file=sys.stderr)  # fmt: skip
+    print(out or f"no run.csv below {argv[0]}")
+    return 1 if skipped else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-") or not Path(sys.argv[1]).is_dir():
-        sys.exit(
-            "usage: python -m study.rows.io SWEEP_DIR   (rebuilds SWEEP_DIR/runs.csv from its run "
-            "dirs; SWEEP_DIR is an existing dir such as outputs/sweeps/<time>)"
-        )
-    out = aggregate(Path(sys.argv[1]))
-    print(out or f"no run.csv below {sys.argv[1]}")
+    sys.exit(main(sys.argv[1:]))

@@ -26,25 +26,36 @@ def harness_failure(row: dict) -> bool:
 SHOW_SURPRISES = 5  # broken predictions printed at the end of a sweep (the rest: revealed.csv)
 
 
-def summary(sweep_dir: Path, t0: float = 0.0) -> int:
+def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) -> int:
     """Print what the sweep (or a single run's dir) gave; 1 when a cell failed for a reason of
-    the harness, else 0. ``t0``: when it started (its time is said)."""
+    the harness, or a planned cell (``planned``: its run dir names) has no row in runs.csv,
+    else 0. ``t0``: when it started (its time is said)."""
     from study.rows import io
 
     path = sweep_dir / "runs.csv"
-    rows = io.read_csv(path) if path.exists() else []
+    try:
+        rows = io.read_whole(path) if path.exists() else []
+    except io.Incomplete as e:
+        print(f"[study] {path} is unreadable ({e}): python -m study.rows.io {sweep_dir} "
+              "rebuilds it", file=sys.stderr, flush=True)  # fmt: skip
+        rows = []
+    listed = {r.get("run_id") for r in rows}
+    lost = [d for d in dict.fromkeys(planned or []) if d not in listed]
     took = f" in {time.time() - t0:.0f} s" if t0 else ""
-    counts = Counter(r["status"] for r in rows)
+    counts = Counter(r.get("status") or "?" for r in rows) + Counter({"without a row": len(lost)})
     print(
-        f"[study] done: {len(rows)} cells{took}: "
+        f"[study] done: {len(rows) + len(lost)} cells{took}: "
         + ", ".join(f"{n} {s}" for s, n in counts.most_common()),
         flush=True,
     )
     for r in rows:
-        if r["status"] != "ok":
-            print(
-                f"[study]   {r['run_id']}: {r['status']} ({r.get('reason', '')[:200]})", flush=True
-            )
+        if r.get("status") != "ok":
+            why = (r.get("reason") or "")[:200]
+            print(f"[study]   {r.get('run_id')}: {r.get('status')} ({why})", flush=True)
+    for d in lost:
+        print(
+            f"[study]   {d}: no row (see the lines above; its files: {sweep_dir / d})", flush=True
+        )
     for line in phase_lines(rows):
         print(f"[study] {line}", flush=True)
     print(
@@ -66,10 +77,11 @@ def summary(sweep_dir: Path, t0: float = 0.0) -> int:
         if len(broke) > SHOW_SURPRISES:
             print(f"[study]   ... and {len(broke) - SHOW_SURPRISES} more: revealed.csv", flush=True)
     failed = [r for r in rows if harness_failure(r)]
-    if failed:
+    if failed or lost:
         print(
-            f"[study] {len(failed)} cell(s) failed for a reason of the harness (crash, or error "
-            "outside compile): exit status 1. Their logs: <run dir>/cell.log, error.txt",
+            f"[study] {len(failed) + len(lost)} cell(s) failed for a reason of the harness "
+            "(crash, error outside compile, or no row): exit status 1. Their logs: "
+            "<run dir>/cell.log, error.txt",
             file=sys.stderr,
             flush=True,
         )

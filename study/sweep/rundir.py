@@ -85,7 +85,13 @@ def why_rerun(run_dir: Path, want: str) -> str | None:
         return "its row was incomplete: it has no config_hash (the sweep stopped as it wrote it)"
     if row["config_hash"] != want:
         return f"its configuration changed (config_hash {row['config_hash']} -> {want})"
-    return None if row["status"] == "ok" else f"status {row['status']}"
+    if row["status"] != "ok":
+        return f"status {row['status']}"
+    try:
+        io.read_cell(p)  # its kernels and shapes go into the sweep's tables too
+    except io.Incomplete as e:
+        return str(e)
+    return None
 
 
 def keep(cell: Cell) -> None:

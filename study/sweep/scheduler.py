@@ -157,6 +157,10 @@ class Scheduler:
             raise rundir.Unsafe(
                 f"run dir {run_dir} is outside the sweep dir {sweep_dir}: refusing to use it"
             )
+        if any(r.cell.run_dir.resolve() == Path(run_dir).resolve() for r in self.running.values()):
+            raise rundir.Unsafe(
+                f"run dir {run_dir} is in use by a running cell: refusing to empty it"
+            )
         cell = self.cell(cfg, run_dir, sweep_dir)
         if cfg.resume and cell.run_dir.exists():
             why = rundir.why_rerun(cell.run_dir, cell.config_hash)
@@ -249,6 +253,7 @@ class Scheduler:
             why = None if done else failed(run)
             if done or why:
                 self._finish(run.cell, why, time.perf_counter() - run.asked, run.waited, run.gpu)
+                (run.cell.run_dir / ".cell.pid").unlink(missing_ok=True)  # it has its row
 
     def _finish(self, cell, failed, wall: float, waited, gpu) -> None:
         """``wall``: from the cell's submission to its end, its wait for a slot included."""
@@ -257,7 +262,12 @@ class Scheduler:
 
     def _ended(self, cell: rundir.Cell, status: str, what: str) -> None:
         """Rebuild ``runs.csv`` and print '[k/N] cell: what  elapsed, ~left'."""
-        io.aggregate(cell.sweep_dir)
+        try:
+            io.aggregate(cell.sweep_dir)
+        except OSError as e:  # a full disk: the cell's own run.csv is what counts; next time
+            print(f"[study] could not rebuild {cell.sweep_dir}/runs.csv ({e}); the next cell, "
+                  f"or python -m study.rows.io {cell.sweep_dir}, tries again",
+                  file=sys.stderr, flush=True)  # fmt: skip
         self.done += 1
         if self.sweep_done is not None:  # every job of the sweep, not just this one's cell
             self.done = self.sweep_done(cell.sweep_dir, self.t0)

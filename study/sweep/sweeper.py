@@ -12,11 +12,13 @@ registers it; conf/hydra/sweeper/study.yaml is the default):
    status 2; no dir is made. The launcher takes the composed configs and composes nothing again.
 3. Take the sweep dir (study.sweep.sweepdir): its lock, the resume check, ``sweep.yaml``.
 4. Launch, then print the summary (study.rows.summary) and exit: 1 when a cell failed for a
-   reason of the harness. Ctrl-C prints what finished and the command that resumes, and exits 130.
+   reason of the harness. Ctrl-C prints what finished and the command that resumes, and exits
+   130; SIGTERM does the same, and exits 143.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -65,6 +67,52 @@ def bad_points(pts: list[list[str]], whys: list[str | None]) -> str | None:
     return "\n".join(lines)
 
 
+def subdirs(configs: list) -> list[str]:
+    """Each point's run dir, ``hydra.sweep.subdir`` resolved as the launcher will; a point that
+    did not compose, or whose dir resolves only inside its job, gets a name no dir has."""
+    import copy
+
+    from omegaconf import OmegaConf, open_dict, read_write
+
+    dirs = []
+    for i, cfg in enumerate(configs):
+        if cfg is None:
+            dirs.append(f"\0{i}")  # said as a bad point already
+            continue
+        job = copy.deepcopy(cfg)
+        with read_write(job), open_dict(job):
+            job.hydra.job.num = job.hydra.job.id = i
+            try:
+                dirs.append(str(OmegaConf.select(job, "hydra.sweep.subdir")))
+            except Exception:  # noqa: BLE001 - resolvable only inside the job: Hydra's to judge
+                dirs.append(f"\0{i}")
+    return dirs
+
+
+def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
+    """Why two points would share a run dir (one would empty it while the other runs, and take
+    the other's row), or None."""
+    from study.sweep import names
+
+    both = names.shared(dirs)
+    if both is None:
+        return None
+    a, b = (" ".join(pts[i]) or "(no overrides)" for i in both)
+    return (
+        f"two sweep points would share the run dir {dirs[both[0]]!r}: [{a}] and [{b}]; no cell "
+        "was started. Give hydra.sweep.subdir a value that differs between them (or drop it)."
+    )
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's, ``kill``): ended as Ctrl-C is, with exit status 143."""
+
+
+def on_sigterm(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup runs to its end
+    raise Terminated()
+
+
 class Sweeper(BasicSweeper):
     @staticmethod
     def split_arguments(overrides, max_batch_size):
@@ -96,8 +144,9 @@ class Sweeper(BasicSweeper):
             print(f"[study] note: {', '.join(twice)} given more than once: each cell runs once.")
         return [p for batch in self.split_arguments(parsed, None) for p in batch]
 
-    def _check(self, pts: list[list[str]]) -> list:
-        """The composed config of every point; stops the run (exit 2) if any cannot run."""
+    def _check(self, pts: list[list[str]], jobs: list[list[str]]) -> list:
+        """The composed config of every point (``jobs``: as launched, with its run dir); stops
+        the run (exit 2) if any cannot run, or two would share a run dir."""
         from omegaconf import flag_override
 
         from study.rows import config_check as check
@@ -108,7 +157,7 @@ class Sweeper(BasicSweeper):
             launcher.start(eager=eager_only(pts))
         loader = self.hydra_context.config_loader
         configs, whys = [], []
-        for p in pts:
+        for p in jobs:
             try:
                 configs.append(loader.load_sweep_config(self.config, list(p)))
                 whys.append(None)
@@ -125,20 +174,40 @@ class Sweeper(BasicSweeper):
         check.say_renamed([c for c in configs if c is not None])
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
-        message = bad_points(pts, whys)
+        dirs = subdirs(configs)
+        self.dirs = [Path(d).name for d in dirs if not d.startswith("\0")]  # the summary's plan
+        message = bad_points(pts, whys) or one_dir_each(pts, dirs)
         if message:
             fail(message)
         return configs
+
+    def _jobs(self, pts: list[list[str]]) -> list[list[str]]:
+        """Each point as it is launched: with its own run dir (study.sweep.names), unless
+        ``hydra.sweep.subdir`` is the user's (then ``one_dir_each`` checks what it gives)."""
+        from omegaconf import OmegaConf
+
+        from study.sweep import names
+
+        sweep = OmegaConf.to_container(self.config.hydra.sweep, resolve=False)
+        if "study_job_dirname" not in str(sweep.get("subdir")):
+            return pts
+        exclude = list(self.config.hydra.job.config.override_dirname.exclude_keys)
+        dirs = names.run_dirs(pts, exclude)
+        return [[*p, f"hydra.sweep.subdir='{d}'"] for p, d in zip(pts, dirs, strict=True)]
 
     def sweep(self, arguments: list[str]):
         from study.rows.summary import summary
         from study.rows.usage import fail
         from study.sweep import sweepdir
 
-        sweep_dir = Path(self.config.hydra.sweep.dir)
+        signal.signal(signal.SIGTERM, on_sigterm)
         try:
             pts = self._points(arguments)
-            configs = self._check(pts)
+            if self.config.resume:
+                sweepdir.pick(self.config, pts)  # the dir named, or the newest of this sweep
+            sweep_dir = Path(self.config.hydra.sweep.dir)
+            jobs = self._jobs(pts)
+            configs = self._check(pts, jobs)
         except (SystemExit, KeyboardInterrupt):
             self._abandon()
             raise
@@ -149,15 +218,15 @@ class Sweeper(BasicSweeper):
         lock = sweepdir.take(sweep_dir, bool(self.config.resume))
         t0 = time.time()
         # written at once: a dir with a lock and no sweep.yaml cannot be resumed
-        sweepdir.write_sweep_yaml(self.config, sweep_dir, len(pts), t0)
+        sweepdir.write_sweep_yaml(self.config, sweep_dir, pts, t0)
         try:
-            failed = self._launch(pts, configs, t0)
-        except KeyboardInterrupt:
+            failed = self._launch(jobs, configs, t0)
+        except KeyboardInterrupt as e:
             self._abandon()
             sweepdir.interrupted(sweep_dir, len(pts))
-            sys.exit(130)
-        code = summary(sweep_dir, t0)
-        sweepdir.release(lock)
+            sys.exit(143 if isinstance(e, Terminated) else 130)
+        code = summary(sweep_dir, t0, planned=self.dirs)
+        sweepdir.finish(sweep_dir, lock)
         sys.exit(1 if failed else code)
 
     def _launch(self, pts, configs, t0: float) -> int:

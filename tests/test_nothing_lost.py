@@ -1,0 +1,233 @@
+"""Nothing lost, nothing mislabelled (issue 56): a bad file costs its cell only, every planned
+cell is counted, runs.csv follows its run dirs, resume stays in its own sweep."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from study.rows import io
+from study.rows.summary import summary
+from tests.conftest import TINY, cli
+
+
+def ok_row(run_id: str, **more) -> dict:
+    return {"run_id": run_id, "status": "ok", "variant": "linear", "compile": "off",
+            "config_hash": "h", "latency_median_us": 1.0, **more}  # fmt: skip
+
+
+def write_cell(run_dir, row: dict, kernels: str | None = None) -> None:
+    io.write_csv(run_dir / "run.csv", [row], "runs")
+    if kernels is not None:
+        (run_dir / "kernels.csv").write_text(kernels)
+
+
+GARBLED = "run_i\x00d,name\r\nx,y\r\n"
+
+
+def test_a_garbled_kernels_csv_costs_its_cell_only_and_is_named(tmp_path, capsys):
+    """Issue 56, 4: KeyError: 'run_id' for every later cell, and runs.csv never rebuilt."""
+    write_cell(tmp_path / "a", ok_row("a"), GARBLED)
+    write_cell(tmp_path / "b", ok_row("b"))
+    io.aggregate(tmp_path)
+    assert [r["run_id"] for r in io.read_csv(tmp_path / "runs.csv")] == ["b"]
+    err = capsys.readouterr().err
+    assert f"skipping {tmp_path / 'a'}: its kernels.csv is incomplete" in err
+
+
+def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cell(tmp_path, capsys):
+    """Issue 56, 4: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
+    from study.sweep.scheduler import Scheduler
+    from tests.test_scheduler import cell_cfg, factory
+
+    def cells_write_their_rows(fake):  # the first cell's kernels.csv is garbled
+        for s in fake.spawned:
+            if s["rid"] not in fake.exits and not s.get("ended"):
+                s["ended"] = True
+                d = Path(s["kwargs"]["run_dir"])
+                write_cell(d, ok_row(d.name), GARBLED if d.name == "a" else None)
+                fake.exits[s["rid"]] = 0
+
+    make, _ = factory(script=cells_write_their_rows)
+    sweep = tmp_path / "sweep"
+    with Scheduler(1, make_server=make) as sched:
+        for name in "abc":
+            sched.submit(cell_cfg(tmp_path), sweep / name, sweep)
+    assert sorted(r["run_id"] for r in io.read_csv(sweep / "runs.csv")) == ["b", "c"]
+    capsys.readouterr()
+    assert summary(sweep, planned=["a", "b", "c"]) == 1
+    out = capsys.readouterr().out
+    assert "done: 3 cells: 2 ok, 1 without a row" in out
+    assert f"a: no row (see the lines above; its files: {sweep / 'a'})" in out
+
+
+def test_a_planned_cell_without_a_row_is_counted_and_named(tmp_path, capsys):
+    """Issue 56, 6: a full disk gave 'done: 1 cells ... 1 ok' for an 8-cell sweep."""
+    io.write_csv(tmp_path / "runs.csv", [ok_row("a")], "runs")
+    assert summary(tmp_path, planned=["a", "b"]) == 1
+    out = capsys.readouterr().out
+    assert "done: 2 cells: 1 ok, 1 without a row" in out and "b: no row" in out
+
+
+def a_sweep(d: Path) -> Path:
+    for name in "ab":
+        write_cell(d / name, ok_row(name))
+    io.aggregate(d)
+    return d
+
+
+def test_a_rewritten_run_csv_rebuilds_runs_csv(tmp_path, capsys):
+    """Issue 56, 3: after study.cell.worker rewrote a run.csv, the report showed the old one."""
+    import os
+
+    from analysis.load import check_sweep
+
+    d = a_sweep(tmp_path)
+    write_cell(d / "a", ok_row("a", latency_median_us=2.5))  # what the worker by hand does
+    check_sweep(d)
+    assert {r["run_id"]: r["latency_median_us"] for r in io.read_csv(d / "runs.csv")} == {
+        "a": "2.5", "b": "1.0"}  # fmt: skip
+    assert "listed 1 cell whose run.csv changed since (a)" in capsys.readouterr().err
+    earlier = (d / "b" / "run.csv").stat().st_mtime - 5
+    os.utime(d / "runs.csv", (earlier, earlier))  # b's row, the same, written after runs.csv
+    check_sweep(d)
+    assert "2 cells whose run.csv changed since (a, b)" in capsys.readouterr().err
+    check_sweep(d)  # rebuilt: now it is read as it is
+    assert capsys.readouterr().err == ""
+
+
+def test_every_run_csv_cut_short_leaves_no_old_rows_to_trust(tmp_path, capsys):
+    """Issue 56, 3: 'no run.csv below DIR', exit 0, the old runs.csv kept, and the report said
+    'Built ... from 2 cells (2 ok)'."""
+    from analysis.load import check_sweep
+
+    d = a_sweep(tmp_path)
+    for name in "ab":
+        p = d / name / "run.csv"
+        p.write_text(p.read_text()[:150])
+    assert io.main([str(d)]) == 1
+    err = capsys.readouterr().err
+    assert "skipping" in err and "2 cell(s) left out" in err
+    assert io.read_csv(d / "runs.csv") == []
+    with pytest.raises(SystemExit, match="no run.csv below .* reads whole"):
+        check_sweep(d)
+
+
+@pytest.mark.slow
+def test_resume_stays_in_its_own_sweep_and_says_which(tmp_path):
+    """Issue 56, 5: P stopped after 1 cell; Q (same fixed overrides, other variants) ran to
+    its end; P's command with resume=true picked Q's dir (the newest) and measured P there."""
+    p = ("-m", "variant=naive,linear", "compile=off", f"out_root={tmp_path}", *TINY)
+    assert cli(*p).returncode == 0
+    (p_dir,) = (tmp_path / "sweeps").iterdir()
+    (p_dir / "compile=off,variant=linear" / "run.csv").unlink()  # as if P was killed there
+    time.sleep(1.1)  # Q is the newer by its sweep.yaml's time
+    assert cli("-m", "variant=flash", "compile=off", f"out_root={tmp_path}", *TINY).returncode == 0
+    (q_dir,) = set((tmp_path / "sweeps").iterdir()) - {p_dir}
+    r = cli(*p, "resume=true")
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert f"resume=true: resuming {p_dir} (the newest sweep with these points)" in r.stdout
+    assert "variant=naive: ok already, skipped" in r.stdout and "done: 2 cells" in r.stdout
+    assert sorted(x.name for x in q_dir.iterdir() if x.is_dir()) == ["compile=off,variant=flash"]
+    assert len(io.read_csv(p_dir / "runs.csv")) == 2
+
+
+def test_an_ok_row_whose_latency_is_no_number_is_run_again(tmp_path):
+    """Issue 56, 6: a non-numeric latency_median_us was trusted on resume."""
+    from study.sweep.rundir import why_rerun
+
+    for bad in ("abc", "nan", "-1"):
+        write_cell(tmp_path, ok_row("a", latency_median_us=bad))
+        assert "is no time" in why_rerun(tmp_path, "h"), bad
+    write_cell(tmp_path, ok_row("a", latency_median_us="12.5"))
+    assert why_rerun(tmp_path, "h") is None
+
+
+@pytest.mark.slow
+def test_a_clean_sweep_leaves_no_lock_or_pid_file(tmp_path):
+    """Issue 56, 6: .runs.lock, .sweep.lock and .cell.pid stayed after a clean finish."""
+    assert cli("-m", "variant=linear", "compile=off", f"out_root={tmp_path}", *TINY).returncode == 0
+    left = [p.name for p in tmp_path.rglob(".*") if p.name in (".runs.lock", ".sweep.lock",
+                                                               ".cell.pid")]  # fmt: skip
+    assert left == [] and len(list(tmp_path.rglob("run.csv"))) == 1
+
+
+@pytest.mark.slow
+def test_sigterm_says_what_finished_and_how_to_resume(tmp_path):
+    """Issue 56, 6: SIGTERM to the sweep gave exit 143 and no resume line."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, root_env
+
+    args = ["-m", "variant=naive", "fault=none,hang", f"out_root={tmp_path}", *TINY]
+    proc = subprocess.Popen([sys.executable, "-m", "study.run", *args], cwd=ROOT, env=root_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.time() + 300  # a loaded 2-core box starts a sweep slowly
+    while time.time() < deadline and not list(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")):
+        time.sleep(0.2)
+    assert list(tmp_path.glob("sweeps/*/fault=hang*/.cell.pid")), "the hang cell never started"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 143 and "Traceback" not in err, err[-1500:]
+    (line,) = [x for x in err.splitlines() if "interrupted" in x]
+    assert "1 of 2 cells finished" in line and line.endswith("resume=true")
+    assert "resume with: python -m study.run -m variant=naive fault=none,hang" in line
+
+
+def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
+    """Issue 56, 6: a name beginning '=', '+', '-' or '@' went into CSVs as it is."""
+    row = ok_row("a", variant='=HYPERLINK("http://x")', reason="@SUM(1)", host="+h",
+                 dtype="-d", latency_median_us="-1.5", seed=-3)  # fmt: skip
+    io.write_csv(tmp_path / "run.csv", [row], "runs")
+    (back,) = io.read_csv(tmp_path / "run.csv")
+    assert back["variant"] == '\'=HYPERLINK("http://x")' and back["reason"] == "'@SUM(1)"
+    assert back["host"] == "'+h" and back["dtype"] == "'-d"
+    assert back["latency_median_us"] == "-1.5" and back["seed"] == "-3"  # numbers stay numbers
+    io.write_csv(tmp_path / "run.csv", [back], "runs")  # written again: no second quote
+    assert io.read_csv(tmp_path / "run.csv")[0]["variant"] == back["variant"]
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("", "runs.csv is empty"),
+        ("a,b\r\n1,2\r\n", "without a run_id column"),
+        ("run_id,x\r\n1,2\r\n", "has no status, variant"),
+    ],
+)
+def test_the_report_on_an_empty_or_foreign_runs_csv_is_one_line_and_exit_2(
+    tmp_path, capsys, text, said
+):
+    """Issue 56, 6: a traceback."""
+    from analysis import report
+
+    (tmp_path / "runs.csv").write_text(text)
+    with pytest.raises(SystemExit) as e:
+        report.main([str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and said in err and len(err.splitlines()) == 1, err
+
+
+def test_the_report_into_a_file_or_a_read_only_dir_is_one_line_and_exit_2(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 56, 6: '--out' naming a file, and a read-only sweep dir: tracebacks."""
+    import os
+
+    from analysis import report
+
+    d = a_sweep(tmp_path / "s")
+    (tmp_path / "f").write_text("a file\n")
+    with pytest.raises(SystemExit) as e:
+        report.main([str(d), "--out", str(tmp_path / "f" / "r")])
+    assert e.value.code == 2 and "is a file, not a dir" in capsys.readouterr().err
+    real = os.access  # as root, a read-only mode still writes: the check asks os.access
+    monkeypatch.setattr(os, "access", lambda p, m: Path(p) != d and real(p, m))
+    with pytest.raises(SystemExit) as e:
+        report.main([str(d)])
+    assert e.value.code == 2 and f"cannot write in {d} (read-only)" in capsys.readouterr().err
+    assert not (d / "report").exists()

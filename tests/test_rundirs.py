@@ -1,0 +1,95 @@
+"""One run dir per sweep point, named readably (issue 56, and the run-dir part of issue 59)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from study.rows import io
+from study.sweep.names import LIMIT, run_dirs
+from tests.conftest import TINY, cli
+
+EXCLUDE = ["resume", "timeout_s", "cpu_mem_limit_gb", "cores", "experiment", "ncu.enabled"]
+CD_ABLE = re.compile(r"[A-Za-z0-9_.,=+\-@:#]+")  # '#' only after a ','
+
+
+@pytest.mark.parametrize("key", ["cores=0,1", "cpu_mem_limit_gb=4,8", "ncu.enabled=false,true"])
+def test_points_that_differ_only_in_a_harness_key_get_a_dir_each(key):
+    k, values = key.split("=")
+    pts = [
+        ["variant=naive", "compile=off", "+experiment=tiny", f"{k}={v}"] for v in values.split(",")
+    ]
+    dirs = run_dirs(pts, EXCLUDE)
+    assert len(set(dirs)) == 2 and all(f"{k}=" in d for d in dirs), dirs
+    # fixed, a harness key stays out of the name (a resume with another timeout_s finds its dirs)
+    assert run_dirs([pts[0], ["variant=flash", *pts[0][1:]]], EXCLUDE) == [
+        "compile=off,variant=naive",
+        "compile=off,variant=flash",
+    ]
+
+
+def test_a_name_is_readable_cd_able_and_never_cut_in_a_word():
+    sizes = ["compile=default", "shape_sweep.key=seq_len", "shape_sweep.sizes=[16,32,64]"]
+    assert run_dirs([[*sizes, "variant=naive"]]) == [
+        "compile=default,shape_sweep.key=seq_len,shape_sweep.sizes=16+32+64,variant=naive"
+    ]
+    path = run_dirs([["calibration_file=a/../../../etc", "variant=naive"]])[0]
+    assert path.startswith("variant=naive,#") and "/" not in path and "%" not in path
+    long = [f"variant.kwargs.option_{i}=value_number_{i}" for i in range(12)]
+    (name,) = run_dirs([[*long, "variant=custom"]])
+    assert len(name) <= LIMIT and CD_ABLE.fullmatch(name), name
+    shown = name.split(",#")[0].split(",")
+    assert set(shown) <= {*long, "variant=custom"}, "an item was cut"
+    assert ",#" in name  # what did not fit is in the hash (and cell.yaml)
+    # the swept key is named first when room is short
+    pts = [[*long, f"variant=v{i}"] for i in range(2)]
+    assert all(f"variant=v{i}" in d for i, d in enumerate(run_dirs(pts)))
+
+
+def test_predictions_stay_out_of_a_name_unless_they_tell_points_apart():
+    assert run_dirs([['+expect.generated_per_step=">=1"', "compile=off", "variant=naive"]]) == [
+        "compile=off,variant=naive"
+    ]
+    pts = [["+expect.x=1", "variant=naive"], ['+expect.x=">2"', "variant=naive"]]
+    a, b = run_dirs(pts)
+    assert a != b and CD_ABLE.fullmatch(a) and CD_ABLE.fullmatch(b)
+
+
+def test_a_cell_is_never_started_into_the_dir_of_a_running_cell(tmp_path):
+    """Issue 56: the second point emptied the dir while the first ran, and the first took the
+    second's row."""
+    from study.sweep.rundir import Unsafe
+    from study.sweep.scheduler import Scheduler
+    from tests.test_scheduler import cell_cfg, end_oldest, factory
+
+    make, made = factory(script=end_oldest)  # the old code waited for its cells: let them end
+    sweep = tmp_path / "sweep"
+    with pytest.raises(Unsafe, match="in use by a running cell"):
+        with Scheduler(2, make_server=make) as sched:
+            sched.submit(cell_cfg(tmp_path), sweep / "c", sweep)
+            (sweep / "c" / "mine").write_text("the first cell's\n")
+            sched.submit(cell_cfg(tmp_path, "cores=0"), sweep / "c", sweep)
+    assert (sweep / "c" / "mine").exists() and len(made[0].spawned) == 1
+
+
+@pytest.mark.slow
+def test_two_points_apart_only_in_a_harness_key_give_two_dirs_and_two_rows(tmp_path):
+    r = cli("-m", "variant=naive", "compile=off", "cpu_mem_limit_gb=4,8", f"out_root={tmp_path}",
+            *TINY)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-1500:]
+    (sd,) = (tmp_path / "sweeps").iterdir()
+    dirs = sorted(p.parent.name for p in sd.glob("*/run.csv"))
+    assert dirs == ["compile=off,cpu_mem_limit_gb=4,variant=naive",
+                    "compile=off,cpu_mem_limit_gb=8,variant=naive"]  # fmt: skip
+    assert len(io.read_csv(sd / "runs.csv")) == 2 and "done: 2 cells" in r.stdout
+
+
+@pytest.mark.slow
+def test_a_fixed_subdir_that_two_points_would_share_is_refused_at_start(tmp_path):
+    r = cli("-m", "variant=naive", "compile=off", "cores=0,1", "hydra.sweep.subdir=same",
+            f"out_root={tmp_path}", *TINY)  # fmt: skip
+    assert r.returncode == 2, r.stderr[-1500:]
+    assert "two sweep points would share the run dir 'same'" in r.stderr
+    assert "cores=0" in r.stderr and "cores=1" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "sweeps").exists()
