@@ -35,3 +35,15 @@ def test_the_summary_counts_rows_off_the_fast_phase_and_says_what_to_do():
 def test_a_host_that_never_held_its_fast_phase_is_said_at_the_end():
     rows = [{"timing_phase": "slow", "gauge_held": "False"}] * 3
     assert any("never held its fast phase (3 rows" in x for x in phase_lines(rows))
+
+
+def test_the_cpu_line_says_where_the_shapes_came_from():
+    """'running on the CPU with the small CPU shapes' was printed when +experiment=tiny or
+    shape.* set the shapes."""
+    from study.sweep.scheduler import cpu_shapes
+    from tests.conftest import compose
+
+    assert "small CPU shapes" in cpu_shapes([compose()])
+    tiny = cpu_shapes([compose("+experiment=tiny")])
+    assert "small CPU shapes" not in tiny and "shape.seq_len" in tiny
+    assert cpu_shapes([compose("shape.seq_len=64")]) == "with the shapes given (shape.seq_len)"

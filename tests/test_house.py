@@ -29,3 +29,14 @@ def test_every_long_module_and_function_says_why():
 
 def test_the_check_finds_a_cycle():
     assert tf.cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) != []
+
+
+def test_no_eval_exec_shell_or_unsafe_load_in_the_code():
+    """The red team's security cases (docs/sweeps.md): nothing the code reads is run as code."""
+    import re
+
+    bad = re.compile(r"(?<![.\w])(eval|exec)\(|shell=True|yaml\.load\(|pickle\.loads?\(")
+    hits = [f"{p}:{i}: {line.strip()}"
+            for d in ("study", "analysis", "hydra_plugins") for p in sorted((tf.ROOT / d).rglob("*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1) if bad.search(line)]  # fmt: skip
+    assert hits == []

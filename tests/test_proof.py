@@ -128,3 +128,16 @@ def test_reparse_proves_a_training_row_phase_by_phase(tmp_path):
     reparse.main(tmp_path / "sweep")
     row = io.read_csv(d / "run.csv")[0]
     assert row["status"] == "invalid" and "backward does not show flash" in row["reason"], row
+
+
+def test_math_under_aotautograd_without_inductor_is_unsupported_not_invalid():
+    """compile=aot_eager,variant=math read `invalid` in an ordinary cross of modes: AOTAutograd
+    decomposes SDPA's math op into aten ops, so nothing is left to prove the pin."""
+    from study.observe import proof
+
+    failed = {"ok": False, "backend_seen": "", "reason": "proof: pinned backend 'math' did not run"}
+    assert "decomposes SDPA's math backend" in proof.unprovable("aot_eager", "math", failed)
+    assert proof.unprovable("cudagraphs", "math", failed)
+    assert proof.unprovable("inductor", "math", failed) is None  # Inductor's own kernels prove it
+    assert proof.unprovable("aot_eager", "flash", failed) is None  # a fused kernel would show
+    assert proof.unprovable("aot_eager", "math", {**failed, "backend_seen": "flash"}) is None

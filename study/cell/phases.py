@@ -426,7 +426,10 @@ class Cell:
             row["backend_seen"], row["backend_proof"] = pr["backend_seen"], pr["backend_proof"]
             if "decomposed by Inductor" in pr["backend_proof"]:
                 self.notes.append("Inductor decomposed the SDPA math op into generated kernels")
-            if not pr["ok"] and status == "ok":
+            why = proof.unprovable(targets.get(self.mode).backend, self.wl.sdpa_backend, pr)
+            if why and status == "ok":
+                status, reason = "unsupported", why
+            elif not pr["ok"] and status == "ok":
                 status, reason = "invalid", pr["reason"]
         if self.device == "cpu" and compiling.uses_cudagraphs(self.mode):
             self.notes.append(

@@ -100,6 +100,26 @@ def _fused(rows: list[dict]) -> list[str]:
     return [b for b, cls in BACKEND_CLASS.items() if any(r["kernel_class"] == cls for r in rows)]
 
 
+AOT_NO_INDUCTOR = ("aot_eager", "cudagraphs")  # torch.compile backends: AOTAutograd, no Inductor
+
+
+def unprovable(backend: str | None, expected: str | None, proof: dict) -> str | None:
+    """Why a pin cannot be proven under this compile backend, or None. AOTAutograd without
+    Inductor (``aot_eager``, ``cudagraphs``) decomposes SDPA's math backend into aten ops (bmm,
+    softmax, ...) that run as eager's kernels: no math op and no generated kernel is left in the
+    trace. That is no wrong backend (``invalid``) but a pin this target cannot show
+    (``unsupported``)."""
+    if proof["ok"] or proof["backend_seen"] or expected != "math":
+        return None
+    if backend not in AOT_NO_INDUCTOR:
+        return None
+    return (
+        f"compile backend {backend!r} decomposes SDPA's math backend into aten ops before it "
+        "runs (AOTAutograd, no Inductor): no backend op or kernel is left in the trace to prove "
+        "the pin; use compile=dynamo_eager or an Inductor mode"
+    )
+
+
 def prove_pass(
     expected: str | None, kernel_rows: list[dict], op_names: list[str], generated: dict
 ) -> dict:

@@ -89,6 +89,15 @@ class Running:
     deadline: float  # perf_counter past which it is killed
 
 
+def cpu_shapes(configs) -> str:
+    """How the CPU cells get their shapes: the family's small CPU shapes, or those ``shape.*``
+    (or an experiment such as ``+experiment=tiny``) set."""
+    given = {k for c in configs for k, v in c.shape.items() if v is not None}
+    if not given:
+        return "with the small CPU shapes (conf/family/*.yaml, key shapes.cpu)"
+    return f"with the shapes given ({', '.join(f'shape.{k}' for k in sorted(given))})"
+
+
 def _hms(s: float) -> str:
     s = int(round(s))
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
@@ -128,13 +137,10 @@ class Scheduler:
 
     def say_device(self, configs) -> None:
         """One line when a ``device=auto`` cell will run on the CPU."""
-        auto = any(c is not None and plain(c.device) == "auto" for c in configs)
+        auto = [c for c in configs if c is not None and plain(c.device) == "auto"]
         if auto and not self.status["cuda_available"]:
-            print(
-                "[study] no CUDA GPU found: running on the CPU with the small CPU shapes "
-                "(conf/family/*.yaml, key shapes.cpu); pass device=cuda to require a GPU.",
-                flush=True,
-            )
+            print(f"[study] no CUDA GPU found: running on the CPU {cpu_shapes(auto)}; pass "
+                  "device=cuda to require a GPU.", flush=True)  # fmt: skip
 
     def shape_keys(self, variant) -> list[str]:
         """A registered variant's shape keys from the warm parent (no torch here); a variant
