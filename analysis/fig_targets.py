@@ -29,6 +29,8 @@ WIDE = 100
 
 
 def where_time_goes(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, scale, bars, labels and the sentence it
+    # says); its parts are used nowhere else.
     raw = d.get("repeats", d["runs"])
     lay = targets.layers(raw)
     if lay.empty or not set(lay["layer"]) & set(ORDER[:3]):

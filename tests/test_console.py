@@ -47,3 +47,15 @@ def test_the_cpu_line_says_where_the_shapes_came_from():
     tiny = cpu_shapes([compose("+experiment=tiny")])
     assert "small CPU shapes" not in tiny and "shape.seq_len" in tiny
     assert cpu_shapes([compose("shape.seq_len=64")]) == "with the shapes given (shape.seq_len)"
+
+
+def test_more_slots_than_cores_is_said():
+    """hydra/launcher=gpus hydra.launcher.n_jobs=4 on 2 CPU cores timed two cells on the same
+    cores with no word."""
+    from study.cell import pinning
+    from study.sweep.scheduler import shared_cores
+
+    _, groups = pinning.plan([0, 1], 4, "0,1")
+    assert shared_cores(groups) == 2
+    _, groups = pinning.plan(list(range(8)), 2, "auto")
+    assert shared_cores(groups) == 0

@@ -119,7 +119,7 @@ def test_more_cells_at_once_than_gpus_stops_the_sweep_at_start(
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     launcher = StudyLauncher(n_jobs=n_jobs)
     launcher.config = compose_hydra()
-    launcher.scheduler = SimpleNamespace(status={"device_count": gpus})
+    launcher.scheduler = SimpleNamespace(status={"device_count": gpus, "cuda_available": gpus > 0})
     why = launcher.slots_error([compose_hydra(f"device={device}")])
     assert (why is None) if said is None else (said in why), why
 

@@ -89,6 +89,12 @@ class Running:
     deadline: float  # perf_counter past which it is killed
 
 
+def shared_cores(groups: list[list[int]]) -> int:
+    """The number of cores when the slots' core groups overlap (fewer cores than slots), else 0."""
+    seen = [c for g in groups for c in g]
+    return len(set(seen)) if len(seen) != len(set(seen)) else 0
+
+
 def cpu_shapes(configs) -> str:
     """How the CPU cells get their shapes: the family's small CPU shapes, or those ``shape.*``
     (or an experiment such as ``+experiment=tiny``) set."""
@@ -137,6 +143,11 @@ class Scheduler:
 
     def say_device(self, configs) -> None:
         """One line when a ``device=auto`` cell will run on the CPU."""
+        if shared := shared_cores(self.groups):
+            print(f"[study] {self.slots} cells at once (hydra.launcher.n_jobs) on {shared} "
+                  "core(s): cells share cores and time each other's load (timing_phase "
+                  f"contended); set hydra.launcher.n_jobs<={shared} for clean timing.",
+                  flush=True)  # fmt: skip
         auto = [c for c in configs if c is not None and plain(c.device) == "auto"]
         if auto and not self.status["cuda_available"]:
             print(f"[study] no CUDA GPU found: running on the CPU {cpu_shapes(auto)}; pass "
