@@ -101,7 +101,9 @@ def cpu_shapes(configs) -> str:
     given = {k for c in configs for k, v in c.shape.items() if v is not None}
     if not given:
         return "with the small CPU shapes (conf/family/*.yaml, key shapes.cpu)"
-    return f"with the shapes given ({', '.join(f'shape.{k}' for k in sorted(given))})"
+    keys = sorted(given)
+    named = ", ".join(f"shape.{k}" for k in keys) if len(keys) <= 3 else f"{len(keys)} shape.* keys"
+    return f"with the shapes given ({named})"
 
 
 def _hms(s: float) -> str:
