@@ -93,3 +93,14 @@ def test_a_fixed_subdir_that_two_points_would_share_is_refused_at_start(tmp_path
     assert "two sweep points would share the run dir 'same'" in r.stderr
     assert "cores=0" in r.stderr and "cores=1" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "sweeps").exists()
+
+
+def test_a_name_never_starts_with_a_plus_so_its_row_keeps_the_same_run_id():
+    """`+variant.kwargs.layers=1` made a dir starting with '+': the CSV writer guards such text
+    with a leading ' (a spreadsheet formula), so the row's run_id no longer named its dir and
+    the summary counted the cell twice, once 'without a row' (exit 1)."""
+    from study.sweep.names import run_dirs
+
+    (name,) = run_dirs([["+variant.kwargs.layers=1", "compile=default"]])
+    assert not name.startswith("+") and set(name.split(",")) == {
+        "compile=default", "variant.kwargs.layers=1"}  # fmt: skip

@@ -39,7 +39,9 @@ def render(item: str) -> str | None:
         value = m.group(2)
     if value.startswith("[") and value.endswith("]"):
         value = "+".join(v.strip() for v in value[1:-1].split(","))
-    text = key + eq + value
+    # Hydra's "+" (append a key) says nothing about the cell, and a name starting with it would
+    # read as a formula where runs.csv opens in a spreadsheet (io writes those with a leading ')
+    text = key.lstrip("+") + eq + value
     return text if SAFE.fullmatch(text) and not text.startswith(("~", "#", "-")) else None
 
 
