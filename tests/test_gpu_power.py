@@ -94,3 +94,24 @@ def test_without_torchs_uuid_the_gpu_is_the_first_visible_one(monkeypatch):
     with gpu_power.GpuPower("cuda"):
         pass
     assert picked == {"uuid": "GPU-1234"}
+
+
+def test_rounds_under_a_second_are_followed_by_steps_until_the_window_holds_one(monkeypatch):
+    """49 of 50 H200 rows left the columns blank ("the timed rounds took 0.13 s, under 1 s"):
+    the cell's step now runs on inside the window until it holds 1 s, and the row is read."""
+    _fake_nvml(monkeypatch, energy_mj=[1_000_000, 1_000_000 + 300_000], capped_ns=[0, 0])
+    now = {"t": 100.0}
+    monkeypatch.setattr(gpu_power.time, "monotonic", lambda: now["t"])
+    steps, syncs = [], []
+
+    def step():
+        steps.append(1)
+        now["t"] += 0.01  # 10 ms a step
+
+    with gpu_power.GpuPower("cuda") as p:
+        now["t"] += 0.13  # the rounds
+        filled = p.fill(step, lambda: syncs.append(1))
+    assert filled == len(steps) >= 90 and syncs
+    assert p.why is None and p.row()["gpu_power_w"] is not None
+    with gpu_power.GpuPower("cpu") as q:
+        assert q.fill(step, lambda: None) == 0  # nothing read, nothing run

@@ -1,7 +1,8 @@
 """Around the timed rounds, what the GPU's power limit did: the mean power drawn and the share
 of the time its clocks were held down by the power cap, from NVML's own counters (the energy
 used, and the time spent under the power policy), read once before and once after, so nothing
-runs beside the timing.
+runs beside the timing. Rounds shorter than the 1 s the counter needs are followed by the
+cell's step back to back until the window holds 1 s (``fill``), still inside the window.
 
 Why: on the H200, back-to-back GEMMs reach the board's 700 W within a second and the driver
 caps the SM clock at 1,560-1,725 MHz (clock-event reason SW power cap; benchmarks/clock_probe.py,
@@ -71,6 +72,21 @@ class GpuPower:
             self.why = f"GPU power not read (NVML: {type(e).__name__}: {e})"
             self._nvml = None
         return self
+
+    def fill(self, step, sync) -> int:
+        """Run ``step`` back to back until the window holds ``MIN_WINDOW_S`` (NVML's counter
+        needs it; most forward cells' rounds take 0.1-0.7 s on the H200), then ``sync``: the
+        power of the cell's own steady state. Returns the steps run (0: the window was long
+        enough, or nothing is read)."""
+        if self._nvml is None:
+            return 0
+        n, t0 = 0, self._start[0]
+        while time.monotonic() - t0 < MIN_WINDOW_S * 1.05:
+            for _ in range(10):
+                step()
+            n += 10
+            sync()
+        return n
 
     def __exit__(self, *exc):
         if self._nvml is None:

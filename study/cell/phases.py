@@ -255,6 +255,8 @@ class Cell:
                         self.phases.readings.clear()  # the retry judges its own rounds
                 if self.timed is None:
                     self._rounds(warm, paired=False)
+                if filled := power.fill(self.step, lambda: timing.sync(self.device)):
+                    self.notes.append(f"GPU power over the rounds and {filled} more steps (1 s)")
             self._peak_memory()
             if self.device == "cuda":
                 dtm = _device_time(self.step, cfg, self.mode, self.notes, self.kind)

@@ -287,8 +287,9 @@ RUN = (
             "gpu_power_w",
             "W",
             "CUDA: the GPU's mean power over the timed rounds (NVML's energy counter, read "
-            "before and after; a compiled cell's rounds hold eager's paired blocks too); blank, "
-            "with a note, when they took under 1 s (the counter advances every 100 ms)",
+            "before and after; a compiled cell's rounds hold eager's paired blocks too); rounds "
+            "under 1 s (the counter advances every 100 ms) are followed, inside the window, by "
+            "the cell's step back to back until it holds 1 s (the notes say how many steps)",
         ),
         Col(
             "gpu_power_capped_share",
