@@ -406,9 +406,9 @@ class Cell:
         if row.get("profiled_step_us") and row.get("latency_median_us"):
             row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
         if self.device == "cuda":
-            row["host_bound"] = metrics.host_bound(
-                row.get("host_us"), row.get("device_time_us") or row.get("gpu_us_per_step")
-            )
+            row["host_bound"], why = metrics.bound_verdict(row)
+            if why:
+                self.notes.append(why)
         if (
             self.device == "cuda"
             and self.mode in compiling.CUDAGRAPH_MODES
