@@ -209,6 +209,17 @@ def _twin(runs: pd.DataFrame, c: pd.Series) -> pd.Series | None:
     return hit.iloc[0] if len(hit) else None
 
 
+def per_call(c, e) -> str:
+    """µs a call beside the speedup: from the compiled cell's own paired blocks where it has
+    them (the same process and rounds as its speedup, so the two never disagree), else each
+    cell's own latency, said to be from separate cells."""
+    ep, sp = pd.to_numeric(c.get("eager_latency_paired_us"), errors="coerce"), c.get("sp")
+    if pd.notna(ep) and c.get("sp_kind") == "paired" and sp and sp > 0:
+        return f"{sig(ep)} eager → {sig(ep / sp)} compiled (paired blocks)"
+    return (f"{sig(e['latency_median_us'])} eager → {sig(c['latency_median_us'])} compiled "
+            "(separate cells)")  # fmt: skip
+
+
 def answer(runs: pd.DataFrame, kernels: pd.DataFrame, autotune: pd.DataFrame) -> pd.DataFrame:
     """One row per ok compiled cell with a speedup, in reading order: ``cell``, ``verdict``,
     ``speedup`` (with its interval), ``µs a call`` (its eager twin's and its own, so each cell of
@@ -246,9 +257,10 @@ def answer(runs: pd.DataFrame, kernels: pd.DataFrame, autotune: pd.DataFrame) ->
         kind, text = cause(
             c.to_dict(), e.to_dict(), diffs.get((c["source"], c["run_id"]), {}), mine, tune, said
         )
-        out.append({"cell": c["cell"], "verdict": said, "speedup": interval(c),
-                    "µs a call": f"{sig(e['latency_median_us'])} eager → "
-                                 f"{sig(c['latency_median_us'])} compiled", "cause": text,
+        phase = str(c.get("timing_phase") or "fast")
+        shown = said if phase in ("fast", "nan") else f"{said} (host {phase})"
+        out.append({"cell": c["cell"], "verdict": shown, "speedup": interval(c),
+                    "µs a call": per_call(c, e), "cause": text,
                     "cause_kind": kind, "figure": FIGURE[kind], "source": c["source"],
                     "run_id": c["run_id"]})  # fmt: skip
     return pd.DataFrame(out, columns=cols)

@@ -118,7 +118,7 @@ def test_cpu_says_host_and_device_are_one_and_explains_kernel_time_above_latency
     assert "host and device are one" in a["cause"]
     assert "eager's kernel time (3,131 µs) exceeds its latency (472 µs)" in a["cause"]
     assert "6.76x" in a["cause"] and "compiled's kernel time" not in a["cause"]
-    assert a["µs a call"] == "472 eager → 506 compiled"
+    assert a["µs a call"] == "472 eager → 506 compiled (separate cells)"
 
 
 def test_cpu_loss_with_the_same_kernels_is_the_compiled_calls_own_work():
@@ -204,3 +204,14 @@ def test_long_unbroken_names_wrap_inside_the_page():
 
     td = [x for x in page.STYLE.split("}") if x.strip().startswith("td{")]
     assert any("overflow-wrap:anywhere" in x and "max-width" in x for x in td), td
+
+
+def test_the_answer_gives_the_paired_blocks_us_and_the_host_phase():
+    """A contended quickstart read 'faster 1.12x' beside '608 eager → 645 compiled': per-call
+    latencies of two cells against a paired speedup. Beside a paired speedup the µs are the
+    paired blocks', and a row timed outside the fast phase says its phase."""
+    from analysis.causes import per_call
+
+    c = {"eager_latency_paired_us": 560.0, "sp": 1.12, "sp_kind": "paired",
+         "latency_median_us": 645.0}  # fmt: skip
+    assert per_call(c, {"latency_median_us": 608.0}) == "560 eager → 500 compiled (paired blocks)"
