@@ -231,3 +231,17 @@ def test_the_report_into_a_file_or_a_read_only_dir_is_one_line_and_exit_2(
         report.main([str(d)])
     assert e.value.code == 2 and f"cannot write in {d} (read-only)" in capsys.readouterr().err
     assert not (d / "report").exists()
+
+
+def test_a_resume_of_some_points_never_shrinks_the_sweeps_total(tmp_path, monkeypatch):
+    """sweep.yaml's total was this run's points only: resuming 1 of 4 points wrote total 1,
+    and the compare gate then passed a sweep whose other 3 cells never finished."""
+    from omegaconf import OmegaConf
+
+    from study.sweep import sweepdir
+
+    monkeypatch.setattr(sweepdir, "overrides", lambda config: [])
+    four = [[f"variant={v}"] for v in ("naive", "flash", "math", "cudnn")]
+    sweepdir.write_sweep_yaml(OmegaConf.create({"resume": False}), tmp_path, four, 1.0)
+    sweepdir.write_sweep_yaml(OmegaConf.create({"resume": True}), tmp_path, four[:1], 2.0)
+    assert sweepdir.clock(tmp_path)[0] == 4

@@ -265,8 +265,12 @@ def write_sweep_yaml(config: DictConfig, sweep_dir: Path, pts: list[list[str]], 
     fixed = identity.fixed_overrides(overrides(config))
     points = points_of(pts)
     if config.resume and (sweep_dir / "sweep.yaml").exists():  # a resume may add points to it
-        old = OmegaConf.to_container(OmegaConf.load(sweep_dir / "sweep.yaml")).get("points")
+        saved_before = OmegaConf.to_container(OmegaConf.load(sweep_dir / "sweep.yaml"))
+        old = saved_before.get("points")
         points = sorted({tuple(p) for p in [*(old or []), *points]})
+        # a resume of some of the points never shrinks the sweep: the compare gate counts the
+        # finished cells against this total
+        total = max(total, int(saved_before.get("total") or 0))
     saved = {"command": command(), "overrides": fixed, "total": total, "t0": t0,
              "points": [list(p) for p in points]}  # fmt: skip
     OmegaConf.save(OmegaConf.create(saved), sweep_dir / "sweep.yaml")
