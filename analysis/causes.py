@@ -39,6 +39,7 @@ from analysis.measures import (
     xs,
 )
 from analysis.style import cell_labels
+from study.observe.metrics import HOST_OVER_LATENCY
 from study.observe.stats import verdict as stats_verdict
 
 DEVICE = 0.05  # kernel time moved by more than this: the kernels' own work changed
@@ -113,10 +114,11 @@ def _host(c, e, hc, he, dc, de, won, tc, te) -> str:
             return (f"the host: eager was host-bound ({_us(he)} host against {_us(de)} device a "
                     f"call); compiled, the host takes {_us(hc)}")  # fmt: skip
         return ""
-    if hc == hc and dc == dc and hc > dc:
+    lat = number(c.get("latency_median_us"))
+    waited = hc == hc and lat == lat and hc > HOST_OVER_LATENCY * lat  # no verdict (metrics)
+    if hc == hc and dc == dc and hc > dc and not waited:
         return (f"host-bound: the compiled call's host work ({_us(hc)}) outlasts its device "
                 f"time ({_us(dc)}), so faster kernels cannot show")  # fmt: skip
-    lat = number(c.get("latency_median_us"))
     bound = host_verdict(pd.DataFrame([c])).iloc[0]
     if hc != hc and bound is True:
         return (f"host-bound: {_us(lat)} a call against {_us(tc)} of kernel time (inferred from "

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from study.observe.metrics import HOST_BOUND
+from study.observe.metrics import HOST_BOUND, HOST_OVER_LATENCY
 from study.rows.schema import SHAPE_KEYS
 
 # Every compile target, in reading order (study/rows/targets.py): eager, Inductor's modes, the
@@ -219,9 +219,12 @@ def truthy(s: pd.Series) -> pd.Series:
 
 
 def host_bound_of(r: pd.DataFrame) -> pd.Series:
-    """True/False/NA per row, by the one rule (``study.observe.metrics.host_bound``: per-call latency
-    more than 1.1x the profiler's GPU busy time per step) where both are known, else the
-    ``host_bound`` column the runtime wrote by the same rule, else NA."""
+    """True/False/NA per row, by the one rule (``study.observe.metrics.bound_verdict``): where
+    the row has ``host_us``, host time per call against device time per call
+    (``device_time_us``, else the profiler's ``gpu_us_per_step``), and NA where ``host_us`` is
+    above 1.1x the per-call latency (a call waited inside its block); for rows measured before
+    ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
+    time per step), else the ``host_bound`` column the runtime wrote."""
 
     lat, busy = column(r, "latency_median_us"), column(r, "gpu_us_per_step")
     out = pd.Series(pd.NA, index=r.index, dtype="object")
@@ -231,7 +234,14 @@ def host_bound_of(r: pd.DataFrame) -> pd.Series:
         )
         out = out.where(col.isna(), col)
     known = lat.notna() & busy.notna() & (busy > 0)
-    return out.where(~known, (lat > HOST_BOUND * busy).astype(object))
+    host = column(r, "host_us")
+    measured = host.notna() & (host > 0)
+    out = out.where(~known | measured, (lat > HOST_BOUND * busy).astype(object))
+    dev = column(r, "device_time_us").where(lambda x: x > 0).fillna(busy.where(busy > 0))
+    waited = measured & lat.notna() & (host > HOST_OVER_LATENCY * lat)
+    verdict = (host > dev).astype(object).where(dev.notna(), pd.NA)
+    out = out.where(~measured, verdict)
+    return out.where(~waited, pd.NA)
 
 
 def host_verdict(r: pd.DataFrame) -> pd.Series:

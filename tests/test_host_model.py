@@ -83,3 +83,20 @@ def test_the_entry_refuses_a_dir_without_runs_csv_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         host_model.main([str(tmp_path)])
     assert e.value.code == 2 and "no runs.csv in" in capsys.readouterr().err
+
+
+def test_the_analysis_uses_the_measured_host_time_where_a_row_has_it():
+    """host_bound_of applied the latency rule wherever latency and busy time were known,
+    overwriting the runtime's measured verdict: m3's block under default (host 285 us, device
+    568 us) read host-bound from latency 1.1x over the profiler's busy time."""
+    from analysis.measures import host_bound_of
+
+    r = pd.DataFrame([
+        {"host_us": 285.1, "device_time_us": 568.5, "latency_median_us": 567.6,
+         "gpu_us_per_step": 500.0, "host_bound": False},  # measured: GPU-bound
+        {"host_us": None, "device_time_us": 58.0, "latency_median_us": 90.0,
+         "gpu_us_per_step": 58.0, "host_bound": None},  # no host_us: inferred from latency
+        {"host_us": 95.8, "device_time_us": 2.9, "latency_median_us": 55.4,
+         "gpu_us_per_step": 2.9, "host_bound": True},  # host blocks in a slower phase: none
+    ])  # fmt: skip
+    assert host_bound_of(r).tolist() == [False, True, pd.NA]

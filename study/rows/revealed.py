@@ -128,8 +128,11 @@ def cpu_above_gpu(run, kernels, ctx=None):
         return None
     said = f"{cpu:.0f} us CPU vs {gpu:.0f} us GPU per step"
     lat = _f(run.get("latency_median_us"))
-    hb = metrics.host_bound(_f(run.get("host_us")), _f(run.get("device_time_us")) or gpu)
-    if (metrics.inferred_host_bound(lat, gpu) if hb is None else hb) is False:
+    measured = _f(run.get("host_us")) is not None
+    hb = metrics.bound_verdict({**run, "host_us": _f(run.get("host_us")), "latency_median_us": lat,
+                                "device_time_us": _f(run.get("device_time_us")),
+                                "gpu_us_per_step": gpu})[0]  # fmt: skip
+    if (hb if measured else metrics.inferred_host_bound(lat, gpu)) is False:
         return f"CPU above GPU under the profiler, GPU-bound per call: {said}, {lat:.0f} us a call"
     return f"CPU-bound: {said}"
 
