@@ -21,7 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-KEYS = ["variant", "pass", "dtype", "n", "seq_len"]  # a cell, across machines
+from study.rows.schema import SHAPE_KEYS
+
+KEYS = ["variant", "pass", "dtype", *SHAPE_KEYS, "causal", "mask", "score_mod"]  # a cell
 GRID = np.linspace(5.0, 100.0, 951)  # host speeds (gauge us) the crossover is sought in
 
 
@@ -65,9 +67,11 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
     with the eager twin's device time from the same machine's eager cell."""
     r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
     r["cell"] = _key(r)
-    eager = r[r["compile"] == "off"].set_index(["machine", "cell"])["device_time_us"]
+    # the eager cell's device time per machine (its median over repeats and processes)
+    eager = r[r["compile"] == "off"].groupby(["machine", "cell"])["device_time_us"].median()
     c = r[r["compile"] != "off"].copy()
     c["dev_e"] = [eager.get((m, k)) for m, k in zip(c["machine"], c["cell"], strict=True)]
+    c["cell"] = c["cell"] + "|" + c["compile"].astype(str)  # one mode's rows are one cell
     c = c.rename(columns={"device_time_us": "dev_c", "host_units": "u_c",
                           "eager_host_units": "u_e", "host_gauge_us": "g"})  # fmt: skip
     keep = ["machine", "cell", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",

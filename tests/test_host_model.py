@@ -100,3 +100,17 @@ def test_the_analysis_uses_the_measured_host_time_where_a_row_has_it():
          "gpu_us_per_step": 2.9, "host_bound": True},  # host blocks in a slower phase: none
     ])  # fmt: skip
     assert host_bound_of(r).tolist() == [False, True, pd.NA]
+
+
+def test_two_compile_modes_of_a_cell_are_two_cells_and_repeats_are_one():
+    """The cell key left out the mode: a reduce-overhead copy of the rows (a quarter of the
+    host time, on a 1.3x slower host) made fit_alpha -2.64. And a repeated eager cell (two
+    rows) gave a Series where one device time was wanted."""
+    r = rows(0.7)
+    ro = r[r["compile"] == "default"].assign(compile="reduce-overhead")
+    ro = ro.assign(host_us=ro["host_us"] / 4, host_gauge_us=ro["host_gauge_us"] * 1.3)
+    again = r[r["compile"] == "off"]
+    c = host_model.cells(pd.concat([r, ro, again], ignore_index=True))
+    assert host_model.fit_alpha(c[c["compile"] == "default"]) == pytest.approx(0.7, abs=1e-6)
+    assert c["dev_e"].map(lambda v: isinstance(v, float)).all()
+    assert c["cell"].str.endswith(("|default", "|reduce-overhead")).all()
