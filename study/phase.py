@@ -39,7 +39,8 @@ Held, not a percentile: on an H200 host that was slow nearly all the time (2026-
 percentile of a 10 s survey was the slow level (22.7-24.0 us, 93% of the readings "within 1.3x"
 of it) while a cell's own gauge had read 16.6 us, and 49 of its 50 rows said ``fast``. A single
 unusually fast reading is no level either (one made 99% of a run's blocks "slow"): a window of
-5 readings is. The gauge's *dip* is the lowest level 2 consecutive readings held; when the held
+5 readings is. The gauge's *dip* is the lowest level 3 consecutive readings held (the host's: the
+second lowest recorded, a level seen twice); when the held
 level sits above ``fast_ratio`` x the dip, the host showed a faster phase it never held for 5
 readings, the held level is a slow one, and the dip is judged by instead: no round is called
 fast against a slow level, and the row says so (``gauge_held`` false). A host that is slow for
@@ -69,7 +70,7 @@ LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 hos
 BEST_OF = 3
 LEVEL_QUANTILE = 0.10  # quantile() callers' default
 SUSTAIN = 5  # readings in a row the gauge must hold a level for it to be the fast level
-DIP = 2  # readings in a row that make a dip (held_level over 2 readings)
+DIP = 3  # readings in a row that make a dip (held_level over 3 readings)
 HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.cell.calibrate): a line per cell
 HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
 MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
@@ -147,7 +148,7 @@ class Phases:
         return min(levels) if levels else None
 
     def dip(self) -> float | None:
-        """The lowest level 2 consecutive readings held, the cell's own or the host's."""
+        """The lowest level 3 consecutive readings held, the cell's own or the host's."""
         own = held_level(self.readings, DIP)
         dips = [x for x in (own, self.host_dip) if x is not None]
         return min(dips) if dips else None
@@ -245,9 +246,10 @@ def read_host_level(path: Path, now: float | None = None, key: str | None = None
 
 
 def read_host_dip(path: Path, now: float | None = None, key: str | None = None) -> float | None:
-    """The lowest dip (2 consecutive readings) recorded on this boot of this host, or None."""
-    dips = [r[1] for r in _records(path, now, key) if r[1] == r[1] and r[1] > 0]
-    return min(dips) if dips else None
+    """The host's dip on this boot: the second lowest of the dips its surveys and cells recorded
+    (a faster level seen at least twice, not one cell's moment), or None with fewer than 2."""
+    dips = sorted(r[1] for r in _records(path, now, key) if r[1] == r[1] and r[1] > 0)
+    return dips[1] if len(dips) >= 2 else None
 
 
 def record_host_level(
