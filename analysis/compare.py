@@ -99,7 +99,7 @@ MEMORY_FLOOR_BYTES = 1 << 20
 HOST_PHASE = 2.0
 # A call's host cost (host_us, CUDA rows) is judged in µs where both sides' hosts ran at the same
 # speed (host_gauge_us within HOST_SPEED), else in host units; a change past HOST_COST is flagged
-# (host units of one cell were 1-13% apart across three H200 machines).
+# (host units of one cell were 3-14% apart across four H200 machines, host µs up to 40%).
 HOST_SPEED = 0.10
 HOST_COST = 0.20
 HOST_SLOWER = 1.5  # host speeds further apart: a slow phase on one side, the change not judged
@@ -352,8 +352,8 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
 def _host_cost(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(up, down) of a call's host cost: host µs per call B/A where both sides ran at the same
     host speed (their ``host_gauge_us`` within ``HOST_SPEED``), else host units (host µs over the
-    gauge's), which carry from one host to another where µs do not (benchmarks/README.md: 1-13%
-    apart across three H200 machines, µs up to 32%). Sets ``host_cost`` (the ratio) and
+    gauge's), which carry from one host to another where µs do not (benchmarks/README.md: 3-14%
+    apart across four H200 machines, µs up to 40%). Sets ``host_cost`` (the ratio) and
     ``host_cost_by`` ("µs", "units", or "" where a side has none)."""
     speed = column(m, "host_gauge_us_b") / column(m, "host_gauge_us_a")
     same = (speed - 1).abs() <= HOST_SPEED
