@@ -133,3 +133,26 @@ def test_a_host_time_far_above_the_calls_latency_gives_no_verdict():
         True, None)  # fmt: skip
     assert bound_verdict({"host_us": 56.2, "latency_median_us": 60.6, "device_time_us": 58.5}) == (
         False, None)  # fmt: skip
+
+
+def test_a_failure_of_the_host_time_blocks_costs_their_columns_only(monkeypatch):
+    """Failures are rows, not crashes: the host-time blocks are an extra measurement, and a
+    cell whose blocks fail keeps every other figure, with a note."""
+    from study.cell import phases, timing
+
+    cell = phases.Cell.__new__(phases.Cell)
+    cell.cfg = types.SimpleNamespace(timing=types.SimpleNamespace(
+        host_blocks=20, host_sleep_ms=5.0, host_calls=20))  # fmt: skip
+    cell.device, cell.notes, cell.row = "cuda", [], {}
+    cell.step = cell.eager = lambda: None
+    cell.timed = timing.Rounds("m", chunks=[[50.0]], eager=[], compiled=[], gauges=[0])
+    cell.phases = types.SimpleNamespace(level=lambda: 10.0, ratio=1.3, gauge=lambda: 10.0)
+    monkeypatch.setattr(host_cost, "available", lambda device: None)
+    monkeypatch.setattr(phases.timing, "sync", lambda device: None)
+
+    def broken(*a, **k):
+        raise RuntimeError("CUDA error: an illegal memory access")
+
+    monkeypatch.setattr(host_cost, "measure", broken)
+    cell._host_cost()
+    assert "host_us" not in cell.row and "host time per call not measured" in cell.notes[-1]
