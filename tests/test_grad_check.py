@@ -108,9 +108,10 @@ def test_eager_attention_with_a_biased_key_and_a_spare_linear_is_ok(run_inline, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_compiled_attention_with_a_biased_key_and_a_spare_linear_is_ok(run_inline, dtype):
-    row, _, _ = run_inline(*CUSTOM, "pass=fwd_bwd", "compile=default", f"dtype={dtype}",
-                           name=f"compiled_{dtype}")  # fmt: skip
+def test_compiled_attention_with_a_biased_key_and_a_spare_linear_is_ok(run_inline):
+    # fp32 only: bf16 is judged by the same rule in the eager cases above, and a second compile
+    # cost CI 30 s
+    row, _, _ = run_inline(*CUSTOM, "pass=fwd_bwd", "compile=default", "dtype=fp32",
+                           name="compiled_fp32")  # fmt: skip
     assert row["status"] == "ok", row["reason"]
     assert row["grad_max_rel_err"] <= row["tolerance"]
