@@ -4,7 +4,7 @@ Prints the Findings block from the CSVs in ``DIR`` (e.g. results/h200): its scop
 and host phase level, ``findings_scope``), the blog's claims, each
 with a verdict computed from the rows, then one section per question, each in its own module:
 what compile changes (``findings_compile``), compile effects against host effects
-(``findings_host``), the same cell in two sweeps (``findings_sweeps``), the previous study against this one (``findings_prev``; ``findings_v1`` where only v1 is kept), training
+(``findings_host``), host cost across machines (``findings_hostcost``), the same cell in two sweeps (``findings_sweeps``), the previous study against this one (``findings_prev``; ``findings_v1`` where only v1 is kept), training
 (``findings_training``), the transformer block (``findings_block``), FlexAttention
 (``findings_flex``), attention over length (``findings_scaling``), compile targets
 (``findings_targets``), real models (``findings_models``) and the sweep's own cost
@@ -24,6 +24,7 @@ from analysis import (
     findings_cost,
     findings_flex,
     findings_host,
+    findings_hostcost,
     findings_models,
     findings_predicted,
     findings_prev,
@@ -46,6 +47,7 @@ SECTIONS = [
     findings_predicted.section,
     findings_compile.section,
     findings_host.section,
+    findings_hostcost.section,
     findings_sweeps.section,
     findings_prev.section,
     findings_training.section,

@@ -56,7 +56,7 @@ def crossing(g, sp) -> float | None:
     return float(g[cross[0] + 1]) if len(cross) else None
 
 
-def _key(r: pd.DataFrame) -> pd.Series:
+def cell_key(r: pd.DataFrame) -> pd.Series:
     cols = [c for c in KEYS if c in r]
     txt = r[cols].map(lambda v: "" if pd.isna(v) else str(v))
     return txt.agg("|".join, axis=1)
@@ -66,7 +66,7 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per compiled CUDA cell and machine: its device time, host units and speedup,
     with the eager twin's device time from the same machine's eager cell."""
     r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
-    r["cell"] = _key(r)
+    r["cell"] = cell_key(r)
     # the eager cell's device time per machine (its median over repeats and processes)
     eager = r[r["compile"] == "off"].groupby(["machine", "cell"])["device_time_us"].median()
     c = r[r["compile"] != "off"].copy()
@@ -128,7 +128,7 @@ def units_spread(rows: pd.DataFrame, col: str = "host_units") -> pd.DataFrame:
     """Per cell and side, host units on each machine and their spread (max / min - 1), from the
     rows whose host time came from fast-phase blocks (``host_blocks_fast`` >= 5)."""
     r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
-    r["cell"] = _key(r) + "|" + r["compile"].astype(str)
+    r["cell"] = cell_key(r) + "|" + r["compile"].astype(str)
     if "host_blocks_fast" in r:
         r = r[pd.to_numeric(r["host_blocks_fast"], errors="coerce") >= 5]
     t = r.pivot_table(index="cell", columns="machine", values=col, aggfunc="median")
@@ -150,7 +150,7 @@ def layers(rows: pd.DataFrame) -> pd.DataFrame:
     r = rows[(rows["status"] == "ok") & rows.get("host_units", pd.Series(index=rows.index)).notna()]
     if r.empty:
         return pd.DataFrame()
-    r = r.assign(cell=_key(r))
+    r = r.assign(cell=cell_key(r))
     g = float(r["host_gauge_us"].median())
     out = []
     for k, x in r.groupby("cell"):

@@ -167,3 +167,21 @@ def test_the_method_doc_says_how_far_per_call_and_paired_agree_in_the_reference_
     assert (f"`{worst['source']}` {worst['variant']} {worst['compile']} at seq_len "
             f"{int(worst['seq_len'])}: {per_call[worst.name]:.3f} per call against "
             f"{paired[worst.name]:.3f} paired") in doc  # fmt: skip
+
+
+def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tmp_path):
+    """Every host-bound figure of the section comes with host µs, host units and the host speed
+    it ran at, per machine, and the leave-one-machine-out prediction stands beside the
+    measured speedup; without machines' rows the section says so in one line."""
+    from pathlib import Path
+
+    from analysis import findings_hostcost
+    from analysis.findings_common import read
+
+    lines = findings_hostcost.section(read(Path("results/h200")))
+    text = "\n".join(lines)
+    assert "## Host cost across machines" in text and "e611f85b" in text
+    cudnn = next(x for x in lines if x.startswith("| cudnn default |"))
+    assert cudnn.count(" µs, ") == 4 and cudnn.count(" u at G ") == 4
+    assert "24 of 24 lie within ±15%" in text
+    assert "needs `host_machines" in findings_hostcost.section({"dir": tmp_path})[1]
