@@ -75,7 +75,8 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
     c = c.rename(columns={"device_time_us": "dev_c", "host_units": "u_c",
                           "eager_host_units": "u_e", "host_gauge_us": "g"})  # fmt: skip
     keep = ["machine", "cell", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",
-            "host_us", "eager_host_us", "speedup_paired", "timing_phase"]  # fmt: skip
+            "host_us", "eager_host_us", "speedup_paired", "speedup_ci_low", "speedup_ci_high",
+            "timing_phase"]  # fmt: skip
     return c[[k for k in keep if k in c]].dropna(subset=["dev_e", "u_e", "dev_c", "u_c", "g"])
 
 
@@ -118,7 +119,9 @@ def leave_one_out(c: pd.DataFrame, alpha: float | None = None) -> pd.DataFrame:
         sp = max(dev.dev_e, host_e) / max(dev.dev_c, host_c)
         u = others[["u_e", "u_c"]].median()
         out.append({"machine": m, "cell": k, "variant": row.variant, "compile": row["compile"],
-                    "g": row.g, "alpha": a, "measured": row.speedup_paired, "predicted": sp,
+                    "g": row.g, "alpha": a, "measured": row.speedup_paired,
+                    "low": row.get("speedup_ci_low"), "high": row.get("speedup_ci_high"),
+                    "phase": row.get("timing_phase"), "predicted": sp,
                     "err": sp / row.speedup_paired - 1,
                     "crossover_g": crossover(dev.dev_e, u.u_e, dev.dev_c, u.u_c)})  # fmt: skip
     return pd.DataFrame(out)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from study.observe.metrics import HOST_BOUND, HOST_OVER_LATENCY
+from study.observe.metrics import HOST_BOUND, bound_verdict
 from study.rows.schema import SHAPE_KEYS
 
 # Every compile target, in reading order (study/rows/targets.py): eager, Inductor's modes, the
@@ -237,11 +237,14 @@ def host_bound_of(r: pd.DataFrame) -> pd.Series:
     host = column(r, "host_us")
     measured = host.notna() & (host > 0)
     out = out.where(~known | measured, (lat > HOST_BOUND * busy).astype(object))
-    dev = column(r, "device_time_us").where(lambda x: x > 0).fillna(busy.where(busy > 0))
-    waited = measured & lat.notna() & (host > HOST_OVER_LATENCY * lat)
-    verdict = (host > dev).astype(object).where(dev.notna(), pd.NA)
-    out = out.where(~measured, verdict)
-    return out.where(~waited, pd.NA)
+    cols = ["host_us", "latency_median_us", "device_time_us", "gpu_us_per_step"]
+    nums = pd.DataFrame({c: column(r, c) for c in cols}).astype(object)
+    nums = nums.where(nums.notna(), None)  # bound_verdict reads a missing figure as None
+    vals = out.to_numpy(copy=True)
+    for i in np.flatnonzero(measured.to_numpy()):  # by position: an index may repeat labels
+        hb = bound_verdict(nums.iloc[i].to_dict())[0]
+        vals[i] = pd.NA if hb is None else hb
+    return pd.Series(vals, index=r.index, dtype="object")
 
 
 def host_verdict(r: pd.DataFrame) -> pd.Series:

@@ -184,4 +184,6 @@ def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tm
     cudnn = next(x for x in lines if x.startswith("| cudnn default |"))
     assert cudnn.count(" µs, ") == 4 and cudnn.count(" u at G ") == 4
     assert "24 of 24 lie within ±15%" in text
+    m2_flash = next(x for x in lines if x.startswith("| m2 | flash |"))
+    assert "(host slow)" in m2_flash and "[0.98–0.99]" in m2_flash  # its phase and interval
     assert "needs `host_machines" in findings_hostcost.section({"dir": tmp_path})[1]
