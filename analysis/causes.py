@@ -8,8 +8,8 @@ read as no measurable difference too. The cause is the first of these the rows s
 - **graphs**: a CUDA-graph mode that did not win, with ``Memcpy DtoD`` kernels in its
   kernels.csv (the graph's input copies);
 - **host**: on the GPU, the compiled call's host time (``host_us``) outlasts its device time
-  (``device_time_us``): host-bound, so the kernels cannot carry the speedup (rows without
-  ``host_us``: inferred from latency against the profiler's busy time, and said so); a call
+  (``study.observe.metrics.device_us``): host-bound, so the kernels cannot carry the speedup
+  (rows without ``host_us``: inferred from latency against the profiler's busy time, and said so); a call
   whose kernel time fell by more than ``DEVICE`` yet did not speed up; or a win where eager was
   host-bound and compiling cut the host's work (``eager_host_us`` → ``host_us``);
 - **fusion**: fewer kernels per step than eager, or a win with kernels Inductor fused (removed
@@ -39,7 +39,7 @@ from analysis.measures import (
     xs,
 )
 from analysis.style import cell_labels
-from study.observe.metrics import HOST_OVER_LATENCY
+from study.observe.metrics import HOST_OVER_LATENCY, device_us
 from study.observe.stats import verdict as stats_verdict
 
 DEVICE = 0.05  # kernel time moved by more than this: the kernels' own work changed
@@ -158,7 +158,7 @@ def cause(c: dict, e: dict, diff: dict, kern: pd.DataFrame, tune: pd.DataFrame, 
     hc, he = number(c.get("host_us")), number(c.get("eager_host_us"))
     if he != he:
         he = number(e.get("host_us"))
-    dc, de = number(c.get("device_time_us")), number(e.get("device_time_us"))
+    dc, de = number(device_us(c)), number(device_us(e))  # free of host time
     dc, de = (tc if dc != dc else dc), (te if de != de else de)
     times = f"kernel time {_us(te)} eager → {_us(tc)} compiled"
     n, us = _dtod(kern)

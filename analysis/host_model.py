@@ -7,7 +7,8 @@ is predicted as
 
     speedup(G) = max(dev_eager, u_eager x G) / max(dev_compiled, u_compiled x G)
 
-where ``dev`` is ``device_time_us`` (graph replay) and ``u`` the rows' ``host_units`` (the
+where ``dev`` is the device time free of host time (``study.observe.metrics.device_us``: graph
+replay's, else the profiler's GPU busy time a step) and ``u`` the rows' ``host_units`` (the
 compiled row's own, and its eager twin's ``eager_host_units`` timed in the same rounds). The
 crossover is the host speed where speedup(G) falls through 1: compiling pays on faster hosts
 and loses on slower ones (None when it never crosses in 5-100 us). ``leave_one_out`` checks
@@ -21,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from study.observe.metrics import device_us
 from study.rows.schema import SHAPE_KEYS
 
 KEYS = ["variant", "pass", "dtype", *SHAPE_KEYS, "causal", "mask", "score_mod"]  # a cell
@@ -67,12 +69,15 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
     with the eager twin's device time from the same machine's eager cell."""
     r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
     r["cell"] = cell_key(r)
+    # device time free of host time (graph replay, else the profiler's GPU busy time a step)
+    r["dev"] = [device_us(x) for x in r.to_dict("records")]
+    r["dev"] = pd.to_numeric(r["dev"])
     # the eager cell's device time per machine (its median over repeats and processes)
-    eager = r[r["compile"] == "off"].groupby(["machine", "cell"])["device_time_us"].median()
+    eager = r[r["compile"] == "off"].groupby(["machine", "cell"])["dev"].median()
     c = r[r["compile"] != "off"].copy()
     c["dev_e"] = [eager.get((m, k)) for m, k in zip(c["machine"], c["cell"], strict=True)]
     c["cell"] = c["cell"] + "|" + c["compile"].astype(str)  # one mode's rows are one cell
-    c = c.rename(columns={"device_time_us": "dev_c", "host_units": "u_c",
+    c = c.rename(columns={"dev": "dev_c", "host_units": "u_c",
                           "eager_host_units": "u_e", "host_gauge_us": "g"})  # fmt: skip
     keep = ["machine", "cell", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",
             "host_us", "eager_host_us", "speedup_paired", "speedup_ci_low", "speedup_ci_high",

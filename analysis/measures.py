@@ -221,9 +221,9 @@ def truthy(s: pd.Series) -> pd.Series:
 def host_bound_of(r: pd.DataFrame) -> pd.Series:
     """True/False/NA per row, by the one rule (``study.observe.metrics.bound_verdict``): where
     the row has ``host_us``, host time per call against device time per call
-    (``device_time_us``, else the profiler's ``gpu_us_per_step``), and NA where ``host_us`` is
-    above 1.1x the per-call latency (a call waited inside its block); for rows measured before
-    ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
+    (``study.observe.metrics.device_us``: graph replay's ``device_time_us``, else the profiler's
+    ``gpu_us_per_step``), and NA where ``host_us`` is above 1.3x the per-call latency (a slower
+    phase, or a call waited inside its block); for rows measured before ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
     time per step), else the ``host_bound`` column the runtime wrote."""
 
     lat, busy = column(r, "latency_median_us"), column(r, "gpu_us_per_step")
@@ -240,6 +240,8 @@ def host_bound_of(r: pd.DataFrame) -> pd.Series:
     cols = ["host_us", "latency_median_us", "device_time_us", "gpu_us_per_step"]
     nums = pd.DataFrame({c: column(r, c) for c in cols}).astype(object)
     nums = nums.where(nums.notna(), None)  # bound_verdict reads a missing figure as None
+    if "device_time_method" in r:  # which device time is free of host time (metrics.device_us)
+        nums["device_time_method"] = r["device_time_method"].astype(object).to_numpy()
     vals = out.to_numpy(copy=True)
     for i in np.flatnonzero(measured.to_numpy()):  # by position: an index may repeat labels
         hb = bound_verdict(nums.iloc[i].to_dict())[0]

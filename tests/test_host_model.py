@@ -114,3 +114,26 @@ def test_two_compile_modes_of_a_cell_are_two_cells_and_repeats_are_one():
     assert host_model.fit_alpha(c[c["compile"] == "default"]) == pytest.approx(0.7, abs=1e-6)
     assert c["dev_e"].map(lambda v: isinstance(v, float)).all()
     assert c["cell"].str.endswith(("|default", "|reduce-overhead")).all()
+
+
+def test_a_do_bench_device_time_is_not_read_as_host_free():
+    """do_bench times a CUDA-graph mode's call as issued, so a host-bound call reads its host
+    time there: Linear under reduce-overhead on an H200 read 95.9 us of "device" time for 7.0 us
+    of kernels and 92.5 us of host a call, and the verdict said GPU-bound. Graph replay's device
+    time stays the figure where the row has it."""
+    from analysis.measures import host_bound_of
+    from study.observe.metrics import bound_verdict, device_us
+
+    ro = {"host_us": 92.5, "device_time_us": 95.9, "device_time_method": "do_bench_l2_flush",
+          "latency_median_us": 87.9, "gpu_us_per_step": 7.0}  # fmt: skip
+    replay = {**ro, "device_time_us": 2.9, "device_time_method": "cuda_graph_replay_x20"}
+    assert device_us(ro) == 7.0 and device_us(replay) == 2.9
+    assert bound_verdict(ro) == (True, None)
+    assert device_us({"device_time_us": 58.0, "device_time_method": float("nan")}) == 58.0
+    assert host_bound_of(pd.DataFrame([ro, replay])).tolist() == [True, True]
+    r = rows()
+    r.loc[r["compile"] == "default", "device_time_method"] = "do_bench_l2_flush"
+    r["gpu_us_per_step"] = r["device_time_us"]
+    r.loc[r["compile"] == "default", "device_time_us"] = 95.9  # host time, not device
+    c = host_model.cells(r)
+    assert c["dev_c"].tolist() == pytest.approx([58.0, 3.0] * 3)

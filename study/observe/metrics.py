@@ -83,7 +83,30 @@ def bound_verdict(row: dict) -> tuple[bool | None, str | None]:
             f"{lat:.0f} us: its blocks ran in a slower host phase than the timed rounds, or a "
             "call waited inside its block; no host_bound verdict is drawn from it"
         )
-    return host_bound(host, row.get("device_time_us") or row.get("gpu_us_per_step")), None
+    return host_bound(host, device_us(row)), None
+
+
+def device_us(row: dict) -> float | None:
+    """Device µs per call for the bound verdict: ``device_time_us`` where a CUDA graph's replay
+    timed it (no host in it). Where do_bench timed it (CUDA-graph modes, training steps), its
+    events bracket the call as issued, so a host-bound call reads its host time there (Linear
+    under reduce-overhead, H200: 95.9 us "device" for 7.0 us of kernels, 87.9 us a call): the
+    profiler's GPU busy time per step (``gpu_us_per_step``) instead, where the row has it."""
+    dev, busy = _num(row.get("device_time_us")), _num(row.get("gpu_us_per_step"))
+    method = row.get("device_time_method")
+    method = method if isinstance(method, str) else ""  # a blank cell reads as NaN
+    if dev and (method.startswith("cuda_graph_replay") or not method or not busy):
+        return dev
+    return busy or dev
+
+
+def _num(x) -> float | None:
+    """A figure, or None for a missing one (None, NaN, pandas' NA)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v else None
 
 
 def inferred_host_bound(latency_us: float | None, gpu_busy_us: float | None) -> bool | None:

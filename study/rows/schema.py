@@ -398,8 +398,10 @@ RUN = (
         Col(
             "host_bound",
             "bool",
-            "GPU only: host_us > device_time_us (the profiler's gpu_us_per_step where there is no "
-            "device time): the host's work per call outlasts the GPU's, so the GPU waits and "
+            "GPU only: host_us > the device time per call free of host time (device_time_us "
+            "where CUDA graph replay timed it, else the profiler's gpu_us_per_step: do_bench "
+            "times a call as issued, host included): the host's work per call outlasts the "
+            "GPU's, so the GPU waits and "
             "the latency moves with the host's speed. The one definition "
             "(study.observe.metrics.host_bound); rows measured before host_us existed fall back "
             "to an inference from latency (latency_median_us > 1.1 x gpu_us_per_step), which "
