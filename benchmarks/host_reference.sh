@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The host-cost layer of results/h200: the reference experiments again, on one machine, with
+# every row's host us and host units measured (study.cell.host_cost), to restate FINDINGS.md's
+# host-bound claims from measured host time instead of latency differences.
+#   bash benchmarks/host_reference.sh OUTDIR SET...
+# SETs: parts (part1, part2, part3 under off, default and max-autotune-no-cudagraphs: every fwd
+# cell of the ladder, 33 cells), train (flash and cuDNN fwd_bwd, eager and default, behind 5 and
+# 40 ms of queued GPU sleep: does a training step's host time depend on how deep the queue is?),
+# models (gpt2, bert fwd, off and default), block (the block fwd, off and default), targets
+# (linear and cuDNN under off, dynamo_eager, aot_eager, default, cpp_wrapper: one layer each),
+# stability (benchmarks/stability.py --repeats 2 on four cells).
+# Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
+# gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
+# is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
+set -uo pipefail
+out=$(realpath -m "$1"); shift; mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+deadline=$((SECONDS + ${LIMIT:-86400}))
+pack() {
+  tar czf "$out.tgz.part" --exclude='*.json.gz' --exclude=generated --exclude=.compile_cache \
+    --exclude='*.lock' -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null \
+    && mv -f "$out.tgz.part" "$out.tgz"
+}
+if [ -n "${SNAP:-}" ]; then
+  ( trap exit TERM; while :; do sleep 60 & wait $!; pack; done ) >/dev/null 2>&1 &
+  snapper=$!
+  trap 'kill $snapper 2>/dev/null; pack' EXIT
+else
+  trap pack EXIT
+fi
+{
+  echo "boot_id $(cat /proc/sys/kernel/random/boot_id)"
+  echo "cores $(nproc)"
+  lscpu | grep -E "Model name|Hypervisor" || true
+  python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} > "$out/machine.md"
+cat "$out/machine.md"
+python3 -m study.phase 10 | tee "$out/survey.md"
+q='^\[study\]|Error|error:'
+sweep() {  # NAME OVERRIDES...: one sweep into OUTDIR/NAME, cut at the deadline
+  local name=$1; shift
+  local left=$((deadline - SECONDS))
+  if [ "$left" -lt 20 ]; then echo "skipped $name: the deadline"; return; fi
+  local s=$SECONDS
+  timeout -s TERM -k 10 "$left" python3 -m study.run -m out_root="$out/$name" "$@" 2>&1 \
+    | tee -a "$out/$name.log" | grep -E "$q"
+  echo "WALL $((SECONDS - s)) s: $name $*"
+}
+for set in "$@"; do
+  case $set in
+    parts)
+      for p in part3 part2 part1; do
+        sweep $p +experiment=$p compile=off,default,max-autotune-no-cudagraphs
+      done ;;
+    train)
+      sweep train variant=flash,cudnn compile=off,default pass=fwd_bwd timing.host_sleep_ms=5,40 ;;
+    models)
+      sweep models variant=gpt2,bert compile=off,default ;;
+    block)
+      sweep block variant=block compile=off,default ;;
+    targets)
+      sweep targets variant=linear,cudnn compile=off,dynamo_eager,aot_eager,default,cpp_wrapper ;;
+    stability)
+      left=$((deadline - SECONDS))
+      [ "$left" -gt 60 ] && timeout -s TERM -k 10 "$left" python3 benchmarks/stability.py \
+        --cells linear/default,cudnn/default,linear/off,cudnn/off --repeats 2 --out "$out/stability" \
+        2>&1 | tee "$out/stability.md" | grep -v -E 'HYDRA|Warning' ;;
+    *) echo "unknown SET $set"; exit 2 ;;
+  esac
+done
+python3 -m study.phase 5 | tee -a "$out/survey.md"  # the host after the cells
