@@ -8,7 +8,8 @@
 # 40 ms of queued GPU sleep: does a training step's host time depend on how deep the queue is?),
 # models (gpt2, bert fwd, off and default), block (the block fwd, off and default), targets
 # (linear and cuDNN under off, dynamo_eager, aot_eager, default, cpp_wrapper: one layer each),
-# stability (benchmarks/stability.py --repeats 2 on four cells).
+# stability (benchmarks/stability.py --repeats 2 on four cells), probe (benchmarks/host_vs_probe.py:
+# the study's host us against an independent probe's, in one process).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -66,6 +67,10 @@ for set in "$@"; do
       [ "$left" -gt 60 ] && timeout -s TERM -k 10 "$left" python3 benchmarks/stability.py \
         --cells linear/default,cudnn/default,linear/off,cudnn/off --repeats 2 --out "$out/stability" \
         2>&1 | tee "$out/stability.md" | grep -v -E 'HYDRA|Warning' ;;
+    probe)
+      left=$((deadline - SECONDS))
+      [ "$left" -gt 40 ] && timeout -s TERM -k 10 "$left" python3 benchmarks/host_vs_probe.py \
+        2>&1 | tee "$out/vs_probe.md" ;;
     *) echo "unknown SET $set"; exit 2 ;;
   esac
 done
