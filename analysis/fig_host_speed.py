@@ -1,10 +1,10 @@
 """At what host speed does compiling stop paying? One curve per compiled CUDA cell: the paired
 speedup predicted at host speed G (the gauge's µs, study.phase) by latency ~ max(device µs,
 host µs at G) (analysis.host_model.curve: host units x G, or host µs scaled as G ** alpha where
-the rows span enough host speeds to fit alpha), each machine's measured speedup as a point at the host
-speed its row saw, and the crossover where the curve falls through 1. Cells whose curve is flat
-over the range (GPU-bound on both sides at every host speed drawn) are left out. Returns
-``(figure, sentence)`` or raises ``Skip``."""
+the rows span enough host speeds to fit alpha), each machine's measured speedup as a point at
+the host speed its paired rounds ran at (``g_timed``), and the crossover where the curve falls
+through 1. Cells whose curve is flat over the range (GPU-bound on both sides at every host
+speed drawn) are left out. Returns ``(figure, sentence)`` or raises ``Skip``."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def host_speed(d) -> tuple:
     colors = [f"C{i}" for i in range(len(curves))]
     for i, ((name, x, sp, cross), col) in enumerate(zip(curves, colors, strict=True)):
         ax.plot(G, sp, color=col, lw=1.6, label=name)
-        ax.scatter(x["g"], x["speedup_paired"], color=col, edgecolor="black", s=40, zorder=3)
+        g = x["g_timed"] if "g_timed" in x else x["g"]  # the paired rounds' host speed
+        ax.scatter(g, x["speedup_paired"], color=col, edgecolor="black", s=40, zorder=3)
         if cross is not None:
             ax.axvline(cross, color=col, lw=0.8, ls=":")
             ax.annotate(f"{sig(cross, 3)} µs", (cross, 1.0), fontsize=7, color=col,

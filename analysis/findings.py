@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> None:
         if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
             findings_summary.write(README, findings_summary.summary(read(Path(args.dir))))
             print(f"wrote the summary block in {README}")
+        said = findings_hostcost.draw(Path(args.dir))
+        if said:
+            print(f"drew {findings_hostcost.FIGURE}.png: {said}")
     else:
         print(text, end="")
 

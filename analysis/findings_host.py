@@ -119,7 +119,9 @@ def section(data: dict) -> list[str]:
     ]
     out = [
         "",
-        "Compile effects against host effects (forward, cells host-bound on either side; paired "
+        "Compile effects against host effects, inferred from latency (the reference rows "
+        "measured no host time: the measured figures are under Host cost measured; forward, "
+        "cells host-bound on either side; paired "
         "rounds: eager and compiled in one process, same host phase; a host-bound call's latency "
         "is its host time, so host µs a call = compiled latency − eager's where both are "
         "host-bound, at least that (≥) where only the compiled call is, at most (≤) where only "
@@ -134,7 +136,7 @@ def section(data: dict) -> list[str]:
                 "kernels eager → compiled",
                 "device µs eager → compiled",
                 "latency µs eager → compiled",
-                "host µs a call",
+                "host µs a call, inferred",
                 "cause",
             ],
             body,
@@ -255,7 +257,8 @@ def rule(rs: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
             + " (host/device µs)."
         )
     return (
-        f"The rule, Inductor without CUDA graphs, over the {len(use)} cell(s) host-bound on both "
+        f"Inferred from latency, Inductor without CUDA graphs, over the {len(use)} cell(s) "
+        "host-bound on both "
         f"sides ({cells}): a compiled call's host time against eager's dispatch ranged "
         f"{_signed(added.min(), added.max(), star)} µs (median {added.median():+.1f}{star})"
         f"{kept}. It grows with the launches a call makes and shrinks with the ones compile "

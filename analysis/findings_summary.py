@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import findings_compile, findings_flex, findings_host, training
+from analysis import findings_compile, findings_flex, findings_host, findings_hostcost, training
 from analysis.findings_causes import slow_cause
 from analysis.findings_claims import claims, claims_source, eager_attention
 from analysis.findings_common import is_fast, of, one_core, phase_note, sp_text
@@ -136,9 +136,19 @@ def costs(data: dict, every: list[dict]) -> str:
         f"{x['label']} {sp_text(x)}" + (f" ({slow_cause(x)})" if slow_cause(x) else "")
         for x in lost
     )
+    measured = findings_hostcost.headline(data)
     rule = findings_host.rule_figures(findings_host.frame(data["runs"]), data["runs"])
     said = ""
-    if rule:
+    if measured:
+        h = measured
+        said = (
+            f"; measured on {h['machines']} machines, a host-bound call compiled without CUDA "
+            f"graphs costs the host {h['median']:+.1f} µs more than eager's (median over "
+            f"{h['n']} cells, {h['lo']:+.1f} to {h['hi']:+.1f}; {h['units']:+.2f} host units at "
+            f"G = {sig(h['g_lo'])}–{sig(h['g_hi'])} µs), so a call with less GPU work than its "
+            f"compiled host time ({sig(h['host_lo'])}–{sig(h['host_hi'])} µs) loses"
+        )
+    elif rule:
         s = rule["star"]
         said = (
             f"; a host-bound call compiled without CUDA graphs took {rule['host']}{s} µs of host "

@@ -13,8 +13,10 @@ compiled row's own, and its eager twin's ``eager_host_units`` timed in the same 
 crossover is the host speed where speedup(G) falls through 1: compiling pays on faster hosts
 and loses on slower ones (None when it never crosses in 5-100 us). ``leave_one_out`` checks
 the model where it counts: each machine's speedups predicted from the other machines' units
-and device times, at the host speed the row itself saw (``host_gauge_us``). Pure pandas; the
-rows come from runs.csv. ``python benchmarks/host_model.py DIR...`` prints the tables.
+and device times, at the host speed the row's paired rounds ran at (``gauge_own_us``, the level
+the cell's gauge held while it was timed; ``host_gauge_us`` where a row lacks it: the host-cost
+blocks and the paired rounds can fall in different phases, and the speedup is the rounds').
+Pure pandas; the rows come from runs.csv. ``python benchmarks/host_model.py DIR...`` prints the tables.
 """
 
 from __future__ import annotations
@@ -79,8 +81,12 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
     c["cell"] = c["cell"] + "|" + c["compile"].astype(str)  # one mode's rows are one cell
     c = c.rename(columns={"dev": "dev_c", "host_units": "u_c",
                           "eager_host_units": "u_e", "host_gauge_us": "g"})  # fmt: skip
+    # the host speed of the paired rounds: the level the cell's own gauge held while timed
+    own = pd.to_numeric(c["gauge_own_us"], errors="coerce") if "gauge_own_us" in c else None
+    c["g_timed"] = c["g"] if own is None else own.fillna(c["g"])
     keep = ["machine", "cell", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",
-            "host_us", "eager_host_us", "speedup_paired", "speedup_ci_low", "speedup_ci_high",
+            "g_timed", "host_us", "eager_host_us", "speedup_paired", "speedup_ci_low",
+            "speedup_ci_high",
             "timing_phase"]  # fmt: skip
     return c[[k for k in keep if k in c]].dropna(subset=["dev_e", "u_e", "dev_c", "u_c", "g"])
 
@@ -107,9 +113,9 @@ def fit_alpha(c: pd.DataFrame) -> float:
 
 def leave_one_out(c: pd.DataFrame, alpha: float | None = None) -> pd.DataFrame:
     """Each machine's paired speedups predicted from the other machines' device times and host
-    times, at the host speed its own row saw (``g``); ``err`` = predicted / measured - 1. The
-    host time at G is a training row's ``host_us x (G / its g) ** alpha`` (median over the other
-    machines), with ``alpha`` fitted on the other machines (``fit_alpha``) unless given;
+    times, at the host speed its own paired rounds ran at (``g_timed``, else ``g``); ``err`` =
+    predicted / measured - 1. The host time at G is a training row's ``host_us x (G / its g) **
+    alpha`` (median over the other machines), with ``alpha`` fitted on the other machines (``fit_alpha``) unless given;
     ``alpha=1`` is units x G."""
     out = []
     for (m, k), x in c.groupby(["machine", "cell"]):
@@ -118,13 +124,14 @@ def leave_one_out(c: pd.DataFrame, alpha: float | None = None) -> pd.DataFrame:
             continue
         a = fit_alpha(c[c["machine"] != m]) if alpha is None else alpha
         row, dev = x.iloc[0], others[["dev_e", "dev_c"]].median()
-        scale = (row.g / others["g"]) ** a
+        g = row.g_timed if "g_timed" in x and row.g_timed == row.g_timed else row.g
+        scale = (g / others["g"]) ** a
         host_c = float((others["host_us"] * scale).median())
         host_e = float((others["eager_host_us"] * scale).median())
         sp = max(dev.dev_e, host_e) / max(dev.dev_c, host_c)
         u = others[["u_e", "u_c"]].median()
         out.append({"machine": m, "cell": k, "variant": row.variant, "compile": row["compile"],
-                    "g": row.g, "alpha": a, "measured": row.speedup_paired,
+                    "g": g, "alpha": a, "measured": row.speedup_paired,
                     "low": row.get("speedup_ci_low"), "high": row.get("speedup_ci_high"),
                     "phase": row.get("timing_phase"), "predicted": sp,
                     "err": sp / row.speedup_paired - 1,

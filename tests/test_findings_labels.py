@@ -105,22 +105,29 @@ def test_a_slow_or_mixed_rows_figure_is_quoted_with_its_phase():
 
 def test_the_host_cost_headline_is_over_every_host_bound_cell_and_names_how_many():
     """'A call compiled without CUDA graphs costs the host 33.3-40.7 µs more' came from three
-    Linear rows; matmul_add n=64 adds 20.4 µs, and flex sliding_window 1024 (fast) takes 93.8
-    µs for 62.9 µs of device time. The headline covers them and says over how many cells."""
+    Linear rows, inferred from latency; matmul_add n=64 adds 20.4 µs. The headline is measured
+    host time, over every cell host-bound compiled on three machines, with its spread and how
+    many cells; every cell it names is host-bound (host µs over device µs) in the rows."""
     import re
 
-    from analysis import findings_host
+    from analysis import findings_hostcost
     from analysis.findings_common import read
 
     (costs,) = [x for x in _summary().splitlines() if x.startswith("- It costs")]
     assert "33.3–40.7 µs more" not in costs
-    m = re.search(r"took ([\d.,]+)–([\d.,]+) µs of host time over (\d+) cells", costs)
+    m = re.search(r"measured on (\d) machines, .* costs the host \+([\d.]+) µs more than "
+                  r"eager's \(median over (\d+) cells, \+([\d.]+) to \+([\d.]+);", costs)  # fmt: skip
     assert m, costs
-    lo, hi, n = (float(g.replace(",", "")) for g in m.groups())
-    side = findings_host.host_side(read(REF)["runs"])
-    assert n == len(side) > 3 and lo <= 93.8 <= hi
-    assert "+20.5" in FINDINGS.read_text().split("The rule, Inductor without CUDA graphs")[1]
-    assert "flex default (sliding_window, 1024) `flex` 93.8/62.9" in FINDINGS.read_text()
+    machines, med, n, lo, hi = (float(g) for g in m.groups())
+    h = findings_hostcost.headline(read(REF))
+    assert (machines, n) == (h["machines"], h["n"]) and machines >= 3 and n > 3
+    assert lo <= med <= hi and lo <= 25.0 <= hi  # matmul_add n=64 default is among them
+    rows = pd.concat([pd.read_csv(f, low_memory=False) for f in
+                      (REF / "host_machines").glob("m[567]/runs.csv")])  # fmt: skip
+    for name in ("linear default", "matmul_add n=64 default", "cudnn default"):
+        assert name in h["cells"]
+    lin = rows[(rows.variant == "linear") & (rows["compile"] == "default")]
+    assert (lin.host_us > lin.device_time_us).all()  # host-bound on every machine
 
 
 def test_the_blocks_speed_claim_is_device_time_and_kernel_sums_are_labelled():
@@ -170,20 +177,46 @@ def test_the_method_doc_says_how_far_per_call_and_paired_agree_in_the_reference_
 
 
 def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tmp_path):
-    """Every host-bound figure of the section comes with host µs, host units and the host speed
-    it ran at, per machine, and the leave-one-machine-out prediction stands beside the
-    measured speedup; without machines' rows the section says so in one line."""
-    from pathlib import Path
-
+    """The measured layer: three machines of one code hash, named by boot; each cell's host µs
+    and host units eager and compiled, the host speed G they ran at and the bound, a range over
+    machines called a range; the leave-one-machine-out prediction summed up; machines of
+    another code hash named and left out; without machines' rows, one line says so."""
     from analysis import findings_hostcost
     from analysis.findings_common import read
 
-    lines = findings_hostcost.section(read(Path("results/h200")))
+    lines = findings_hostcost.section(read(REF))
     text = "\n".join(lines)
-    assert "## Host cost across machines" in text and "e611f85b" in text
-    cudnn = next(x for x in lines if x.startswith("| cudnn default |"))
-    assert cudnn.count(" µs, ") == 4 and cudnn.count(" u at G ") == 4
-    assert "24 of 24 lie within ±15%" in text
-    m2_flash = next(x for x in lines if x.startswith("| m2 | flash |"))
-    assert "(host slow)" in m2_flash and "[0.98–0.99]" in m2_flash  # its phase and interval
+    assert "## Host cost measured" in text and "one code hash (c5868f884bfd)" in text
+    assert all(b in text for b in ("d2a61ac1", "35c008fd", "1b2aa016"))
+    assert "(a range, not an interval)" in text and "95%" not in text
+    (lin,) = [x for x in lines if x.startswith("| linear default | `part2` |")]
+    cols = [c.strip() for c in lin.split("|")[1:-1]]
+    assert "→" in cols[3] and "→" in cols[4] and "–" in cols[5] and cols[6] == "host"
+    assert "within ±10%" in text and "host-bound compiled" in text
+    assert "Left out, another code hash: m1 (boot b8ea21cd)" in text
+    import re
+
+    (cross,) = [x for x in lines if x.startswith("Where compiling stops paying")]
+    g = float(re.search(r"cudnn default `part3` ([\d.]+) µs", cross).group(1))
+    assert 10 < g < 20  # at the line: the machines' G (12.6-16 µs) straddle it
+    both = cross.split("host-bound on both sides throughout")[1]
+    assert "linear default `part2`" in both and "cudnn" not in both
     assert "needs `host_machines" in findings_hostcost.section({"dir": tmp_path})[1]
+
+
+def test_machines_of_another_code_hash_are_left_out_of_the_measured_layer(tmp_path):
+    """Two machines at one code hash and one at another: the layer is the two; the third's
+    rows change nothing in the table and are named as left out."""
+    from analysis import findings_hostcost
+
+    src = pd.read_csv(REF / "host_machines" / "m5" / "runs.csv", low_memory=False)
+    for name, code, scale in (("a", "aaa", 1.0), ("b", "aaa", 1.0), ("c", "bbb", 10.0)):
+        d = tmp_path / "host_machines" / name
+        d.mkdir(parents=True)
+        src.assign(code_hash=code, host_us=src.host_us * scale).to_csv(d / "runs.csv")
+    machines = findings_hostcost._machines(tmp_path)
+    assert findings_hostcost.layer(machines) == ("aaa", ["a", "b"], ["c"])
+    text = "\n".join(findings_hostcost.section({"dir": tmp_path}))
+    assert "Left out, another code hash: c" in text and "2 H200 machines" in text
+    (lin,) = [x for x in text.splitlines() if x.startswith("| linear default | `part2` |")]
+    assert "→ 60.7 |" in lin  # m5's own 60.7 µs, not ten times it

@@ -137,3 +137,18 @@ def test_a_do_bench_device_time_is_not_read_as_host_free():
     r.loc[r["compile"] == "default", "device_time_us"] = 95.9  # host time, not device
     c = host_model.cells(r)
     assert c["dev_c"].tolist() == pytest.approx([58.0, 3.0] * 3)
+
+
+def test_a_speedup_is_predicted_at_the_host_speed_of_its_paired_rounds():
+    """On a mostly slow host the host-cost blocks can run slow (gauge 26 µs around them) while
+    the paired rounds ran fast (the cell's gauge held 13 µs): the speedup belongs to the rounds,
+    so it is predicted at 13, not at the blocks' 26 (m3's cuDNN: 1.0x, not 0.53x)."""
+    r = rows(speeds=(13.0, 16.0, 26.0))
+    timed = r["machine"].map({"m1": 13.0, "m2": 16.0, "m3": 13.0})
+    sp = [max(58.0, 1.4 * g) / max(58.0, 4.2 * g) if v == "cudnn" else max(3.0, 1.3 * g)
+          / max(3.0, 4.1 * g) for v, g in zip(r["variant"], timed, strict=True)]  # fmt: skip
+    r = r.assign(gauge_own_us=timed, speedup_paired=r["speedup_paired"].where(
+        r["compile"] == "off", pd.Series(sp, r.index)))  # fmt: skip
+    lo = host_model.leave_one_out(host_model.cells(r), alpha=1.0).set_index(["machine", "variant"])
+    assert lo.loc[("m3", "cudnn"), "g"] == 13.0
+    assert abs(lo.loc[("m3", "cudnn"), "err"]) < 1e-6
