@@ -146,7 +146,8 @@ def costs(data: dict, every: list[dict]) -> str:
             f"graphs costs the host {h['median']:+.1f} µs more than eager's (median over "
             f"{h['n']} cells, {h['lo']:+.1f} to {h['hi']:+.1f}; {h['units']:+.2f} host units at "
             f"G = {sig(h['g_lo'])}–{sig(h['g_hi'])} µs), so a call with less GPU work than its "
-            f"compiled host time ({sig(h['host_lo'])}–{sig(h['host_hi'])} µs) loses"
+            f"compiled host time ({sig(h['host_lo'])}–{sig(h['host_hi'])} µs) loses unless its "
+            "kernels save more"
         )
     elif rule:
         s = rule["star"]

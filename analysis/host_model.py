@@ -68,9 +68,12 @@ def cell_key(r: pd.DataFrame) -> pd.Series:
 
 def cells(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per compiled CUDA cell and machine: its device time, host units and speedup,
-    with the eager twin's device time from the same machine's eager cell."""
+    with the eager twin's device time from the same machine's eager cell. Where rows name
+    their experiment (``source``), one cell in two experiments is two cells."""
     r = rows[(rows["status"] == "ok") & (rows["device"] == "cuda")].copy()
     r["cell"] = cell_key(r)
+    if "source" in r:
+        r["cell"] = r["source"].fillna("").astype(str) + ":" + r["cell"]
     # device time free of host time (graph replay, else the profiler's GPU busy time a step)
     r["dev"] = [device_us(x) for x in r.to_dict("records")]
     r["dev"] = pd.to_numeric(r["dev"])
@@ -84,7 +87,7 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
     # the host speed of the paired rounds: the level the cell's own gauge held while timed
     own = pd.to_numeric(c["gauge_own_us"], errors="coerce") if "gauge_own_us" in c else None
     c["g_timed"] = c["g"] if own is None else own.fillna(c["g"])
-    keep = ["machine", "cell", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",
+    keep = ["machine", "cell", "source", "variant", "compile", "dev_e", "u_e", "dev_c", "u_c", "g",
             "g_timed", "host_us", "eager_host_us", "speedup_paired", "speedup_ci_low",
             "speedup_ci_high",
             "timing_phase"]  # fmt: skip
