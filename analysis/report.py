@@ -267,6 +267,28 @@ def _dirname(source: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=,-]+", "_", source)
 
 
+BREAK_CODE = re.compile(r"(GB\d+) \(x(\d+)\)")
+BREAK_KIND = re.compile(r"(GB\d+): ([^\n|]+)")
+
+
+def graph_breaks(runs: pd.DataFrame) -> pd.DataFrame:
+    """Graph breaks over the sweep by Dynamo's registry code (``graph_break_codes``): the
+    break's type (the first line of a reason with that code), the breaks summed over the rows
+    and the cells that broke so; empty where no row has a code."""
+    if "graph_break_codes" not in runs:
+        return pd.DataFrame()
+    seen: dict[str, dict] = {}
+    for _, r in runs.iterrows():
+        kinds = dict(BREAK_KIND.findall(str(r.get("graph_break_reasons") or "")))
+        for code, n in BREAK_CODE.findall(str(r.get("graph_break_codes") or "")):
+            x = seen.setdefault(code, {"code": code, "type": kinds.get(code, "").strip(),
+                                       "breaks": 0, "cells": []})  # fmt: skip
+            x["breaks"] += int(n)
+            x["cells"].append(f"{r['variant']} {r['compile']}")
+    rows = [{**x, "cells": ", ".join(sorted(set(x["cells"])))} for x in seen.values()]
+    return pd.DataFrame(rows).sort_values("breaks", ascending=False) if rows else pd.DataFrame()
+
+
 def _section(into, key: str, title: str, df: pd.DataFrame, count: str, note: str = "") -> None:
     """One table of a source, appended to report.md's lines, report.html's contents and body
     (``into`` = (md, toc, body, source anchor)); nothing for an empty table."""
@@ -399,6 +421,9 @@ def _tables(doc, ds: dict, sid: str) -> None:
                   "with it.")  # fmt: skip
     _section(into, "autotune", "What max-autotune picked",
              picks.drop(columns="source", errors="ignore"), " ops", picks_note)  # fmt: skip
+    breaks_note = ("Summed over this source's rows: a code names one kind of break in Dynamo's "
+                   "graph-break registry; each row's graph_break_reasons holds the full text.")  # fmt: skip
+    _section(into, "breaks", "Graph breaks by code", graph_breaks(r), " codes", breaks_note)
     _section(into, "bad", "Rows that are not ok", failures(r), "")
 
 

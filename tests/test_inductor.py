@@ -62,3 +62,22 @@ def test_compiled_math_then_flash_prove_their_own_backend_in_one_cold_sweep(tmp_
     rows = io.read_csv(next((tmp_path / "sweeps").iterdir()) / "runs.csv")
     seen = {x["variant"]: (x["status"], x["backend_seen"]) for x in rows}
     assert seen == {"math": ("ok", "math"), "flash": ("ok", "flash")}, rows
+
+
+def test_a_graph_break_carries_its_registry_code_where_this_torch_has_one(tmp_path):
+    """torch.compile's graph-break registry (torch 2.8+) names the deliberate break
+    (``torch._dynamo.graph_break()``); its code is in front of the reason and counted in
+    graph_break_codes, and the report sums the codes over the sweep."""
+    from analysis.report import graph_breaks as by_code
+    from study.observe import graph_breaks
+
+    kinds = graph_breaks.registry()
+    if not kinds:
+        pytest.skip("this torch has no graph-break registry")
+    code = kinds["Call to `torch._dynamo.graph_break()`"]
+    row, _ = run(tmp_path, "break", "variant=naive_break", "compile=default")
+    assert row["graph_break_reasons"].startswith(f"{code}: Call to `torch._dynamo.graph_break()`")
+    assert f"{code} (x" in row["graph_break_codes"]
+    table = by_code(__import__("pandas").DataFrame([row, row]))
+    (line,) = table[table["code"] == code].to_dict("records")
+    assert line["breaks"] == 2 * int(row["graph_breaks"]) and "naive_break default" in line["cells"]

@@ -29,6 +29,8 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from study.observe import graph_breaks
+
 KERNEL_DEF = re.compile(r"^(?P<name>(?:triton|cpp)_\w+) = async_compile\.(?P<kind>\w+)\(", re.M)
 ORIGIN = re.compile(r"Original ATen: \[(?P<ops>[^\]]*)\]")
 FX_LINE = re.compile(r"^\s*(?P<node>\w+)(?:: [^=]*)? = torch\.ops\.(?P<op>[\w.]+)\(", re.M)
@@ -385,7 +387,7 @@ def metrics() -> dict:
         "cache_misses": misses,
         "graphs": counters["stats"].get("unique_graphs", 0),
         "graph_breaks": sum(breaks.values()),
-        "graph_break_reasons": " | ".join(f"{k} (x{v})" for k, v in breaks.items()),
+        **graph_breaks.columns(breaks),  # reasons, and counts by registry code (GB0059)
         "recompiles": len(recompiles),
         "recompile_reasons": " | ".join(recompiles),
         "cudagraph_skips": ind.get("cudagraph_skips", 0),

@@ -503,7 +503,20 @@ RUN = (
         Col("fxgraph_cache_misses", "", "Inductor FX graph cache misses"),
         Col("graphs", "", "graphs Dynamo captured"),
         Col("graph_breaks", "", "graph breaks"),
-        Col("graph_break_reasons", "", "graph break reasons with counts"),
+        Col(
+            "graph_break_reasons",
+            "",
+            "graph break reasons with counts, each with its "
+            "registry code in front where this torch has the registry (GB0059: Failed to trace "
+            "builtin operator …)",
+        ),
+        Col(
+            "graph_break_codes",
+            "",
+            "graph breaks counted by registry code ('GB0059 (x2)', one per code, joined as "
+            "the reasons are): the report sums them over a sweep; blank without breaks or on a "
+            "torch without Dynamo's graph-break registry (before 2.8)",
+        ),
         Col("recompiles", "", "recompilations"),
         Col("recompile_reasons", "", "why Dynamo recompiled"),
         Col("cudagraph_skips", "", "graphs where Inductor skipped CUDA graphs"),
@@ -937,6 +950,7 @@ NON_NUMERIC = frozenset(
         "dominant_kernel",
         "graph_launched",
         "graph_break_reasons",
+        "graph_break_codes",
         "recompile_reasons",
         "cudagraph_skip_reasons",
         "generated_dir",
