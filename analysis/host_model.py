@@ -154,6 +154,7 @@ def units_spread(rows: pd.DataFrame, col: str = "host_units") -> pd.DataFrame:
     return t
 
 
+SKIP_GUARDS = "+skip_guards"  # a target's rows under compile.stance=skip_guard_eval_unsafe
 # (layer, the target that adds it, the target it is measured from; None: the eager twin)
 LAYERS = [("Dynamo", "dynamo_eager", None), ("AOTAutograd", "aot_eager", "dynamo_eager"),
           ("Inductor's wrapper", "default", "aot_eager")]  # fmt: skip
@@ -164,15 +165,20 @@ def layers(rows: pd.DataFrame) -> pd.DataFrame:
     compile targets, ``+experiment=targets``): Dynamo = ``dynamo_eager``'s units less its eager
     twin's (same rounds), AOTAutograd = ``aot_eager`` less ``dynamo_eager``, Inductor's wrapper =
     ``default`` less ``aot_eager``; each target's units the median over its rows (processes),
-    and µs at the sweep's median host speed beside them."""
+    and µs at the sweep's median host speed beside them. Where a target also ran with
+    ``compile.stance=skip_guard_eval_unsafe``, its guards are a layer too: the target's units
+    less the same target's with guards skipped ("guards (dynamo_eager)")."""
     r = rows[(rows["status"] == "ok") & rows.get("host_units", pd.Series(index=rows.index)).notna()]
     if r.empty:
         return pd.DataFrame()
     r = r.assign(cell=cell_key(r))
+    stance = r["compile_stance"].fillna("") if "compile_stance" in r else ""
+    r["target"] = r["compile"].astype(str) + np.where(
+        stance == "skip_guard_eval_unsafe", SKIP_GUARDS, "")  # fmt: skip
     g = float(r["host_gauge_us"].median())
     out = []
     for k, x in r.groupby("cell"):
-        units = x.groupby("compile")["host_units"].median()
+        units = x.groupby("target")["host_units"].median()
         eager = x["eager_host_units"].median() if "eager_host_units" in x else float("nan")
         for name, target, base in LAYERS:
             if target not in units or (base is not None and base not in units):
@@ -180,6 +186,12 @@ def layers(rows: pd.DataFrame) -> pd.DataFrame:
             add = units[target] - (eager if base is None else units[base])
             out.append({"cell": k, "layer": name, "host_units": add, "host_us_at_g": add * g,
                         "g": g})  # fmt: skip
+        for skipped in [t for t in units.index if t.endswith(SKIP_GUARDS)]:
+            target = skipped.removesuffix(SKIP_GUARDS)
+            if target in units:
+                add = units[target] - units[skipped]
+                out.append({"cell": k, "layer": f"guards ({target})", "host_units": add,
+                            "host_us_at_g": add * g, "g": g})  # fmt: skip
     return pd.DataFrame(out)
 
 

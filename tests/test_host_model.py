@@ -79,6 +79,21 @@ def test_host_units_per_layer_subtract_the_targets_that_add_one_layer_each():
     assert lay.loc["Dynamo", "host_us_at_g"] == pytest.approx(15.0)
 
 
+def test_guards_are_a_layer_where_a_target_also_ran_with_guards_skipped():
+    """compile.stance=skip_guard_eval_unsafe: the target's units less the same target's with
+    guards skipped is what its guards cost; the stance's rows are not the target's own."""
+    base = {"status": "ok", "device": "cuda", "variant": "linear", "pass": "fwd",
+            "dtype": "bf16", "host_gauge_us": 10.0, "eager_host_units": 1.5}  # fmt: skip
+    r = pd.DataFrame([
+        {**base, "compile": "dynamo_eager", "host_units": 3.0, "compile_stance": "default"},
+        {**base, "compile": "dynamo_eager", "host_units": 2.2,
+         "compile_stance": "skip_guard_eval_unsafe"},
+    ])  # fmt: skip
+    lay = host_model.layers(r).set_index("layer")
+    assert lay.loc["guards (dynamo_eager)", "host_units"] == pytest.approx(0.8)
+    assert lay.loc["Dynamo", "host_units"] == pytest.approx(1.5)  # 3.0 - 1.5, not the median
+
+
 def test_the_entry_refuses_a_dir_without_runs_csv_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         host_model.main([str(tmp_path)])

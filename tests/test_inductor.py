@@ -81,3 +81,17 @@ def test_a_graph_break_carries_its_registry_code_where_this_torch_has_one(tmp_pa
     table = by_code(__import__("pandas").DataFrame([row, row]))
     (line,) = table[table["code"] == code].to_dict("records")
     assert line["breaks"] == 2 * int(row["graph_breaks"]) and "naive_break default" in line["cells"]
+
+
+def test_a_cell_timed_with_guards_skipped_is_an_ok_row_that_says_so(tmp_path):
+    """compile.stance=skip_guard_eval_unsafe: timed and profiled under set_stance(...,
+    skip_guard_eval_unsafe=True), nothing recompiles, and the row names its stance."""
+    from study.cell import compiling
+
+    if compiling.stance_supported():
+        pytest.skip(compiling.stance_supported())
+    row, _ = run(tmp_path, "skip", "variant=naive", "compile=dynamo_eager",
+                 "compile.stance=skip_guard_eval_unsafe")  # fmt: skip
+    assert row["status"] == "ok", row["reason"]
+    assert row["compile_stance"] == "skip_guard_eval_unsafe"
+    assert "Dynamo's guards skipped" in row["notes"] and float(row["speedup_paired"]) > 0

@@ -22,6 +22,8 @@ from tests.conftest import compose
         (["compile=dynamo_eager", "+compile.inductor.max_autotune=true"], "runs no Inductor"),
         (["compile=aot_inductor", "compile.dynamic=true"], "Dim specs"),
         (["compile=aot_inductor", "compile.compiled_autograd=true"], "needs Dynamo"),
+        (["compile=aot_inductor", "compile.stance=skip_guard_eval_unsafe"], "runs no Dynamo"),
+        (["compile=default", "compile.stance=skip_guards"], "is not a stance"),
     ],
 )
 def test_an_option_that_makes_no_sense_for_a_target_is_refused_naming_both(overrides, words):
@@ -29,7 +31,7 @@ def test_an_option_that_makes_no_sense_for_a_target_is_refused_naming_both(overr
         validate(compose("variant=linear", *overrides))
     assert words in str(e.value)
     target = [o.split("=", 1)[1] for o in overrides if o.startswith("compile=")][0]
-    assert target in str(e.value) or "compile.freezing" in str(e.value)
+    assert target in str(e.value) or "compile.freezing" in str(e.value) or "stance" in str(e.value)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +42,8 @@ def test_an_option_that_makes_no_sense_for_a_target_is_refused_naming_both(overr
         ["compile=aot_inductor", "compile.freezing=true"],
         ["compile=cudagraphs", "pass=train_step"],
         ["compile=off", "+compile.inductor.max_autotune=true"],  # eager ignores compile settings
+        ["compile=dynamo_eager", "compile.stance=skip_guard_eval_unsafe"],
+        ["compile=default", "compile.stance=skip_guard_eval_unsafe"],
     ],
 )
 def test_what_makes_sense_is_accepted(overrides):
@@ -265,3 +269,16 @@ def test_the_figure_draws_bars_to_scale_unless_they_span_two_decades():
         assert ax.get_xscale() == want and ("symlog" in ax.get_xlabel()) == (want == "symlog")
     finally:
         plt.close(fig)
+
+
+def test_the_default_stance_leaves_a_cells_identity_as_it_was():
+    """A sweep made before compile.stance existed resumes: its cells' config_hash is
+    unchanged under the default stance, and the other stance is another cell."""
+    from study.rows import identity
+    from study.rows.config import to_plain
+
+    plain = to_plain(compose("variant=linear", "compile=default"))
+    before = {**plain, "compile": {k: v for k, v in plain["compile"].items() if k != "stance"}}
+    skip = {**plain, "compile": {**plain["compile"], "stance": "skip_guard_eval_unsafe"}}
+    assert identity.config_hash(plain) == identity.config_hash(before)
+    assert identity.config_hash(skip) != identity.config_hash(plain)

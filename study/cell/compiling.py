@@ -149,17 +149,40 @@ class Recompiled(RuntimeError):
     """Dynamo compiled again during a timed phase: the timing includes a compile."""
 
 
+def skips_guards(stance: str) -> bool:
+    """compile.stance=skip_guard_eval_unsafe: the timed block skips Dynamo's guards."""
+    return stance == "skip_guard_eval_unsafe"
+
+
+def stance_supported() -> str | None:
+    """Why this torch cannot skip guard evaluation, or None."""
+    import inspect
+
+    import torch
+
+    params = inspect.signature(torch.compiler.set_stance).parameters
+    if "skip_guard_eval_unsafe" in params:
+        return None
+    return (
+        f"compile.stance=skip_guard_eval_unsafe: torch {torch.__version__} has no "
+        "set_stance(skip_guard_eval_unsafe=...)"
+    )
+
+
 @contextmanager
-def no_recompile(mode: str):
-    """Fail if anything compiles inside the block (compiled modes only)."""
+def no_recompile(mode: str, stance: str = "default"):
+    """Fail if anything compiles inside the block (compiled modes only); under
+    ``skip_guard_eval_unsafe`` (compile.stance) Dynamo evaluates only the guards that tell its
+    graphs apart while the block runs."""
     if mode == "off":
         yield
         return
     import torch
 
     before = compiles()
+    skip = {"skip_guard_eval_unsafe": True} if skips_guards(stance) else {}
     try:
-        with torch.compiler.set_stance("fail_on_recompile"):
+        with torch.compiler.set_stance("fail_on_recompile", **skip):
             yield
     except RuntimeError as e:
         if "fail_on_recompile" in str(e):

@@ -110,6 +110,15 @@ class Cell:
                 f"compile={self.mode} with pass={self.kind}: {target.isolates}; an exported "
                 "program is an inference graph, with no backward to run (use pass=fwd)"
             )
+        if self.mode != "off" and compiling.skips_guards(c.stance):
+            why = compiling.stance_supported()
+            if why:
+                raise Unsupported(why)
+            self.notes.append(
+                "compile.stance=skip_guard_eval_unsafe: timed and profiled with Dynamo's guards "
+                "skipped (only those that tell its graphs apart run): host_us against this cell "
+                "under compile.stance=default is what guards cost a call"
+            )
         if self.mode != "off":
             patches = {
                 **ind.settings(self.run_dir, self.device),
@@ -243,7 +252,7 @@ class Cell:
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
         )  # eager's first calls before the guard: some eager paths compile inside (flex)
         power = gpu_power.GpuPower(self.device)  # over the rounds only (a compiled cell's: both)
-        with compiling.no_recompile(self.mode), timing.quiet(), load:
+        with compiling.no_recompile(self.mode, self.cfg.compile.stance), timing.quiet(), load:
             warm = max(cfg.timing.warmup, 3 if compiling.uses_cudagraphs(self.mode) else 0)
             self.timed = None
             with power:
@@ -395,7 +404,7 @@ class Cell:
             row["profile_s"] = time.perf_counter() - t
             return
         trace_path = self.run_dir / "trace.json.gz"
-        with compiling.no_recompile(self.mode):
+        with compiling.no_recompile(self.mode, self.cfg.compile.stance):
             events = tr.profile(
                 self.step, self.device, p.wait, p.warmup, p.active, p.record_shapes, trace_path
             )

@@ -32,7 +32,7 @@ def run(cell) -> None:
                 step = cell.step
             else:
                 step, r["first_call_s"], r["compiled"] = _new_shape(cell, sw.key, value)
-            with compiling.no_recompile(cell.mode), timing.quiet():
+            with compiling.no_recompile(cell.mode, cell.cfg.compile.stance), timing.quiet():
                 lat = timing.per_call(
                     step, cell.device, cell.cfg.timing.warmup, cell.cfg.timing.calls
                 )

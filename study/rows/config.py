@@ -127,6 +127,7 @@ class CompileConf:
     # Inductor targets, pass=fwd: parameters become constants (torch._inductor.config.freezing);
     # the forward then runs under torch.no_grad, eager's too, as freezing needs
     freezing: bool = False
+    stance: str = "default"  # set_stance while timed: or skip_guard_eval_unsafe (schema.py)
 
 
 @dataclass

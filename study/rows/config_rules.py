@@ -89,6 +89,7 @@ def _compile(c) -> None:
         kind,
         c.compile.dynamic,
         bool(c.compile.compiled_autograd),
+        str(c.compile.get("stance", "default")),
     )
     if clash:
         raise ConfigError(clash)

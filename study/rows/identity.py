@@ -89,6 +89,8 @@ def config_hash(plain_cfg: dict) -> str:
                 del ident[node2]
     if (ident.get("compile") or {}).get("mode") == "off":  # eager ignores every compile setting
         ident["compile"] = {"mode": "off"}
+    if (ident.get("compile") or {}).get("stance") == "default":  # cells made before the key
+        ident["compile"] = {k: v for k, v in ident["compile"].items() if k != "stance"}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -57,6 +57,7 @@ def base_row(cfg, run_id: str) -> dict:
         "pass": p["pass"]["kind"],
         "compiled_autograd": c.get("compiled_autograd"),
         "freezing": c.get("freezing"),
+        "compile_stance": c.get("stance", "default") if c["mode"] != "off" else None,
         "device": p["device"],
         "dtype": p["dtype"],
         "cache": p["cache"],

@@ -115,6 +115,16 @@ RUN = (
             "under torch.no_grad)",
         ),
         Col(
+            "compile_stance",
+            "",
+            "compile.stance: torch.compiler.set_stance while timed and profiled; default, or "
+            "skip_guard_eval_unsafe: Dynamo evaluates only the guards that tell its compiled "
+            "graphs apart, so host_us against the same cell under default is what its guards "
+            "cost a call. UNSAFE outside a measurement: a call whose inputs the skipped guards "
+            "would have caught runs a graph compiled for other inputs, without an error. "
+            "Empty for eager",
+        ),
+        Col(
             "compile_threads",
             "",
             "Inductor compile_threads (compile.threads; 1 = no async-compile process pool)",
@@ -991,6 +1001,7 @@ NON_NUMERIC = frozenset(
         "kernels_by_phase",
         "compiled_autograd",
         "freezing",
+        "compile_stance",
         "target_proof",
         "nsys_status",
         "nsys_note",

@@ -116,11 +116,24 @@ def uses_cudagraphs(name: str) -> bool:
     return bool(t and t.cudagraphs)
 
 
-def conflicts(name: str, freezing: bool, inductor: dict, kind: str, dynamic, compiled_autograd):
+STANCES = ("default", "skip_guard_eval_unsafe")  # compile.stance: torch.compiler.set_stance
+
+
+def conflicts(
+    name: str, freezing: bool, inductor: dict, kind: str, dynamic, compiled_autograd,
+    stance: str = "default",
+):  # fmt: skip
     """What makes no sense for target ``name`` (a start-time error), or None."""
     t = get(name)
+    if stance not in STANCES:
+        return f"compile.stance={stance!r} is not a stance; allowed: {', '.join(STANCES)}."
     if name == "off":
         return None  # eager ignores every compile setting
+    if stance != "default" and not t.dynamo:
+        return (
+            f"compile.stance={stance} with compile={name}: the stance acts on Dynamo's guards, "
+            "and that target runs no Dynamo; pick one that does (dynamo_eager, default, ...)."
+        )
     if freezing and not t.inductor:
         return (
             f"compile.freezing=true needs Inductor, and compile={name} does not run it: "
