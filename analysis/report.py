@@ -168,6 +168,7 @@ def _links(d: dict, runs: pd.DataFrame, rid: str, out: Path) -> str:
     for what, col, default in (
         ("code", "generated_dir", "generated"),
         ("trace", "trace_file", "trace.json.gz"),
+        ("compile log", "tlparse_index", "generated/tlparse/index.html"),
     ):
         rel = row.get(col) if isinstance(row.get(col), str) and row.get(col) else default
         p = rd / rel

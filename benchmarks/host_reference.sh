@@ -18,7 +18,7 @@ out=$(realpath -m "$1"); shift; mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 deadline=$((SECONDS + ${LIMIT:-86400}))
 pack() {
-  tar czf "$out.tgz.part" --exclude='*.json.gz' --exclude=generated --exclude=.compile_cache \
+  tar czf "$out.tgz.part" --exclude='*.json.gz' --exclude=generated --exclude=compile_log --exclude=.compile_cache \
     --exclude='*.lock' -C "$(dirname "$out")" "$(basename "$out")" 2>/dev/null \
     && mv -f "$out.tgz.part" "$out.tgz"
 }

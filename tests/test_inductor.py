@@ -95,3 +95,16 @@ def test_a_cell_timed_with_guards_skipped_is_an_ok_row_that_says_so(tmp_path):
     assert row["status"] == "ok", row["reason"]
     assert row["compile_stance"] == "skip_guard_eval_unsafe"
     assert "Dynamo's guards skipped" in row["notes"] and float(row["speedup_paired"]) > 0
+
+
+def test_a_compiled_cell_keeps_its_structured_compile_log(tmp_path):
+    """TORCH_TRACE, set inside the forked cell: the log is in compile_log/, the row names it,
+    and tlparse renders it where installed (else a note says how)."""
+    row, run_dir = run(tmp_path, "log", "variant=naive", "compile=default")
+    assert row["status"] == "ok", row["reason"]
+    log = run_dir / row["compile_log"]
+    assert log.exists() and log.stat().st_size > 1000 and "inductor" in log.read_text()
+    if row["tlparse_index"]:
+        assert (run_dir / row["tlparse_index"]).exists()
+    else:
+        assert "pip install tlparse" in row["notes"] or "tlparse did not render" in row["notes"]

@@ -50,8 +50,8 @@ from study.cell import (
     verdict,
 )
 from study.cell.errors import Unsupported, WorkloadError, classify_error, exited
+from study.observe import compile_log, metrics, proof
 from study.observe import inductor as ind
-from study.observe import metrics, proof
 from study.observe import trace as tr
 from study.rows import env as envinfo
 from study.rows import io, targets
@@ -110,6 +110,8 @@ class Cell:
                 f"compile={self.mode} with pass={self.kind}: {target.isolates}; an exported "
                 "program is an inference graph, with no backward to run (use pass=fwd)"
             )
+        if self.mode != "off" and c.trace_log:
+            compile_log.start(self.run_dir)
         if self.mode != "off" and compiling.skips_guards(c.stance):
             why = compiling.stance_supported()
             if why:
@@ -491,6 +493,11 @@ class Cell:
 
     def rows(self) -> tuple[dict, list[dict], list[dict]]:
         row = self.row
+        if self.mode != "off" and self.cfg.compile.trace_log:
+            got, note = compile_log.render(self.run_dir)
+            row.update(got)
+            if note:
+                self.notes.append(note)
         _rates(row, self.cfg.calibration_file)
         row["notes"] = "; ".join(dict.fromkeys(self.notes))
         row["wall_s"] = time.perf_counter() - self.t0

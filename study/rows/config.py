@@ -128,6 +128,7 @@ class CompileConf:
     # the forward then runs under torch.no_grad, eager's too, as freezing needs
     freezing: bool = False
     stance: str = "default"  # set_stance while timed: or skip_guard_eval_unsafe (schema.py)
+    trace_log: bool = True  # TORCH_TRACE into compile_log/, tlparse where installed (compile_log)
 
 
 @dataclass

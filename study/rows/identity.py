@@ -89,8 +89,10 @@ def config_hash(plain_cfg: dict) -> str:
                 del ident[node2]
     if (ident.get("compile") or {}).get("mode") == "off":  # eager ignores every compile setting
         ident["compile"] = {"mode": "off"}
-    if (ident.get("compile") or {}).get("stance") == "default":  # cells made before the key
-        ident["compile"] = {k: v for k, v in ident["compile"].items() if k != "stance"}
+    comp = ident.get("compile") or {}
+    drop = {"trace_log"} | ({"stance"} if comp.get("stance") == "default" else set())
+    if drop & set(comp):  # a log changes no figure; the default stance: cells made before it
+        ident["compile"] = {k: v for k, v in comp.items() if k not in drop}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -527,6 +527,18 @@ RUN = (
             "the reasons are): the report sums them over a sweep; blank without breaks or on a "
             "torch without Dynamo's graph-break registry (before 2.8)",
         ),
+        Col(
+            "compile_log",
+            "",
+            "the cell's structured compile log (TORCH_TRACE; compile.trace_log=true), relative "
+            "to its run dir: what tlparse reads",
+        ),
+        Col(
+            "tlparse_index",
+            "",
+            "tlparse's rendering of compile_log (generated/tlparse/index.html), where tlparse "
+            "is installed (pip install tlparse); blank without it, and a note says how",
+        ),
         Col("recompiles", "", "recompilations"),
         Col("recompile_reasons", "", "why Dynamo recompiled"),
         Col("cudagraph_skips", "", "graphs where Inductor skipped CUDA graphs"),
@@ -961,6 +973,8 @@ NON_NUMERIC = frozenset(
         "graph_launched",
         "graph_break_reasons",
         "graph_break_codes",
+        "compile_log",
+        "tlparse_index",
         "recompile_reasons",
         "cudagraph_skip_reasons",
         "generated_dir",
