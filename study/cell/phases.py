@@ -46,6 +46,7 @@ from study.cell import (
     memory,
     passes,
     pinning,
+    start,
     timing,
     verdict,
 )
@@ -76,6 +77,7 @@ class Cell:
         self.stack = ExitStack()
         self.check_ok, self.check_reason = False, "not checked"
         self.ref = None  # the float64 reference's result, computed once (check)
+        self.start_invalid = None  # start=warm|artifacts compiled again (study.cell.start)
 
     # 1 ------------------------------------------------------------------------------------
     def build(self) -> None:
@@ -110,6 +112,7 @@ class Cell:
                 f"compile={self.mode} with pass={self.kind}: {target.isolates}; an exported "
                 "program is an inference graph, with no backward to run (use pass=fwd)"
             )
+        start.prime(self)  # start=warm|artifacts: a primer process first, before any compile
         if self.mode != "off" and c.trace_log:
             compile_log.start(self.run_dir)
         if self.mode != "off" and compiling.skips_guards(c.stance):
@@ -206,6 +209,7 @@ class Cell:
                 self.caught += [str(w.message).split("\n")[0][:200] for w in ws]
         if self.mode != "off":
             self.row.update(ind.metrics())
+            start.columns(self)
             if isinstance(self.fn, compiling.AOTInductor):  # no Dynamo: its own clock
                 self.row.update(compile_s=self.fn.compile_s, graphs=1)
                 self.notes.append(
@@ -458,6 +462,8 @@ class Cell:
         row["target_proof"] = pt["proof"]
         if not pt["ok"] and status == "ok":
             status, reason = "invalid", pt["reason"]
+        if self.start_invalid and status == "ok":
+            status, reason = "invalid", self.start_invalid
         row["status"], row["reason"] = status, reason
         row["profile_s"] = time.perf_counter() - t
 

@@ -7,6 +7,9 @@ renamed keys) is study.rows.identity. No torch import at module level: ``study.r
 validates before any cell process starts.
 """
 
+# Long: every key a user may set, one dataclass per config group, each with its default and a
+# comment on what it does; one concern, read top to bottom.
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,6 +40,10 @@ class Dtype(Enum):
 class Cache(Enum):
     cold = "cold"  # a private Inductor/Triton cache dir for the cell (default)
     warm = "warm"  # one shared cache dir; artefacts are still keyed by the cell's config
+
+
+class Start(Enum):  # what ran before the cell (study.cell.start): nothing (cold), a primer
+    cold, warm, artifacts = "cold", "warm", "artifacts"  # filling its caches, or its artifacts
 
 
 class Isolation(Enum):
@@ -218,6 +225,7 @@ class CellConf:
     device: Device = Device.auto
     dtype: Dtype = Dtype.bf16
     cache: Cache = Cache.cold
+    start: Start = Start.cold  # what ran before the cell's process (study.cell.start)
     seed: int = 0
     tolerance: float | None = None  # null: the dtype's default (see study.cell.correctness)
     # dtype: max_rel_err within `tolerance`; eager: within max(tolerance, 3 x eager's own error
@@ -240,9 +248,8 @@ class CellConf:
     repeats: int = 1  # run every cell this many times, each in a fresh process
     repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)
     out_root: str = "outputs"
-    calibration_file: str | None = (
-        None  # ceilings (study.cell.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
-    )
+    # ceilings (study.cell.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
+    calibration_file: str | None = None
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
 

@@ -63,7 +63,7 @@ def fits(shape: dict) -> None:
 def validate(cfg: DictConfig, registry: bool = True) -> None:
     """Reject what types cannot: sizes, the compile target, counts, a variant that is not
     registered (``registry=False``: left to the caller, study.rows.config_check.point_error). Raises ConfigError."""
-    for check in (bounds, _compile, _sizes, _timing, _rest, _shape_sweep):
+    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep):
         check(cfg)
     _variant(cfg, registry)
 
@@ -100,6 +100,14 @@ def _compile(c) -> None:
         )
     if c.compile.threads < 1:
         raise ConfigError(f"compile.threads={c.compile.threads} is not allowed: it must be >= 1.")
+
+
+def _start(c) -> None:
+    """start=warm|artifacts: compiled Inductor cells only, artifacts with a cold cache."""
+    t = targets.get(c.compile.mode)
+    clash = targets.start_conflict(plain(c.start), c.compile.mode, plain(c.cache), t.inductor)
+    if clash:
+        raise ConfigError(clash)
 
 
 def _sizes(c) -> None:

@@ -93,6 +93,8 @@ def config_hash(plain_cfg: dict) -> str:
     drop = {"trace_log"} | ({"stance"} if comp.get("stance") == "default" else set())
     if drop & set(comp):  # a log changes no figure; the default stance: cells made before it
         ident["compile"] = {k: v for k, v in comp.items() if k not in drop}
+    if ident.get("start") == "cold":  # the default start: cells made before the key
+        del ident["start"]
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

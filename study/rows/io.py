@@ -61,6 +61,7 @@ def base_row(cfg, run_id: str) -> dict:
         "device": p["device"],
         "dtype": p["dtype"],
         "cache": p["cache"],
+        "start": p.get("start", "cold") if c["mode"] != "off" else None,
         "seed": p["seed"],
         "repeat": p.get("repeat"),
         "causal": cfg.family.causal if cfg.family.name == "attention" else None,

@@ -84,6 +84,15 @@ RUN = (
             "",
             "compile cache policy: cold (private per cell) or warm (shared, keyed by cell)",
         ),
+        Col(
+            "start",
+            "",
+            "what ran before the cell's process (start=, study.cell.start): cold, nothing; warm, "
+            "a primer process compiled the cell into its cache dirs (a restart on the same "
+            "machine); artifacts, a primer saved torch.compiler.save_cache_artifacts() and the "
+            "cell, with empty caches, loaded them before its first call (a service's cold "
+            "start on a new machine). Blank on eager",
+        ),
         Col("seed", "", "seed of the inputs and parameters"),
         Col(
             "config_hash",
@@ -186,6 +195,31 @@ RUN = (
         ),
         Col("grad_worst", "", "the gradient with that error (param:<name> or input:<i>)"),
         Col("first_call_s", "s", "wall time of the first call, compile included"),
+        Col(
+            "cold_first_call_s",
+            "s",
+            "start=warm|artifacts: the primer process's first call, a cold start of the same "
+            "cell (compile included): what first_call_s is set against",
+        ),
+        Col("cold_compile_s", "s", "start=warm|artifacts: the primer's compile_s (cold)"),
+        Col("prime_s", "s", "start=warm|artifacts: the primer process, start to end"),
+        Col(
+            "artifacts_load_s",
+            "s",
+            "start=artifacts: torch.compiler.load_cache_artifacts, before the first call (not "
+            "in first_call_s)",
+        ),
+        Col("artifacts_bytes", "B", "start=artifacts: the size of cache_artifacts.bin"),
+        Col(
+            "artifacts_loaded",
+            "",
+            "start=artifacts: what the artifacts held, by kind ('aot_autograd 1, inductor 1')",
+        ),
+        Col(
+            "first_call_dynamo_share",
+            "",
+            "dynamo_s / first_call_s: how much of the first call was still Dynamo tracing",
+        ),
         Col(
             "latency_median_us",
             "us",
@@ -511,6 +545,13 @@ RUN = (
         Col("cache_misses", "", "FX graph + AOTAutograd cache misses"),
         Col("fxgraph_cache_hits", "", "Inductor FX graph cache hits"),
         Col("fxgraph_cache_misses", "", "Inductor FX graph cache misses"),
+        Col("aot_cache_hits", "", "AOTAutograd cache hits (a hit skips Inductor altogether)"),
+        Col("aot_cache_misses", "", "AOTAutograd cache misses"),
+        Col(
+            "autotune_cache_hits",
+            "",
+            "max-autotune's local autotune cache hits (Inductor's counter); blank when none",
+        ),
         Col("graphs", "", "graphs Dynamo captured"),
         Col("graph_breaks", "", "graph breaks"),
         Col(
@@ -961,6 +1002,8 @@ NON_NUMERIC = frozenset(
         "dynamic",
         "inductor_patches",
         "cache",
+        "start",
+        "artifacts_loaded",
         "backend_expected",
         "backend_seen",
         "backend_proof",

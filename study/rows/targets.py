@@ -161,3 +161,37 @@ def conflicts(
             "Dynamo, which that target does not run."
         )
     return None
+
+
+STARTS = ("cold", "warm", "artifacts")  # start= (study.cell.start)
+
+
+def start_conflict(start: str, mode: str, cache: str, target_inductor: bool) -> str | None:
+    """Why ``start`` makes no sense for this cell (a start-time error), or None."""
+    if start not in STARTS:
+        return f"start={start!r} is not a start; allowed: {', '.join(STARTS)}."
+    if start == "cold":
+        return None
+    if mode == "off":
+        return (
+            f"start={start} with compile=off: an eager cell compiles nothing, so there is "
+            "nothing to start warm; sweep start over compiled modes only (each compiled cell "
+            "times its eager twin in the same process)."
+        )
+    if not target_inductor:
+        return (
+            f"start={start} with compile={mode}: that target runs no Inductor, whose caches "
+            "are what a warm start or cache artifacts reuse; pick an Inductor target "
+            "(default, reduce-overhead, max-autotune, ...)."
+        )
+    if mode == "aot_inductor":
+        return (
+            "start with compile=aot_inductor: an AOTInductor package is already a compiled "
+            "artifact, loaded without torch.compile's caches; use start=cold."
+        )
+    if start == "artifacts" and cache == "warm":
+        return (
+            "start=artifacts with cache=warm: a shared warm cache would serve the first call "
+            "before the artifacts could; use cache=cold (the default) with start=artifacts."
+        )
+    return None
