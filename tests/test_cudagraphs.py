@@ -7,8 +7,11 @@ import sys
 import types
 from collections import Counter
 
+import pandas as pd
 import pytest
 
+from analysis import cudagraphs as table_of
+from analysis import report
 from study.observe import cudagraphs as cg
 from study.observe import trace
 from tests.conftest import FIXTURES
@@ -71,6 +74,16 @@ def test_the_cpu_trace_has_no_share():
 
 def trace_event(name, cat, ts, dur, tid, **args):
     return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "tid": tid, "args": args}
+
+
+def test_the_share_from_kernels_csv_for_rows_older_than_the_column():
+    for name in ("h200_flash_reduce_overhead", "h200_naive_reduce_overhead"):
+        k = pd.read_csv(FIXTURES / f"{name}.kernels.csv")
+        (got,) = table_of.kernel_share(k).values()
+        assert got == pytest.approx(_share_from_kernels_csv(name))
+    flash = pd.read_csv(FIXTURES / "h200_flash_reduce_overhead.kernels.csv")
+    (got,) = table_of.kernel_share(flash).values()
+    assert got < 0.75  # the foreach copy of the inputs ran outside the graph
 
 
 def test_reasons_carry_their_counts_most_first():
@@ -154,6 +167,59 @@ def test_the_watch_hears_every_skip_message_torch_logs():
         "skipping cudagraphs due to cpu device (arg0_1)": 2,
         "skipping cudagraph due to function 0 exceeding max re-recording limit": 1,
     }
+
+
+def _runs():
+    base = {"family": "attention", "device": "cuda", "status": "ok", "source": "s"}
+    return pd.DataFrame([
+        {**base, "run_id": "a", "variant": "naive", "compile": "reduce-overhead",
+         "cudagraph_graphs": 1, "cudagraph_partitions": 1, "cudagraph_partitions_skipped": 0,
+         "cudagraph_kernel_share": 0.92, "cudagraph_skip_reasons": ""},
+        {**base, "run_id": "b", "variant": "flex", "compile": "max-autotune",
+         "cudagraph_graphs": 2, "cudagraph_partitions": 2, "cudagraph_partitions_skipped": 1,
+         "cudagraph_kernel_share": 0.5,
+         "cudagraph_skip_reasons": "skipping cudagraphs due to cpu device (x1)"},
+        {**base, "run_id": "c", "variant": "naive", "compile": "default"},
+        {**base, "run_id": "d", "variant": "naive", "compile": "off"},
+        {**base, "run_id": "e", "variant": "naive", "compile": "cudagraphs", "device": "cpu",
+         "cudagraph_graphs": 0, "cudagraph_partitions": 0, "cudagraph_partitions_skipped": 1,
+         "cudagraph_skip_reasons": "skipping cudagraphs due to cpu device (x1)"},
+        {**base, "run_id": "f", "variant": "flash", "compile": "reduce-overhead"},  # older row
+    ])  # fmt: skip
+
+
+def test_the_report_table_says_whether_cuda_graphs_applied():
+    kernels = pd.read_csv(FIXTURES / "h200_flash_reduce_overhead.kernels.csv").assign(
+        source="s", run_id="f"
+    )
+    t = table_of.table(_runs(), kernels)
+    by = {(v, m): x for v, m, x in zip(t["variant"], t["mode"], t.to_dict("records"), strict=True)}
+    assert set(by) == {("naive", "reduce-overhead"), ("flex", "max-autotune"),
+                       ("naive", "cudagraphs"), ("flash", "reduce-overhead")}  # fmt: skip
+    assert by[("naive", "reduce-overhead")]["applied"] == "yes"
+    assert by[("naive", "reduce-overhead")]["device time in graphs"] == "92.0%"
+    flex = by[("flex", "max-autotune")]
+    assert (flex["applied"], flex["graphs"], flex["not captured"]) == ("partly", 2, 1)
+    assert flex["skip reasons (count)"] == "skipping cudagraphs due to cpu device (x1)"
+    cpu = by[("naive", "cudagraphs")]
+    assert cpu["applied"] == "no (CPU)" and cpu["device time in graphs"] == ""
+    old = by[("flash", "reduce-overhead")]
+    share = _share_from_kernels_csv("h200_flash_reduce_overhead")
+    assert old["device time in graphs"] == f"{share:.1%}*" and old["applied"] == "yes"
+    assert pd.isna(old["graphs"]) or old["graphs"] is None
+
+
+def test_the_report_has_the_table_only_when_the_sweep_has_such_rows():
+    runs = _runs()
+    ds = {"runs": runs, "repeats": runs, "kernels": pd.DataFrame(), "autotune": pd.DataFrame()}
+    md, toc, body = [], [], []
+    report._tables((md, toc, body), ds, "src")
+    assert "### Did CUDA graphs apply?" in md
+    assert any("Did CUDA graphs apply?" in t for _, _, t in toc)
+    plain = runs[~runs["compile"].isin(["reduce-overhead", "max-autotune", "cudagraphs"])]
+    md = []
+    report._tables((md, [], []), {**ds, "runs": plain, "repeats": plain}, "src")
+    assert "### Did CUDA graphs apply?" not in md
 
 
 @pytest.mark.slow
