@@ -61,13 +61,20 @@ def keep_share(summary: dict, mode: str) -> dict:
     return summary
 
 
+SKIPS = "log_cudagraph_skip_and_bump_counter"  # the function whose warnings are the skips
+
+
 class _Messages(logging.Handler):
+    """Counts the skip messages on the cudagraphs log: the warnings ``SKIPS`` emits (others,
+    such as the dynamic-shape recording warning, are not skips)."""
+
     def __init__(self):
         super().__init__(logging.WARNING)
         self.counts: Counter[str] = Counter()
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.counts[" ".join(record.getMessage().split())] += 1
+        if record.funcName == SKIPS:
+            self.counts[" ".join(record.getMessage().split())] += 1
 
 
 class Watch:
