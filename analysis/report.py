@@ -30,7 +30,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import autotune_picks, causes, figures, kdiff, page
+from analysis import autotune_picks, causes, cudagraphs, figures, kdiff, page
 from analysis.load import check_out, expand, load, newest_sweep, stop
 from analysis.measures import host_bound_of, latency_methods, order, sig, speedups
 from analysis.style import DPI
@@ -425,6 +425,8 @@ def _tables(doc, ds: dict, sid: str) -> None:
     breaks_note = ("Summed over this source's rows: a code names one kind of break in Dynamo's "
                    "graph-break registry; each row's graph_break_reasons holds the full text.")  # fmt: skip
     _section(into, "breaks", "Graph breaks by code", graph_breaks(r), " codes", breaks_note)
+    _section(into, "cudagraphs", "Did CUDA graphs apply?", cudagraphs.table(r, ds["kernels"]),
+             " cells", cudagraphs.NOTE)  # fmt: skip
     _section(into, "bad", "Rows that are not ok", failures(r), "")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from study.observe import inductor, proof, trace
+from study.observe import cudagraphs, inductor, proof, trace
 from study.rows import io
 from study.workloads.registry import get
 
@@ -53,6 +53,7 @@ def reparse_run(run_dir: Path) -> bool:
                 k[c] = old[k["kernel"]][c]
     meta = {c: row[c] for c in ("run_id", "variant", "compile", "device", "dtype")}
     io.write_csv(run_dir / "kernels.csv", [{**meta, **k} for k in rows], "kernels")
+    cudagraphs.keep_share(summary, row["compile"])
     row.update({k: v for k, v in summary.items() if k in row})
     proven, backend = _sdpa(row["variant"])
     decided = row["status"] == "ok" or (

@@ -52,6 +52,7 @@ from study.cell import (
 )
 from study.cell.errors import Unsupported, WorkloadError, classify_error, exited
 from study.observe import compile_log, metrics, proof
+from study.observe import cudagraphs as cg
 from study.observe import inductor as ind
 from study.observe import trace as tr
 from study.rows import env as envinfo
@@ -78,6 +79,7 @@ class Cell:
         self.check_ok, self.check_reason = False, "not checked"
         self.ref = None  # the float64 reference's result, computed once (check)
         self.start_invalid = None  # start=warm|artifacts compiled again (study.cell.start)
+        self.cg: cg.Watch | None = None  # CUDA-graph coverage, for the targets that use them
 
     # 1 ------------------------------------------------------------------------------------
     def build(self) -> None:
@@ -196,6 +198,8 @@ class Cell:
         return e
 
     def _first_call(self) -> None:
+        if compiling.uses_cudagraphs(self.mode):  # after compile's reset: this cell's graphs only
+            self.cg = self.stack.enter_context(cg.Watch())
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter("always")
             try:
@@ -210,6 +214,8 @@ class Cell:
         if self.mode != "off":
             self.row.update(ind.metrics())
             start.columns(self)
+            if self.cg is not None:  # graph trees record at the 2nd call: read again later
+                self.row.update(self.cg.after_first_call())
             if isinstance(self.fn, compiling.AOTInductor):  # no Dynamo: its own clock
                 self.row.update(compile_s=self.fn.compile_s, graphs=1)
                 self.notes.append(
@@ -400,6 +406,7 @@ class Cell:
         t = time.perf_counter()
         p = cfg.profile
         if not p.enabled:
+            self._coverage()
             status, reason = ("ok", "") if self.check_ok else ("mismatch", self.check_reason)
             if self.wl.sdpa_backend and status == "ok":  # a mismatch stays a mismatch
                 status, reason = (
@@ -421,7 +428,8 @@ class Cell:
             row["trace_file"] = trace_path.name
         op_names = summary.pop("op_names", [])
         summary.pop("profile_note", None)
-        row.update(summary)
+        row.update(cg.keep_share(summary, self.mode))
+        self._coverage()
         ind.join(self.kernels, self.generated)
         if row.get("profiled_step_us") and row.get("latency_median_us"):
             row["profiler_overhead"] = row["profiled_step_us"] / row["latency_median_us"]
@@ -466,6 +474,13 @@ class Cell:
             status, reason = "invalid", self.start_invalid
         row["status"], row["reason"] = status, reason
         row["profile_s"] = time.perf_counter() - t
+
+    def _coverage(self) -> None:
+        """CUDA-graph coverage after the steady state, which has recorded what it will
+        (study.observe.cudagraphs)."""
+        if self.cg is not None:
+            self.row.update(self.cg.read())
+            self.notes += self.cg.notes
 
     # 7 ------------------------------------------------------------------------------------
     def saved(self) -> None:

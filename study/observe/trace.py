@@ -253,7 +253,7 @@ def _parse_cuda(events, steps, ranges, phases=()):
             continue
         name = e["name"]
         key = (name, _phase_at(phases, launch["ts"]))
-        per_step[i].append({**e, "key": key})
+        per_step[i].append({**e, "key": key, "in_graph": launch["name"] == "cudaGraphLaunch"})
         ctx = ranges.get(launch.get("tid"))
         around = [r for r in (ctx.containing(launch["ts"]) if ctx else []) if r["name"] != name]
         op_events = [r for r in around if r.get("cat") == "cpu_op"]
@@ -299,10 +299,19 @@ def _parse_cuda(events, steps, ranges, phases=()):
         profiled_step_us=_med(wall),
         unattributed_events=unattributed,
         graph_launched=any(r["graph_launched"] for r in rows),
+        cudagraph_kernel_share=_graph_share(per_step),
     )
     cpu, gpu = summary["cpu_us_per_step"], summary["gpu_us_per_step"]
     summary["cpu_bound"] = None if cpu is None or gpu is None else bool(cpu > gpu)
     return rows, summary
+
+
+def _graph_share(per_step) -> float | None:
+    """The share of the profiled steps' device time (kernels, memcpy and memset) that a CUDA
+    graph's replay launched (one cudaGraphLaunch for all of it); None where no device time."""
+    total = sum(e["dur"] for evs in per_step for e in evs)
+    in_graph = sum(e["dur"] for evs in per_step for e in evs if e["in_graph"])
+    return in_graph / total if total > 0 else None
 
 
 def _is_compute(e: dict) -> bool:

@@ -467,6 +467,15 @@ RUN = (
         ),
         Col("graph_launched", "bool", "kernels were replayed from a CUDA graph"),
         Col(
+            "cudagraph_kernel_share",
+            "fraction",
+            "the share of the profiled steps' device time (kernel_us_per_step: kernels, memcpy "
+            "and memset, so the input copies into a graph's static buffers count as outside "
+            "it) launched by a CUDA graph's replay (one cudaGraphLaunch), summed over the "
+            "steps; blank on eager, on targets without CUDA graphs, on the CPU (no device "
+            "trace) and where the steps show no device time",
+        ),
+        Col(
             "unattributed_events", "", "device events whose launch fell outside every profiled step"
         ),
         Col(
@@ -582,8 +591,51 @@ RUN = (
         ),
         Col("recompiles", "", "recompilations"),
         Col("recompile_reasons", "", "why Dynamo recompiled"),
-        Col("cudagraph_skips", "", "graphs where Inductor skipped CUDA graphs"),
-        Col("cudagraph_skip_reasons", "", "why CUDA graphs were skipped"),
+        Col(
+            "cudagraph_skips",
+            "",
+            "CUDA-graph skips torch counted (counters['inductor']['cudagraph_skips']): a graph "
+            "Inductor or the cudagraphs backend left out, or a function past its re-record "
+            "limit; for CUDA-graph targets read after the profiled steady state, else after "
+            "the first call",
+        ),
+        Col(
+            "cudagraph_skip_reasons",
+            "",
+            "why CUDA graphs were skipped, each reason with its count ('skipping cudagraphs "
+            "due to mutated inputs (1 instances) (x2)', most first, joined by ' | '): every "
+            "message torch logged as it skipped, at compile and at run time; a graph whose "
+            "CUDA graphs Inductor's graph partition turned off without a message gives the "
+            "graph's own reason; a skip torch counted without a message is 'no CUDA device in "
+            "the graph ...' (the CPU). Rows written before the counts give each reason once, "
+            "without one",
+        ),
+        Col(
+            "cudagraph_graphs",
+            "",
+            "CUDA graphs cudagraph trees recorded in this cell (a re-recording is one more), "
+            "after the profiled steady state (graph trees record at a function's 2nd call; "
+            "after the first call where the cell stopped before). Blank on eager and targets "
+            "without CUDA graphs; 0 on the CPU, where CUDA graphs never apply",
+        ),
+        Col(
+            "cudagraph_partitions",
+            "",
+            "partitions captured: functions handed to cudagraph trees (each partition Inductor "
+            "split out for CUDA graphs, or a whole graph; the cudagraphs backend's forward "
+            "and backward) that recorded a CUDA graph; read as cudagraph_graphs; 0 on the CPU",
+        ),
+        Col(
+            "cudagraph_partitions_skipped",
+            "",
+            "partitions not captured: the pieces of Inductor's graphs compiled to run outside "
+            "CUDA graphs (every partition of a graph whose CUDA graphs were turned off; else "
+            "those its graph partition left out: CPU or cudagraph-unsafe ops), plus functions "
+            "handed to cudagraph trees that never recorded; for the cudagraphs backend (no "
+            "Inductor graph) the skips counted by the end of the first call (a backward after a "
+            "skipped forward is not counted). Read as cudagraph_graphs; on the CPU every "
+            "graph's pieces",
+        ),
         Col("generated_kernels", "", "kernels Inductor generated (distinct, from the output code)"),
         Col("generated_dir", "", "where the generated code lies, relative to the run dir"),
         Col(
