@@ -9,7 +9,10 @@
 # models (gpt2, bert fwd, off and default), block (the block fwd, off and default), targets
 # (linear and cuDNN under off, dynamo_eager, aot_eager, default, cpp_wrapper: one layer each),
 # stability (benchmarks/stability.py --repeats 2 on four cells), probe (benchmarks/host_vs_probe.py:
-# the study's host us against an independent probe's, in one process).
+# the study's host us against an independent probe's, in one process); what compiling costs
+# before the first fast call: start (naive, mlp, the block and GPT-2 under default, start=cold,
+# warm and artifacts), guards (linear, cuDNN and GPT-2 under default, guards evaluated and
+# skipped: compile.stance), cudagraphs (part3 under reduce-overhead: did CUDA graphs apply?).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -60,6 +63,13 @@ for set in "$@"; do
       sweep models variant=gpt2,bert compile=off,default ;;
     block)
       sweep block variant=block compile=off,default ;;
+    start)
+      sweep start variant=naive,mlp,block,gpt2 compile=default start=cold,warm,artifacts ;;
+    guards)
+      sweep guards variant=linear,cudnn,gpt2 compile=default \
+        compile.stance=default,skip_guard_eval_unsafe ;;
+    cudagraphs)
+      sweep cudagraphs +experiment=part3 compile=reduce-overhead ;;
     targets)
       sweep targets variant=linear,cudnn compile=off,dynamo_eager,aot_eager,default,cpp_wrapper ;;
     stability)
