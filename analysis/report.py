@@ -30,7 +30,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import autotune_picks, causes, cudagraphs, figures, kdiff, page
+from analysis import autotune_picks, causes, cudagraphs, figures, kdiff, page, startup
 from analysis.load import check_out, expand, load, newest_sweep, stop
 from analysis.measures import host_bound_of, latency_methods, order, sig, speedups
 from analysis.style import DPI
@@ -427,6 +427,10 @@ def _tables(doc, ds: dict, sid: str) -> None:
     _section(into, "breaks", "Graph breaks by code", graph_breaks(r), " codes", breaks_note)
     _section(into, "cudagraphs", "Did CUDA graphs apply?", cudagraphs.table(r, ds["kernels"]),
              " cells", cudagraphs.NOTE)  # fmt: skip
+    _section(into, "start", "What the first call costs: cold, warm, artifacts",
+             startup.start_table(ds["repeats"]), " cells", startup.START_NOTE)  # fmt: skip
+    _section(into, "guards", "What Dynamo's guards cost a call", startup.guard_table(ds["repeats"]),
+             " cells", startup.GUARD_NOTE)  # fmt: skip
     _section(into, "bad", "Rows that are not ok", failures(r), "")
 
 

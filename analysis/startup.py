@@ -23,6 +23,18 @@ from analysis.findings_common import table as md_table
 from analysis.measures import sig
 
 START_ORDER = {"cold": 0, "warm": 1, "artifacts": 2}
+START_NOTE = (
+    "start=warm: a primer process compiled the cell into its caches first (a restart); "
+    "start=artifacts: the cell loaded a primer's torch.compiler.save_cache_artifacts() into "
+    "empty caches (a service's cold start). The primer's own first call is the cold start of the "
+    "same cell. The Dynamo share is what caches cannot save: Dynamo traces again in every "
+    "new process."
+)
+GUARD_NOTE = (
+    "compile.stance=skip_guard_eval_unsafe skips Dynamo's guards while timed: the difference "
+    "is what they cost a call (two processes, so also in host units, which carry across host "
+    "phases). Skipping guards is unsafe: a changed input is not caught."
+)
 
 
 def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
@@ -103,9 +115,7 @@ def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
                 "guards µs at G (units x G)": "–"
                 if units is None or pd.isna(gauge)
                 else f"{units * gauge:.1f} (G {gauge:.1f})",
-                "device µs": sig(on["device_time_us"].median())
-                if "device_time_us" in on
-                else "–",
+                "device µs": sig(on["device_time_us"].median()) if "device_time_us" in on else "–",
             }
         )
     return pd.DataFrame(out)

@@ -83,3 +83,54 @@ def test_a_start_whose_first_call_compiles_again_is_invalid():
     cell.start_invalid = None
     start.columns(cell)
     assert cell.start_invalid is None
+
+
+def _rows():
+    import pandas as pd
+
+    base = {"variant": "naive", "compile": "default", "status": "ok", "pass": "fwd"}
+    return pd.DataFrame(
+        [
+            {**base, "start": "cold", "first_call_s": 3.0, "compile_s": 2.9,
+             "first_call_dynamo_share": 0.1, "fxgraph_cache_hits": 0, "aot_cache_hits": 0},
+            {**base, "start": "artifacts", "first_call_s": 1.0, "cold_first_call_s": 3.2,
+             "compile_s": 0.9, "first_call_dynamo_share": 0.4, "fxgraph_cache_hits": 1,
+             "aot_cache_hits": 1, "artifacts_bytes": 2.5e6, "artifacts_load_s": 0.01},
+            {**base, "start": "warm", "first_call_s": 0.8, "cold_first_call_s": 3.1,
+             "compile_s": 0.7, "first_call_dynamo_share": 0.5, "fxgraph_cache_hits": 0,
+             "aot_cache_hits": 1},
+            {**base, "variant": "linear", "compile_stance": "default", "host_us": 55.0,
+             "host_units": 4.0, "host_gauge_us": 13.0, "device_time_us": 3.0},
+            {**base, "variant": "linear", "compile_stance": "skip_guard_eval_unsafe",
+             "host_us": 45.0, "host_units": 3.2, "host_gauge_us": 14.0, "device_time_us": 3.0},
+        ]
+    )  # fmt: skip
+
+
+def test_the_start_table_sets_each_start_beside_its_cold_start_in_order():
+    from analysis import startup
+
+    t = startup.start_table(_rows())
+    assert list(t["start"]) == ["cold", "warm", "artifacts"]
+    art = t[t["start"] == "artifacts"].iloc[0]
+    assert art["first call s"] == "1.00" and art["primer's cold first call s"] == "3.20"
+    assert art["cache hits"] == "FX graph 1, AOTAutograd 1" and art["artifacts"].startswith("2.5")
+    assert t[t["start"] == "warm"].iloc[0]["Dynamo share of the first call"] == "50%"
+
+
+def test_the_guard_table_gives_what_guards_cost_in_us_and_units():
+    from analysis import startup
+
+    t = startup.guard_table(_rows())
+    assert len(t) == 1 and t.iloc[0]["cell"] == "linear default"
+    assert t.iloc[0]["guards µs a call"] == "10.0"
+    assert t.iloc[0]["guards, host units"] == "0.80"
+    assert t.iloc[0]["guards µs at G (units x G)"].startswith("10.4 (G 13.0)")
+
+
+def test_no_start_or_stance_rows_no_tables():
+    from analysis import startup
+
+    r = _rows()
+    r = r[(r["start"] == "cold") | r["start"].isna()].drop(columns="compile_stance")
+    assert startup.start_table(r).empty and startup.guard_table(r).empty
