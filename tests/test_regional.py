@@ -181,3 +181,35 @@ def test_regional_on_a_workload_with_no_repeated_block_is_unsupported_with_the_r
         assert row["status"] == "unsupported", row
         assert f"compile.regional=true: {what} has no repeated block" in row["reason"]
         assert row["compile_s"] == "" and row["regional"] == "True"
+
+
+def test_the_regional_figure_joins_each_workload_whole_to_regional_and_skips_without_one():
+    """analysis/fig_regional.py on made-up rows: one line per workload and way, the depth from
+    layers (or the blocks a model's regional row compiled), no figure without regional rows."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from analysis.fig_regional import regional
+    from analysis.style import Skip
+
+    base = dict(status="ok", compile="default", family="block", device_name="CPU", dtype="bf16",
+                torch_version="2.13", source="s")  # fmt: skip
+    rows = [
+        dict(base, variant="block", layers=4, compile_s=8.5, speedup_paired=1.23),
+        dict(base, variant="block", layers=4, compile_s=5.0, speedup_paired=1.25, regional=True,
+             regional_method="nested_compile_region", regional_blocks=4),
+        dict(base, variant="gpt2", family="custom", compile_s=12.0, speedup_paired=1.08),
+        dict(base, variant="gpt2", family="custom", compile_s=7.9, speedup_paired=0.93,
+             regional=True, regional_method="per-block torch.compile", regional_blocks=2),
+    ]  # fmt: skip
+    runs = pd.DataFrame(rows)
+    fig, sentence = regional({"runs": runs})
+    try:
+        assert "block x4 · default nested_compile_region: compile 8.50 -> 5.00 s" in sentence
+        assert "gpt2 x2 · default per-block torch.compile: compile 12.0 -> 7.90 s" in sentence
+        w, h = fig.get_size_inches() * fig.dpi
+        assert w <= 2000 and h <= 1400
+    finally:
+        plt.close(fig)
+    with pytest.raises(Skip):
+        regional({"runs": runs[runs["regional"] != True]})  # noqa: E712 - NaN is not True
