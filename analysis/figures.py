@@ -14,6 +14,7 @@ from analysis.fig_host_speed import host_speed
 from analysis.fig_kernels import blog_grid, kernel_classes, top_kernels
 from analysis.fig_latency import latency, speedup
 from analysis.fig_ncu import ncu_occupancy
+from analysis.fig_regional import regional
 from analysis.fig_roofline import roofline
 from analysis.fig_scaling import scaling
 from analysis.fig_targets import where_time_goes
@@ -42,6 +43,7 @@ FIGURES = [
     ("cpu_vs_gpu", "Does the GPU wait on the host?", cpu_gpu),
     ("host_speed", "At what host speed does compiling stop paying?", host_speed),
     ("payback", "When does compiling pay for itself?", payback),
+    ("regional", "Compile time against speedup, whole model against by region", regional),
     ("roofline", "How close to the ceiling?", roofline),
     ("scaling", "How does it scale with shape?", scaling),
     ("ncu", "Nsight Compute: occupancy and throughput", ncu_occupancy),

@@ -77,6 +77,7 @@ def build_workload(cfg: DictConfig, device: str):
         gen=gen,
         causal=cfg.family.causal,
         family=to_plain(cfg)["family"],
+        layers=cfg.shape.get("layers") or 1,  # the block's depth; other workloads ignore it
     )
     return entry, shape, wl
 

@@ -149,8 +149,7 @@ class Cell:
         if c.compiled_autograd and self.trained is not None and self.mode != "off":
             backward_in = lambda: compiling.compiled_autograd(c.fullgraph)  # noqa: E731
         self.backward_in = backward_in
-        package = self.run_dir / "generated" / "aot_inductor.pt2"
-        self.fn = compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic, package)
+        self.fn = self._compiled(c)
         if c.dynamic == "mark":
             compiling.mark_dynamic(self.wl.inputs, self.shape[self.cfg.shape_sweep.key])
         inputs, seed = self.wl.inputs, self.cfg.seed
@@ -167,6 +166,20 @@ class Cell:
             compiling.fresh_dynamo()
             self.stack.enter_context(self.tuner)
         self.row["setup_s"] = time.perf_counter() - self.t0
+
+    def _compiled(self, c):
+        """The callable timed as compiled: the target's (study.cell.compiling), or by region
+        (compile.regional: a view of the module, so eager's stays eager; study.cell.regional)."""
+        if not (c.regional and self.mode != "off"):
+            package = self.run_dir / "generated" / "aot_inductor.pt2"
+            return compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic, package)
+        from study.cell import regional
+
+        fn, got, note = regional.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic,
+                                      c.regional_how, self.entry.name, self.kind)  # fmt: skip
+        self.row.update(got)
+        self.notes.append(note)
+        return fn
 
     # 3 ------------------------------------------------------------------------------------
     def first_call(self) -> None:

@@ -386,6 +386,7 @@ def metrics() -> dict:
         "cache_hits": hits,
         "cache_misses": misses,
         "graphs": counters["stats"].get("unique_graphs", 0),
+        "graph_ops": ops if (ops := total("graph_op_count")) is None else int(ops),
         "graph_breaks": sum(breaks.values()),
         **graph_breaks.columns(breaks),  # reasons, and counts by registry code (GB0059)
         "recompiles": len(recompiles),

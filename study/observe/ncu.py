@@ -269,7 +269,14 @@ def target(run_dir: Path) -> None:
                    **dict(c.inductor)})  # fmt: skip
     package = run_dir / "ncu" / "aot_inductor.pt2"  # aot_inductor: built again, beside the cell's
     with sdpa_pin(wl.sdpa_backend), torch.set_grad_enabled(not (c.freezing and c.mode != "off")):
-        fn = compiling.make(wl.fn, c.mode, c.fullgraph, c.dynamic, package)
+        if c.regional and c.mode != "off":  # by region, as the cell compiled it
+            from study.cell import regional
+
+            how, kind = c.regional_how, cfg["pass"].kind  # auto: what the cell's pass chose
+            fn = regional.make(wl.fn, c.mode, c.fullgraph, c.dynamic, how, cfg.variant.name,
+                               kind)[0]  # fmt: skip
+        else:
+            fn = compiling.make(wl.fn, c.mode, c.fullgraph, c.dynamic, package)
         for _ in range(5):
             fn(*wl.inputs)
         torch.cuda.synchronize()

@@ -7,8 +7,8 @@ renamed keys) is study.rows.identity. No torch import at module level: ``study.r
 validates before any cell process starts.
 """
 
-# Long: every key a user may set, one dataclass per config group, each with its default and a
-# comment on what it does; one concern, read top to bottom.
+# Long: every setting a cell has, typed, one dataclass per config group: the one place a key and
+# its default are declared (its checks are config_rules').
 
 from __future__ import annotations
 
@@ -91,6 +91,7 @@ class ShapeConf:
     hidden: int | None = None
     heads: int | None = None
     head_dim: int | None = None
+    layers: int | None = None  # block: blocks stacked (null: one); models: +variant.kwargs.layers
 
 
 @dataclass
@@ -136,6 +137,8 @@ class CompileConf:
     freezing: bool = False
     stance: str = "default"  # set_stance while timed: or skip_guard_eval_unsafe (schema.py)
     trace_log: bool = True  # TORCH_TRACE into compile_log/, tlparse where installed (compile_log)
+    regional: bool = False  # compile the repeated block, not the whole model (study.cell.regional)
+    regional_how: str = "auto"  # auto (nested for pass=fwd where torch has it), nested, blocks
 
 
 @dataclass

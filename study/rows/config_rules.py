@@ -90,6 +90,8 @@ def _compile(c) -> None:
         c.compile.dynamic,
         bool(c.compile.compiled_autograd),
         str(c.compile.get("stance", "default")),
+        bool(c.compile.get("regional", False)),
+        str(c.compile.get("regional_how", "auto")),
     )
     if clash:
         raise ConfigError(clash)
@@ -114,6 +116,13 @@ def _sizes(c) -> None:
     for key in SHAPE_KEYS:
         positive(f"shape.{key}", c.shape[key])
     fits({k: c.shape[k] for k in SHAPE_KEYS})
+    layers = c.shape.get("layers")
+    positive("shape.layers", layers)
+    if layers is not None and (c.variant.target or c.variant.name == "custom"):
+        raise ConfigError(
+            f"shape.layers={layers} stacks the block (variant=block); a model's depth is its "
+            "factory's own: give it as +variant.kwargs.layers=N."
+        )
     for key in ("window", "prefix", "documents", "block_size"):
         positive(f"family.{key}", c.family[key])
     if c.family.softcap <= 0:
@@ -125,7 +134,7 @@ def _sizes(c) -> None:
             f"{c.family.name!r}: drop them, or pick an attention variant."
         )
     for dev, shp in c.family.shapes.items():
-        for key in SHAPE_KEYS:
+        for key in (*SHAPE_KEYS, "layers"):
             positive(f"family.shapes.{dev}.{key}", shp[key])
 
 

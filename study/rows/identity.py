@@ -91,10 +91,15 @@ def config_hash(plain_cfg: dict) -> str:
         ident["compile"] = {"mode": "off"}
     comp = ident.get("compile") or {}
     drop = {"trace_log"} | ({"stance"} if comp.get("stance") == "default" else set())
+    if not comp.get("regional"):  # the whole model, as every cell made before regions
+        drop |= {"regional", "regional_how"}
     if drop & set(comp):  # a log changes no figure; the default stance: cells made before it
         ident["compile"] = {k: v for k, v in comp.items() if k not in drop}
     if ident.get("start") == "cold":  # the default start: cells made before the key
         del ident["start"]
+    shape = ident.get("shape") or {}
+    if "layers" in shape and shape["layers"] in (None, 1):  # one block: the block before layers
+        ident["shape"] = {k: v for k, v in shape.items() if k != "layers"}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -32,6 +32,7 @@ PAIR_KEYS = (
     "dtype",
     "pass",
     *SHAPE_KEYS,
+    "layers",
     "causal",
     "mask",
     "score_mod",
@@ -58,6 +59,8 @@ def base_row(cfg, run_id: str) -> dict:
         "compiled_autograd": c.get("compiled_autograd"),
         "freezing": c.get("freezing"),
         "compile_stance": c.get("stance", "default") if c["mode"] != "off" else None,
+        "regional": True if c.get("regional") and c["mode"] != "off" else None,
+        "layers": depth(p),
         "device": p["device"],
         "dtype": p["dtype"],
         "cache": p["cache"],
@@ -69,6 +72,16 @@ def base_row(cfg, run_id: str) -> dict:
         "reason": "",
         "expect": expect.block_of(p),
     }
+
+
+def depth(p: dict) -> int | None:
+    """The depth a cell's config asks for: the block's shape.layers, a model's
+    variant.kwargs.layers; None where it asks for none, or for one block (a workload's own
+    default depth, as every cell before depths was)."""
+    n = (p["variant"].get("kwargs") or {}).get("layers")
+    if p["family"].get("name") == "block":
+        n = (p.get("shape") or {}).get("layers")
+    return n if isinstance(n, int) and n > 1 else None
 
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet runs as a formula

@@ -68,6 +68,13 @@ SHAPE = [
         "its parameters are in notes",
     ),
     Col("score_mod", "", "attention: score modification (family.score_mod): none, alibi, softcap"),
+    Col(
+        "layers",
+        "",
+        "depth the config asked for: block's shape.layers (blocks stacked in an nn.ModuleList), "
+        "a model's variant.kwargs.layers; empty: one block, or the model's own default depth "
+        "(as every row before depths)",
+    ),
 ]
 
 RUN = (
@@ -132,6 +139,31 @@ RUN = (
             "cost a call. UNSAFE outside a measurement: a call whose inputs the skipped guards "
             "would have caught runs a graph compiled for other inputs, without an error. "
             "Empty for eager",
+        ),
+        Col(
+            "regional",
+            "bool",
+            "compile.regional=true: the repeated block compiled by region (regional_method), "
+            "not the whole model; empty: the whole model, and for eager",
+        ),
+        Col(
+            "regional_method",
+            "",
+            "how the regions were compiled (compile.regional_how; auto resolved on this torch): "
+            "nested_compile_region (the whole model compiled, the block a region traced once "
+            "and reused) or per-block torch.compile (each block compiled on its own, the rest "
+            "eager). Empty without compile.regional",
+        ),
+        Col(
+            "regional_blocks",
+            "",
+            "compile.regional: how many blocks were compiled as regions (the repeated nn.ModuleList "
+            "or nn.Sequential's children)",
+        ),
+        Col(
+            "regional_block",
+            "",
+            "compile.regional: the block's class and where it sits ('GPT2Block in inner.h')",
         ),
         Col(
             "compile_threads",
@@ -562,6 +594,13 @@ RUN = (
             "max-autotune's local autotune cache hits (Inductor's counter); blank when none",
         ),
         Col("graphs", "", "graphs Dynamo captured"),
+        Col(
+            "graph_ops",
+            "",
+            "FX nodes in the graphs Dynamo captured, summed over its compiles (graph_op_count): "
+            "what was traced. A reused region counts once (regional: one block's graph reused "
+            "by every block, or one call node per block under nested_compile_region)",
+        ),
         Col("graph_breaks", "", "graph breaks"),
         Col(
             "graph_break_reasons",
@@ -1111,6 +1150,9 @@ NON_NUMERIC = frozenset(
         "compiled_autograd",
         "freezing",
         "compile_stance",
+        "regional",
+        "regional_method",
+        "regional_block",
         "target_proof",
         "nsys_status",
         "nsys_note",

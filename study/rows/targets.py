@@ -117,18 +117,30 @@ def uses_cudagraphs(name: str) -> bool:
 
 
 STANCES = ("default", "skip_guard_eval_unsafe")  # compile.stance: torch.compiler.set_stance
+REGIONAL_HOWS = ("auto", "nested", "blocks")  # compile.regional_how (study.cell.regional)
 
 
 def conflicts(
     name: str, freezing: bool, inductor: dict, kind: str, dynamic, compiled_autograd,
-    stance: str = "default",
+    stance: str = "default", regional: bool = False, regional_how: str = "auto",
 ):  # fmt: skip
     """What makes no sense for target ``name`` (a start-time error), or None."""
     t = get(name)
     if stance not in STANCES:
         return f"compile.stance={stance!r} is not a stance; allowed: {', '.join(STANCES)}."
+    if regional_how not in REGIONAL_HOWS:
+        return (
+            f"compile.regional_how={regional_how!r} is not a method; allowed: "
+            f"{', '.join(REGIONAL_HOWS)} (auto: nested_compile_region where this torch has it)."
+        )
     if name == "off":
         return None  # eager ignores every compile setting
+    if regional and t.backend is None:
+        return (
+            f"compile.regional=true with compile={name}: regions are torch.compile's, and that "
+            "target exports the whole program without it; pick a torch.compile target "
+            "(default, reduce-overhead, ...) or drop compile.regional."
+        )
     if stance != "default" and not t.dynamo:
         return (
             f"compile.stance={stance} with compile={name}: the stance acts on Dynamo's guards, "

@@ -5,6 +5,9 @@
 
 Input x is (batch, seq_len, dim); heads = ``heads``, head_dim = dim / heads. On the GPU the
 default shape (conf/family/block.yaml) has the attention rung's B8 H16 S1024 D64 and a 4x MLP.
+``shape.layers=N`` (N > 1) stacks N blocks in an ``nn.ModuleList`` (``Stack``), each with its own
+weights: the repeated block that ``compile.regional`` compiles by region (study.cell.regional).
+One layer (the default) is the single block, as before depths.
 No SDPA backend is pinned: inside a block the dispatcher chooses, as in a model. The float64
 reference is a float64 copy of the module; FLOPs are counted on it (study.observe.flops).
 """
@@ -42,11 +45,26 @@ class PreNormBlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+class Stack(nn.Module):
+    """``layers`` pre-norm blocks, one after another (a transformer's body, without embeddings
+    or head)."""
+
+    def __init__(self, layers: int, dim: int, heads: int, hidden: int, causal: bool = True):
+        super().__init__()
+        self.layers = nn.ModuleList(PreNormBlock(dim, heads, hidden, causal) for _ in range(layers))
+
+    def forward(self, x):  # (B, S, dim)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 @register("block", family="block", shape_keys=("batch", "seq_len", "dim", "heads", "hidden"))
-def block(shape, dtype, device, gen, causal=True, **_):
+def block(shape, dtype, device, gen, causal=True, layers=1, **_):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(gen.initial_seed())
-        mod = PreNormBlock(shape["dim"], shape["heads"], shape["hidden"], causal)
+        sizes = (shape["dim"], shape["heads"], shape["hidden"], causal)
+        mod = PreNormBlock(*sizes) if layers == 1 else Stack(layers, *sizes)
     mod = mod.to(device=device, dtype=dtype).eval().requires_grad_(False)
     x = torch.randn(
         shape["batch"], shape["seq_len"], shape["dim"], generator=gen, device=device, dtype=dtype
