@@ -12,7 +12,9 @@
 # the study's host us against an independent probe's, in one process); what compiling costs
 # before the first fast call: start (naive, mlp, the block and GPT-2 under default, start=cold,
 # warm and artifacts), guards (linear, cuDNN and GPT-2 under default, guards evaluated and
-# skipped: compile.stance), cudagraphs (part3 under reduce-overhead: did CUDA graphs apply?).
+# skipped: compile.stance), cudagraphs (part3 under reduce-overhead: did CUDA graphs apply?),
+# regional (the block at 4, 12 and 24 layers, GPT-2 and BERT at 12: whole model against
+# compile.regional=true, under default).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -68,6 +70,11 @@ for set in "$@"; do
     guards)
       sweep guards variant=linear,cudnn,gpt2 compile=default \
         compile.stance=default,skip_guard_eval_unsafe ;;
+    regional)
+      sweep regional_block variant=block shape.layers=4,12,24 compile=default \
+        compile.regional=false,true
+      sweep regional_models variant=gpt2,bert +variant.kwargs.layers=12 compile=default \
+        compile.regional=false,true ;;
     cudagraphs)
       sweep cudagraphs +experiment=part3 compile=reduce-overhead ;;
     targets)
