@@ -118,14 +118,46 @@ def test_the_start_table_sets_each_start_beside_its_cold_start_in_order():
     assert t[t["start"] == "warm"].iloc[0]["Dynamo share of the first call"] == "50%"
 
 
-def test_the_guard_table_gives_what_guards_cost_in_us_and_units():
+def test_the_guard_table_gives_what_guards_cost_in_units_at_the_guarded_rows_host_speed():
+    """Two processes in different host phases: µs alone would not subtract (the skipped row
+    could even read slower); units do, times the guarded row's G."""
     from analysis import startup
 
     t = startup.guard_table(_rows())
     assert len(t) == 1 and t.iloc[0]["cell"] == "linear default"
-    assert t.iloc[0]["guards µs a call"] == "10.0"
-    assert t.iloc[0]["guards, host units"] == "0.80"
-    assert t.iloc[0]["guards µs at G (units x G)"].startswith("10.4 (G 13.0)")
+    assert t.iloc[0]["guards: host units"] == "0.80"
+    assert t.iloc[0]["guards µs a call (units x G)"] == "10.4"
+    assert t.iloc[0]["guards evaluated: host units (µs, G)"] == "4.00 (55.0 µs, G 13.0)"
+
+
+def test_the_regional_table_sets_each_regional_row_beside_its_whole_model():
+    import pandas as pd
+
+    from analysis import startup
+
+    base = {
+        "variant": "block",
+        "compile": "default",
+        "status": "ok",
+        "pass": "fwd",
+        "layers": 4,
+        "graphs": 1,
+        "speedup_ci_low": 1.1,
+        "speedup_ci_high": 1.2,
+    }
+    r = pd.DataFrame([
+        {**base, "regional": None, "compile_s": 4.0, "first_call_s": 4.5, "speedup_paired": 1.12,
+         "graph_ops": 76, "kernels_per_step": 53},
+        {**base, "regional": True, "regional_method": "nested_compile_region", "compile_s": 2.0,
+         "first_call_s": 2.5, "speedup_paired": 1.14, "graph_ops": 8, "kernels_per_step": 56},
+        {**base, "variant": "naive", "layers": None, "regional": None, "compile_s": 1.0,
+         "speedup_paired": 3.0},  # no regional twin: not in the table
+    ])  # fmt: skip
+    t = startup.regional_table(r)
+    assert list(t["compiled"]) == ["whole model", "nested_compile_region"]
+    assert list(t["workload"]) == ["block x4", "block x4"]
+    assert list(t["FX nodes traced"]) == [76, 8] and t.iloc[1]["compile s"] == "2.00"
+    assert t.iloc[1]["paired speedup [95%, pairs]"] == "1.14x [1.10–1.20]"
 
 
 def test_no_start_or_stance_rows_no_tables():

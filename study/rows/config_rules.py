@@ -6,6 +6,9 @@ import at module level: study.run validates before any cell process starts. A cu
 does not import, or a shape key its factories ask for and the config lacks, stops the run there.
 """
 
+# Long: one short check per config group (compile, start, sizes, timing, the rest), each the
+# messages a user sees at start; they share validate's order and ConfigError.
+
 from __future__ import annotations
 
 from typing import Any
