@@ -55,6 +55,11 @@ def kernel_share(kernels: pd.DataFrame) -> dict[tuple, float]:
     return out
 
 
+def _count(v) -> str:
+    """A count as a whole number ('1', not '1.0': a column with a blank reads as float)."""
+    return "" if v is None else f"{int(v)}"
+
+
 def _applied(graphs, left_out, share, device) -> str:
     if device == "cpu":
         return "no (CPU)"
@@ -90,9 +95,9 @@ def table(runs: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFra
                 **({"pass": x["pass"]} if "pass" in r and r["pass"].nunique() > 1 else {}),
                 "mode": x["compile"],
                 "applied": _applied(graphs, left_out, share, x.get("device")),
-                "graphs": graphs,
-                "partitions captured": _num(x.get("cudagraph_partitions")),
-                "not captured": left_out,
+                "graphs": _count(graphs),
+                "partitions captured": _count(_num(x.get("cudagraph_partitions"))),
+                "not captured": _count(left_out),
                 "device time in graphs": "" if share is None else f"{share:.1%}{mark}",
                 "skip reasons (count)": _text(x.get("cudagraph_skip_reasons")),
             }
