@@ -30,6 +30,7 @@ from analysis import (
     findings_prev,
     findings_scaling,
     findings_scope,
+    findings_startup,
     findings_summary,
     findings_sweeps,
     findings_targets,
@@ -48,6 +49,7 @@ SECTIONS = [
     findings_compile.section,
     findings_host.section,
     findings_hostcost.section,
+    findings_startup.section,
     findings_sweeps.section,
     findings_prev.section,
     findings_training.section,
@@ -128,9 +130,10 @@ def main(argv: list[str] | None = None) -> None:
         if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
             findings_summary.write(README, findings_summary.summary(read(Path(args.dir))))
             print(f"wrote the summary block in {README}")
-        said = findings_hostcost.draw(Path(args.dir))
-        if said:
-            print(f"drew {findings_hostcost.FIGURE}.png: {said}")
+        for m in (findings_hostcost, findings_startup):
+            said = m.draw(Path(args.dir))
+            if said:
+                print(f"drew {m.FIGURE}.png: {said}")
     else:
         print(text, end="")
 

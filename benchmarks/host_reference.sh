@@ -39,7 +39,8 @@ fi
   echo "cores $(nproc)"
   lscpu | grep -E "Model name|Hypervisor" || true
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
-  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # the code hash, not git's commit: a copied working tree (the device) may carry a stale .git
+  python3 -c "from study.rows.env import code_hash; print('code_hash', code_hash())"
 } > "$out/machine.md"
 cat "$out/machine.md"
 python3 -m study.phase 10 | tee "$out/survey.md"
