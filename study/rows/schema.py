@@ -98,7 +98,8 @@ RUN = (
             "a primer process compiled the cell into its cache dirs (a restart on the same "
             "machine); artifacts, a primer saved torch.compiler.save_cache_artifacts() and the "
             "cell, with empty caches, loaded them before its first call (a service's cold "
-            "start on a new machine). Blank on eager",
+            "start on a new machine). cache says where the caches live (private or shared), "
+            "start what ran before the first call. Blank on eager",
         ),
         Col("seed", "", "seed of the inputs and parameters"),
         Col(
