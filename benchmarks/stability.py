@@ -4,7 +4,9 @@
     python benchmarks/stability.py --cells naive/default,flash/default --repeats 2 -- +experiment=tiny
     python benchmarks/stability.py --from outputs/sweeps/<time>     # re-read a finished sweep
 
-Runs one sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
+Surveys the host first (``python -m study.phase``'s line: it says when the host is mostly slow
+or never held its fast phase, so the figures below are read as that host's), then runs one
+sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
 every cell once before any cell twice), then prints per cell: the per-call median of each
 repeat, how far the worst one sits from the median of the N (the target is +-5% on the H200),
 the host probe of each repeat (study.cell.host_load.host_probe_us: did the host itself
@@ -169,6 +171,16 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             print(f"  {v}/off: {now:.1f} us now, {then:.1f} us in {ref} ({pct(now, then):+.1f}%)")
 
 
+def survey(seconds: float) -> str:
+    """The host's survey (``python -m study.phase``), recorded for the sweep's cells as the
+    study does: its line says when the host is mostly slow or never held its fast phase."""
+    from study import phase
+    from study.cell.calibrate import cache_path
+
+    ph, why = phase.survey_and_record(cache_path().with_name(phase.HOST_LEVEL_FILE), seconds)
+    return phase.describe(ph, seconds) + (f" ({why})" if why else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", default=DEFAULT, help="variant/mode,... (default: %(default)s)")
@@ -176,11 +188,14 @@ def main() -> None:
     ap.add_argument("--out", default="outputs/stability")
     ap.add_argument("--ref", default="results/h200")
     ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
+    ap.add_argument("--survey-s", type=float, default=5.0, help="the host survey before the sweep")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
     a.extra = argv[cut + 1 :]  # overrides for study.run, after --
     cells = [tuple(c.split("/")) for c in a.cells.split(",") if c]
+    if not a.src:  # the host first: a mostly slow one says so, before any figure
+        print(survey(a.survey_s), flush=True)
     d = Path(a.src) if a.src else sweep(cells, a.repeats, ROOT / a.out, a.extra)
     report(d, cells if not a.src else None, ROOT / a.ref if a.ref else None)
 
