@@ -46,6 +46,7 @@ from study.cell import (
     memory,
     passes,
     pinning,
+    regional,
     start,
     timing,
     verdict,
@@ -173,8 +174,6 @@ class Cell:
         if not (c.regional and self.mode != "off"):
             package = self.run_dir / "generated" / "aot_inductor.pt2"
             return compiling.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic, package)
-        from study.cell import regional
-
         fn, got, note = regional.make(self.wl.fn, self.mode, c.fullgraph, c.dynamic,
                                       c.regional_how, self.entry.name, self.kind)  # fmt: skip
         self.row.update(got)
