@@ -16,7 +16,7 @@ import pandas as pd
 from study.observe.metrics import HOST_BOUND, bound_verdict
 from study.rows.schema import SHAPE_KEYS
 
-# Every compile target, in reading order (study/rows/targets.py): eager, Inductor's modes, the
+# Every compile target, in reading order (study/config/compile_targets.py): eager, Inductor's modes, the
 # layers of torch.compile taken apart, the deployment paths.
 MODES = [
     "off",

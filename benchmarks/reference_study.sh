@@ -20,7 +20,7 @@
 #        (repeats=3: every cell in 3 fresh processes), block block_bwd part3_bwd part2_train
 #        dynamic flex scaling targets (no aot_inductor: it segfaults in its loader on this
 #        image) targets_bwd (fwd_bwd of flash, cuDNN and the block under eager, dynamo_eager,
-#        aot_eager and default) models. It runs python -m study.phase first, and calibrates when OUTDIR has no
+#        aot_eager and default) models. It runs python -m study.cell.host_gauge first, and calibrates when OUTDIR has no
 #        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
 #   bash benchmarks/reference_study.sh v3-check OUTDIR  # part3 fwd_bwd, flash and cuDNN, 4 modes,
 #        2 processes each: are training rows' paired and per-call ratios within 3%? (~1.5 min)
@@ -102,7 +102,7 @@ full_speed() {  # survey the host; stop where its fast level is not full speed, 
   # 13.1 survey), so a 16 us stretch later passes as fast (docs/method.md).
   [[ ${SURVEYS:-4} =~ ^[1-9][0-9]*$ ]] || { echo "SURVEYS must be 1 or more, not ${SURVEYS}"; exit 2; }
   for ((try = 1; try <= ${SURVEYS:-4}; try++)); do
-    s=$(python3 -m study.phase 2>&1); printf '%s\n' "$s" | tee -a "$out/phase.txt"
+    s=$(python3 -m study.cell.host_gauge 2>&1); printf '%s\n' "$s" | tee -a "$out/phase.txt"
     lvl=$(grep -o 'fast level [0-9.]*' <<<"$s" | awk '{print $3}')
     [ -n "$lvl" ] && awk -v l="$lvl" -v f="${FULL_US:-14.5}" 'BEGIN { exit !(l <= f) }' && break
   done
@@ -175,7 +175,7 @@ case $stage in
     for name in "$@"; do
       # each later experiment's host, recorded (phase.txt, host_gauge.txt), not gated: ~12 s
       [ $first = 1 ] || [ $((deadline - SECONDS)) -le 60 ] ||
-        python3 -m study.phase 2>&1 | grep 'fast level' | sed "s/^/before $name: /" >>"$out/phase.txt"
+        python3 -m study.cell.host_gauge 2>&1 | grep 'fast level' | sed "s/^/before $name: /" >>"$out/phase.txt"
       first=0
       case $name in
         part1|part2|part3) sweep "$name" +experiment="$name" repeats=3 resume=true ;;
@@ -193,7 +193,7 @@ case $stage in
     done
     ;;
   v3-preflight)  # before v3's freeze: timing.one_core (every thread on one core while timed)
-    t python3 -m study.phase | tee -a "$out/phase.txt"
+    t python3 -m study.cell.host_gauge | tee -a "$out/phase.txt"
     for args in "--backend flash" "--backend flash --one-core" "--backend cudnn --one-core" \
       "--backend flash --one-core --compile max-autotune-no-cudagraphs"; do
       t python3 benchmarks/pair_probe.py $args 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"

@@ -20,8 +20,8 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.rows.config import register_configs  # noqa: E402
-from study.rows.usage import fail  # noqa: E402
+from study.config.cell_config import register_configs  # noqa: E402
+from study.config.usage import fail  # noqa: E402
 from study.sweep.sweepdir import SWEEP_IDS, sweep_id  # noqa: E402, F401 - the resolver's
 
 
@@ -50,7 +50,7 @@ def finished_since(sweep_dir: Path, t0: float) -> int:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
-    from study.rows.config_check import check_config, device_error, say_renamed
+    from study.config.check import check_config, device_error, say_renamed
     from study.rows.summary import summary
     from study.sweep.scheduler import Scheduler
     from study.sweep.sweepdir import clock
@@ -85,7 +85,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    from study.rows.usage import hydra_errors_are_config_errors
+    from study.config.usage import hydra_errors_are_config_errors
 
     hydra_errors_are_config_errors()
     try:

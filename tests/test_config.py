@@ -3,9 +3,9 @@
 import pytest
 from omegaconf import OmegaConf
 
-from study.rows.config import COMPILE_MODES
-from study.rows.config_error import ConfigError
-from study.rows.config_rules import validate
+from study.config.cell_config import COMPILE_MODES
+from study.config.rules import validate
+from study.errors import ConfigError
 from study.workloads.registry import get, names, variant_yaml
 from tests.conftest import ROOT, TINY, cli, compose
 
@@ -176,7 +176,7 @@ def test_cli_unknown_inductor_key_fails_at_start(tmp_path):
 
 
 def test_resolved_config_round_trips(tmp_path):
-    from study.rows.config import load_cell_config, to_plain
+    from study.config.cell_config import load_cell_config, to_plain
 
     cfg = compose("variant=mlp", "compile=max-autotune")
     p = tmp_path / "cell.yaml"
@@ -188,8 +188,8 @@ def test_resolved_config_round_trips(tmp_path):
 def test_a_renamed_key_still_works_for_one_release_and_says_so():
     """timing.repeat is now timing.calls (``repeat`` also named the fresh processes and the
     repeat index): the old key is read as the new one, with one line."""
-    from study.rows.config import to_plain
-    from study.rows.identity import renamed_keys
+    from study.config.cell_config import to_plain
+    from study.config.identity import renamed_keys
 
     d = to_plain(compose("timing.repeat=7"))
     said = renamed_keys(d)
@@ -204,8 +204,8 @@ def test_a_renamed_key_still_works_for_one_release_and_says_so():
 def test_the_rename_keeps_a_cells_identity():
     """config_hash hashes timing.calls under its old name: a resume of a sweep made before the
     rename keeps its finished cells."""
-    from study.rows.config import to_plain
-    from study.rows.identity import config_hash, renamed_keys
+    from study.config.cell_config import to_plain
+    from study.config.identity import config_hash, renamed_keys
 
     old = to_plain(compose("timing.repeat=7"))
     old["timing"].pop("calls")  # as a cell.yaml written before the rename
@@ -220,8 +220,8 @@ def test_the_rename_keeps_a_cells_identity():
 def test_the_pass_is_pass_kind_and_step_kind_still_works_for_one_release():
     """pass=... sets pass.kind (it set step.kind, a name nothing else used); step.kind and
     step.lr are read as pass.kind and pass.lr, with one line each, and keep a cell's identity."""
-    from study.rows.config import to_plain
-    from study.rows.identity import config_hash, renamed_keys
+    from study.config.cell_config import to_plain
+    from study.config.identity import config_hash, renamed_keys
 
     cfg = compose("pass=train_step")
     assert cfg["pass"].kind == "train_step" and cfg["pass"].lr == 1e-3
@@ -252,7 +252,7 @@ def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
     resume may change; the sweep dir kept a second list, which had drifted from it."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from study.rows.identity import NOT_IDENTITY, changed_overrides, fixed_overrides, measured
+    from study.config.identity import NOT_IDENTITY, changed_overrides, fixed_overrides, measured
 
     assert not any(measured(k) for k in NOT_IDENTITY)
     assert not any(measured(k) for k in ("hydra/launcher", "+expect.status", "expect.flash.x"))

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from study.cell import host_cost
-from study.rows.config_error import ConfigError
+from study.errors import ConfigError
 from tests.test_config import compose, validate
 
 

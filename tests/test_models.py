@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from study.cell import correctness, passes
-from study.cell.errors import Unsupported, classify_error
+from study.cell.failures import classify_error
+from study.errors import Unsupported
 from study.workloads import models
 
 
@@ -143,8 +144,8 @@ def test_the_models_table_and_pass_rate_read_rows():
 
 
 def test_inputs_of_the_wrong_type_are_refused_at_start_naming_the_type():
-    from study.rows.config_error import ConfigError
-    from study.rows.config_rules import validate
+    from study.config.rules import validate
+    from study.errors import ConfigError
     from tests.conftest import compose
 
     cfg = compose(

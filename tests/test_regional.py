@@ -5,8 +5,8 @@ The compiled cells (subprocess, as in a sweep) are the slow tests at the end."""
 
 import pytest
 
-from study.rows.config_error import ConfigError
-from study.rows.config_rules import validate
+from study.config.rules import validate
+from study.errors import ConfigError
 from tests.conftest import compose
 
 
@@ -44,8 +44,8 @@ def test_regional_options_that_make_sense_are_accepted(overrides):
 def test_old_cells_keep_their_identity_and_a_regional_or_deeper_cell_is_another():
     """A sweep made before regions and depths resumes: the defaults (whole model, one block)
     hash as the config did without those keys."""
-    from study.rows.config import to_plain
-    from study.rows.identity import config_hash
+    from study.config.cell_config import to_plain
+    from study.config.identity import config_hash
 
     now = to_plain(compose("variant=block", "compile=default"))
     before = {**now, "compile": {k: v for k, v in now["compile"].items()

@@ -5,7 +5,7 @@ import pytest
 
 from study.rows import io
 from study.sweep.scheduler import Scheduler
-from study.sweep.server import ServerError
+from study.sweep.warm_parent import ServerError
 from tests.conftest import TINY
 
 
@@ -13,7 +13,7 @@ def cell_cfg(tmp_path, *overrides):
     """One tiny cell's config as the launcher hands it over (no Hydra key)."""
     from omegaconf import OmegaConf
 
-    from study.rows.config import schema
+    from study.config.cell_config import schema
     from tests.conftest import compose
 
     cfg = compose(*TINY, *overrides)

@@ -139,7 +139,7 @@ def measure(device: str, dtype: str) -> dict:
 def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
     import torch
 
-    from study.rows import env
+    from study.config import env
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

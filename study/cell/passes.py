@@ -56,7 +56,7 @@ def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
     """Make the workload's parameters and floating-point inputs require grad; None for fwd."""
     import torch
 
-    from study.cell.errors import Unsupported
+    from study.errors import Unsupported
 
     if kind == "fwd":
         return None
@@ -136,7 +136,7 @@ def grad_leaves(out) -> list:
     import torch
 
     from study.cell.correctness import leaves
-    from study.cell.errors import Unsupported
+    from study.errors import Unsupported
 
     ys = [
         t

@@ -9,7 +9,7 @@ p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
   there are 4 or more cores per slot) for the sweep's own processes (the Hydra jobs, the cell
   servers): nothing else of the sweep runs on a cell's cores while it is timed. ``cores=0-7``
   narrows the set.
-- The warm parent (study.sweep.server) pins each forked cell to its group before it runs anything
+- The warm parent (study.sweep.warm_parent) pins each forked cell to its group before it runs anything
   (``os.sched_setaffinity``; the server itself sits on the sweep's cores), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.cell.compiling), so no compile workers share the cores.

@@ -1,6 +1,6 @@
 """A cell's own process: read ``RUN_DIR/cell.yaml``, run the cell, write its files.
 
-Normally the cell is a child the warm parent forked (study.sweep.server calls ``cell_main``),
+Normally the cell is a child the warm parent forked (study.sweep.warm_parent calls ``cell_main``),
 already pinned to its CPU cores, with ``CUDA_VISIBLE_DEVICES`` set to its GPU before CUDA starts
 and its compile caches chosen by its environment (study.sweep.scheduler). ``python -m study.cell.worker RUN_DIR``
 runs one cell in a plain process, by hand.
@@ -32,7 +32,7 @@ def check_pinned(gpu: str | None) -> None:
             f"CUDA_VISIBLE_DEVICES={gpu}: is there a GPU {gpu} on this host? (hydra.launcher.n_jobs "
             "must not exceed the GPUs the sweep sees)"
         )
-    from study.rows.env import nvidia_smi
+    from study.config.env import nvidia_smi
 
     got = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
     want = (nvidia_smi("uuid") or "").removeprefix("GPU-")  # blank without nvidia-smi
@@ -53,8 +53,8 @@ def cap_host_memory(cfg) -> str | None:
     import resource
 
     from study.cell.build import resolve_device
-    from study.cell.errors import Unsupported
-    from study.rows.config import plain
+    from study.config.cell_config import plain
+    from study.errors import Unsupported
 
     try:
         if resolve_device(plain(cfg.device)) != "cpu":
@@ -64,7 +64,7 @@ def cap_host_memory(cfg) -> str | None:
     limit = cfg.cpu_mem_limit_gb
     if limit is not None and limit <= 0:
         return None
-    from study.rows.env import proc_kb
+    from study.config.env import proc_kb
 
     mapped = proc_kb("/proc/self/status", "VmSize")
     if mapped is None:
@@ -90,8 +90,8 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
 
     from study.cell import compiling
     from study.cell.phases import run_cell
+    from study.config.cell_config import load_cell_config, plain
     from study.rows import io
-    from study.rows.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     if (extra or {}).get("gpu_index") is not None and plain(cfg.device) != "cpu":
@@ -123,7 +123,7 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
 
 
 def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = None) -> None:
-    """The forked child's target (study.sweep.server): pinned already; check the GPU, run the cell."""
+    """The forked child's target (study.sweep.warm_parent): pinned already; check the GPU, run the cell."""
     started = time.time()
     main(
         Path(run_dir),

@@ -256,16 +256,16 @@ def target(run_dir: Path) -> None:
 
     from study.cell import compiling
     from study.cell.build import build_workload, resolve_device, sdpa_pin
+    from study.config import compile_targets
+    from study.config.cell_config import load_cell_config, plain
     from study.observe import inductor as ind
-    from study.rows import targets
-    from study.rows.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     device = resolve_device(plain(cfg.device))
     _, _, wl = build_workload(cfg, device)
     c = cfg.compile
     if c.mode != "off":  # the same compiled code as the cell (same cache key)
-        ind.apply({**targets.get(c.mode).patches, **({"freezing": True} if c.freezing else {}),
+        ind.apply({**compile_targets.get(c.mode).patches, **({"freezing": True} if c.freezing else {}),
                    **dict(c.inductor)})  # fmt: skip
     package = run_dir / "ncu" / "aot_inductor.pt2"  # aot_inductor: built again, beside the cell's
     with sdpa_pin(wl.sdpa_backend), torch.set_grad_enabled(not (c.freezing and c.mode != "off")):

@@ -153,7 +153,7 @@ def prove_pass(
 
 
 def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dict, row: dict):
-    """{ok, reason, proof} for what a compile target claims (study.rows.targets), from the trace and
+    """{ok, reason, proof} for what a compile target claims (study.config.compile_targets), from the trace and
     what the cell harvested: a row that claims a layer must show it, and no other layer's work.
 
     - dynamo_eager, aot_eager, cudagraphs: Dynamo captured a graph, and no Inductor-generated
@@ -162,10 +162,10 @@ def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dic
     - aot_inductor: every generated kernel that ran is in the package's source.
     - freezing: the generated wrapper holds frozen (constant) parameters.
     """
+    from study.config import compile_targets
     from study.observe.inductor import match_kernel
-    from study.rows import targets
 
-    t = targets.get(mode)
+    t = compile_targets.get(mode)
     gk = generated.get("kernels", {})
     ran_generated = sorted({r["kernel"] for r in kernel_rows if r.get("generated")})
     if mode == "off" or (t.inductor and t.dynamo and mode != "cpp_wrapper" and not _frozen(row)):

@@ -19,10 +19,10 @@ from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
+from study.config.cell_config import to_plain
+from study.config.identity import renamed_keys
 from study.observe import metrics
 from study.rows import expect, revealed
-from study.rows.config import to_plain
-from study.rows.identity import renamed_keys
 from study.rows.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.

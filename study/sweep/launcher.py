@@ -50,8 +50,8 @@ class Launcher(HydraLauncher):
     def slots_error(self, configs) -> str | None:
         """Why the slots cannot run this sweep's CUDA cells (no GPU, more slots than GPUs), or
         None."""
-        from study.rows.config import plain
-        from study.rows.config_check import device_error
+        from study.config.cell_config import plain
+        from study.config.check import device_error
         from study.sweep.scheduler import gpu_id
 
         self.start()

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from study.config.cell_config import to_plain
+from study.config.env import boot_id
+from study.config.identity import config_hash, eager_hash, renamed_keys
 from study.rows import io
-from study.rows.config import to_plain
-from study.rows.env import boot_id
 from study.rows.expect import block_of
-from study.rows.identity import config_hash, eager_hash, renamed_keys
 
 STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
 # The phases a cell measures; everything else of its wall time is the sweep's overhead.

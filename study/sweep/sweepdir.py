@@ -18,8 +18,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from study.rows import identity
-from study.rows.usage import fail
+from study.config import identity
+from study.config.usage import fail
 
 # (out_root, resume) -> the sweep dir's name; the sweeper sets resume's. Here, not in study.run:
 # under ``python -m study.run`` that module is __main__, and a second copy would have its own.

@@ -7,7 +7,7 @@ registers it; conf/hydra/sweeper/study.yaml is the default):
    runs one cell); ``repeats=N`` becomes a sweep over ``repeat=0..N-1`` that varies slowest:
    every cell once, then every cell again, each in a fresh process.
 2. Compose each point through the app's config loader, as a launcher would, and check it
-   (study.rows.config_check), while the study's launcher starts its warm parent (torch imports
+   (study.config.check), while the study's launcher starts its warm parent (torch imports
    meanwhile). Any bad point stops the run with one message listing every bad point, and exit
    status 2; no dir is made. The launcher takes the composed configs and composes nothing again.
 3. Take the sweep dir (study.sweep.sweepdir): its lock, the resume check, ``sweep.yaml``.
@@ -126,8 +126,8 @@ class Sweeper(BasicSweeper):
     def _points(self, arguments: list[str]) -> list[list[str]]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
-        from study.rows.config_bounds import MAX_REPEATS
-        from study.rows.usage import fail
+        from study.config.bounds import MAX_REPEATS
+        from study.config.usage import fail
 
         params = self._parse_config()
         n = int(self.config.get("repeats", 1) or 1)
@@ -149,8 +149,8 @@ class Sweeper(BasicSweeper):
         the run (exit 2) if any cannot run, or two would share a run dir."""
         from omegaconf import flag_override
 
-        from study.rows import config_check as check
-        from study.rows.usage import fail
+        from study.config import check
+        from study.config.usage import fail
 
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
         if launcher is not None:  # the warm parent imports torch while the points are composed
@@ -196,8 +196,8 @@ class Sweeper(BasicSweeper):
         return [[*p, f"hydra.sweep.subdir='{d}'"] for p, d in zip(pts, dirs, strict=True)]
 
     def sweep(self, arguments: list[str]):
+        from study.config.usage import fail
         from study.rows.summary import summary
-        from study.rows.usage import fail
         from study.sweep import sweepdir
 
         signal.signal(signal.SIGTERM, on_sigterm)

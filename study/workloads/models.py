@@ -26,7 +26,7 @@ TOKENS = 256  # token ids are drawn below this: any vocab_size >= 256 takes them
 
 def need(package: str):
     """The imported package, or ``Unsupported`` naming it and how to install it."""
-    from study.cell.errors import Unsupported
+    from study.errors import Unsupported
 
     try:
         return importlib.import_module(package)

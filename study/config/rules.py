@@ -15,11 +15,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from study.rows import expect, targets
-from study.rows.config import COMPILE_MODES, PASSES, plain, schema
-from study.rows.config_bounds import bounds
-from study.rows.config_error import ConfigError
-from study.rows.identity import given, given_as
+from study.config import compile_targets
+from study.config.bounds import bounds
+from study.config.cell_config import COMPILE_MODES, PASSES, plain, schema
+from study.config.identity import given, given_as
+from study.errors import ConfigError
+from study.rows import expect
 from study.rows.schema import SHAPE_KEYS
 
 # The largest size of one shape key: index arithmetic in int32 (many kernels), and a bound
@@ -39,7 +40,7 @@ def positive(key: str, value: Any) -> None:
 def _memory_bytes() -> int | None:
     """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
     cell's inputs are built there first), or None where /proc/meminfo is not."""
-    from study.rows.env import proc_kb
+    from study.config.env import proc_kb
 
     kb = proc_kb("/proc/meminfo", "MemTotal")
     return None if kb is None else int(kb * 1024)
@@ -65,7 +66,7 @@ def fits(shape: dict) -> None:
 
 def validate(cfg: DictConfig, registry: bool = True) -> None:
     """Reject what types cannot: sizes, the compile target, counts, a variant that is not
-    registered (``registry=False``: left to the caller, study.rows.config_check.point_error). Raises ConfigError."""
+    registered (``registry=False``: left to the caller, study.config.check.point_error). Raises ConfigError."""
     for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep):
         check(cfg)
     _variant(cfg, registry)
@@ -85,7 +86,7 @@ def _compile(c) -> None:
         )
     inductor = c.compile.inductor
     inductor = dict(inductor) if inductor is not None else {}
-    clash = targets.conflicts(
+    clash = compile_targets.conflicts(
         c.compile.mode,
         bool(c.compile.freezing),
         inductor,
@@ -109,8 +110,8 @@ def _compile(c) -> None:
 
 def _start(c) -> None:
     """start=warm|artifacts: compiled Inductor cells only, artifacts with a cold cache."""
-    t = targets.get(c.compile.mode)
-    clash = targets.start_conflict(plain(c.start), c.compile.mode, plain(c.cache), t.inductor)
+    t = compile_targets.get(c.compile.mode)
+    clash = compile_targets.start_conflict(plain(c.start), c.compile.mode, plain(c.cache), t.inductor)
     if clash:
         raise ConfigError(clash)
 

@@ -2,7 +2,7 @@
 
 ``check_config`` (a single run) and ``point_error`` (each point of a sweep, study.sweep.sweeper)
 merge the config into the typed schema (unknown keys, types), apply the rules types cannot say
-(study.rows.config_rules), look the variant up, and check ``compile.inductor`` keys against
+(study.config.rules), look the variant up, and check ``compile.inductor`` keys against
 torch's Inductor config. A registered variant needs no torch here; a variant of your own and
 ``compile.inductor`` keys do.
 """
@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 @functools.cache
 def _schema() -> DictConfig:
     """The cell's typed schema, built once (merge copies it)."""
-    from study.rows.config import schema
+    from study.config.cell_config import schema
 
     return schema()
 
@@ -31,9 +31,9 @@ def check_config(cfg: DictConfig) -> str | None:
 def _config_error(cfg: DictConfig, registry: bool) -> str | None:
     from omegaconf.errors import ConfigKeyError, ValidationError
 
-    from study.rows.config_error import ConfigError
-    from study.rows.config_rules import validate
-    from study.rows.usage import unknown_key
+    from study.config.rules import validate
+    from study.config.usage import unknown_key
+    from study.errors import ConfigError
 
     try:
         OmegaConf.merge(_schema(), {k: v for k, v in cfg.items() if k != "hydra"})
@@ -41,7 +41,7 @@ def _config_error(cfg: DictConfig, registry: bool) -> str | None:
         return unknown_key(getattr(e, "full_key", None) or str(e).split("'")[1])
     except ValidationError as e:
         return " ".join(str(e).split()[:40])
-    from study.rows.config_rules import unknown_nested_keys
+    from study.config.rules import unknown_nested_keys
 
     stray = unknown_nested_keys(cfg)
     if stray:
@@ -73,7 +73,7 @@ def point_error(cfg: DictConfig, variants=None) -> str | None:
     their shape keys, as the warm parent knows them, or a function that waits for them (asked
     only for a point with no other error: a sweep of bad points stops before torch is imported);
     None: the registry, which imports torch."""
-    from study.rows.config_rules import registered_variant_error
+    from study.config.rules import registered_variant_error
 
     why = _config_error(cfg, registry=False)
     if why is None and not (cfg.variant.get("target") or cfg.variant.name == "custom"):
@@ -87,7 +87,7 @@ def point_error(cfg: DictConfig, variants=None) -> str | None:
 def device_error(configs, cuda_available: bool) -> str | None:
     """Why ``device=cuda`` cannot run here (the warm parent found no CUDA GPU), or None: a
     start-time mistake, not an ``unsupported`` row (the README: device=cuda requires a GPU)."""
-    from study.rows.config import plain
+    from study.config.cell_config import plain
 
     if cuda_available or not any(c is not None and plain(c.device) == "cuda" for c in configs):
         return None
@@ -98,8 +98,8 @@ def device_error(configs, cuda_available: bool) -> str | None:
 def say_renamed(configs) -> None:
     """One line for each renamed key a sweep still gives by its old name, and for a
     deprecated value."""
-    from study.rows.config import plain, to_plain
-    from study.rows.identity import renamed_keys
+    from study.config.cell_config import plain, to_plain
+    from study.config.identity import renamed_keys
 
     said = {line for cfg in configs for line in renamed_keys(to_plain(cfg))}
     if any(plain(cfg.get("isolation")) == "inline" for cfg in configs):
@@ -113,6 +113,6 @@ def say_renamed(configs) -> None:
 
 def composition_error(e: Exception) -> str:
     """Hydra's own message, which names the bad override, in one line."""
-    from study.rows.usage import explain
+    from study.config.usage import explain
 
     return explain(e) or " ".join(str(e).split("Config search path")[0].split())

@@ -40,8 +40,8 @@ def _missing_group(text: str) -> str | None:
 
 
 def unknown_key(key: str) -> str:
-    from study.rows.config_rules import known_keys
-    from study.rows.identity import REMOVED
+    from study.config.identity import REMOVED
+    from study.config.rules import known_keys
 
     if key in REMOVED:
         return f"{key} was removed after its release of deprecation: give {REMOVED[key]} instead."

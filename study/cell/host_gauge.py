@@ -18,7 +18,7 @@ phase). Seen levels (fast / slow, in us):
   machines (45 cells each), its slow readings 16.5-33.4 (the median slow reading of a cell);
   the 300-iteration loop alone read 9.3-10.1 fast (shared/probes/phase_paired.py). The share
   of rounds that ran fast went from 0% to 100% between cells of one sweep; a 10 s survey
-  (``python -m study.phase``) read 37% and 46% of its readings fast on two of the machines.
+  (``python -m study.cell.host_gauge``) read 37% and 46% of its readings fast on two of the machines.
 - 2-core CPU box, torch 2.13, Python 3.11: 14.3-15.0 p1-p10, with stretches at 17-18 and
   21-25 lasting 0.1-1 s, in one process over 6 s.
 
@@ -206,7 +206,7 @@ def _key() -> str:
 
     import torch
 
-    from study.rows.env import boot_id
+    from study.config.env import boot_id
 
     # The boot: every H200 machine is called "vm", and host_gauge.txt travels with a study's
     # outputs from one machine to the next, whose host may run at another speed.
@@ -275,7 +275,7 @@ def record_host_level(
 def host_level(path: Path, survey_s: float = 0.0) -> tuple[float | None, str | None]:
     """(The host's fast level, a note or None). Where ``path`` holds no level of the last day
     and ``survey_s`` > 0, survey the host that long first and record its level: on a fresh H200
-    machine without ``python -m study.phase`` first, the first cells of a sweep timed in a slow
+    machine without ``python -m study.cell.host_gauge`` first, the first cells of a sweep timed in a slow
     phase took their own 21.96-27.87 us for the fast level (the survey after: 15.0-16.1) and
     called their rounds fast."""
     level = read_host_level(path)
@@ -322,7 +322,7 @@ def survey(seconds: float, every_s: float = 0.005) -> list[float]:
 
 
 def main(argv: list[str]) -> None:
-    """python -m study.phase [SECONDS]: survey the host's gauge (10 s by default) and record its
+    """python -m study.cell.host_gauge [SECONDS]: survey the host's gauge (10 s by default) and record its
     fast level for the cells to come, so that the first cells of a sweep on a new machine know
     it too (alone, a cell that spends all its timing in a slow phase takes that for fast)."""
     import sys
@@ -334,7 +334,7 @@ def main(argv: list[str]) -> None:
     except ValueError:
         seconds = -1.0
     if len(argv) > 1 or not seconds > 0:
-        sys.exit("usage: python -m study.phase [SECONDS]   (a positive number; default 10)")
+        sys.exit("usage: python -m study.cell.host_gauge [SECONDS]   (a positive number; default 10)")
     path = cache_path().with_name(HOST_LEVEL_FILE)
     ph, why = survey_and_record(path, seconds)
     print(describe(ph, seconds))

@@ -2,8 +2,8 @@
 
 Hydra checks types and enum values when it composes (a bad dtype or a string where an int
 belongs fails at start, naming the full key). What types cannot say (sizes > 0, a compile
-mode spelled with a dash) is checked by study.rows.config_rules; a cell's identity (its hash,
-renamed keys) is study.rows.identity. No torch import at module level: ``study.run``
+mode spelled with a dash) is checked by study.config.rules; a cell's identity (its hash,
+renamed keys) is study.config.identity. No torch import at module level: ``study.run``
 validates before any cell process starts.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
-from study.rows import targets
+from study.config import compile_targets
 
-# Every compile target (study.rows.targets): the five Inductor modes, the layers of torch.compile
+# Every compile target (study.config.compile_targets): the five Inductor modes, the layers of torch.compile
 # taken apart and the deployment paths.
-COMPILE_MODES = tuple(targets.TARGETS)
+COMPILE_MODES = tuple(compile_targets.TARGETS)
 
 
 class Device(Enum):
