@@ -38,7 +38,6 @@ from study.cell import (
     build,
     calibrate,
     compiling,
-    figures,
     gpu_power,
     host_cost,
     host_gauge,
@@ -49,6 +48,7 @@ from study.cell import (
     regional,
     start,
     timing,
+    timing_figures,
     verdict,
 )
 from study.cell.failures import classify_error, exited
@@ -313,7 +313,7 @@ class Cell:
         row.update(power.row())
         if power.why:
             self.notes.append(power.why)
-        figures.settle(self)
+        timing_figures.settle(self)
         row["measure_s"] = time.perf_counter() - t
 
     def _host_cost(self) -> None:
