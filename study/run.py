@@ -50,10 +50,11 @@ def finished_since(sweep_dir: Path, t0: float) -> int:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
-    from study.config.check import check_config, device_error, say_renamed
+    from study.config.check import device_error, say_renamed
     from study.rows.summary import summary
     from study.sweep.scheduler import Scheduler
     from study.sweep.sweepdir import clock
+    from study.workloads.check import check_config
 
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from study.config.check import check_config
 from study.rows import io
 from study.rows.summary import summary
 from study.run import SWEEP_IDS, sweep_id
+from study.workloads.check import check_config
 from tests.conftest import TINY, cli, compose
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("integrity")]  # most start sweeps

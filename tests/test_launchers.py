@@ -132,7 +132,7 @@ def test_gpu_slots_is_refused_with_the_launcher_setting_that_replaced_it():
         compose_hydra("gpu_slots=3")
     said = composition_error(e.value)
     assert "gpu_slots was removed" in said and "hydra.launcher.n_jobs=N" in said, said
-    from study.config.check import check_config
+    from study.workloads.check import check_config
 
     said = check_config(compose_hydra("+gpu_slots=3"))  # added, not overridden: the schema says
     assert "gpu_slots was removed" in said and "hydra.launcher.n_jobs=N" in said, said

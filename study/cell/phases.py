@@ -54,13 +54,13 @@ from study.cell import (
 from study.cell.failures import classify_error, exited
 from study.config import compile_targets
 from study.config import env as envinfo
-from study.config.cell_config import plain
+from study.config.cell_config import plain, to_plain
 from study.errors import Unsupported, WorkloadError
-from study.observe import compile_log, metrics, proof
+from study.observe import compile_log, proof
 from study.observe import cudagraphs as cg
 from study.observe import inductor as ind
 from study.observe import trace as tr
-from study.rows import io
+from study.rows import io, metrics
 
 
 class Cell:
@@ -69,7 +69,7 @@ class Cell:
     def __init__(self, cfg: DictConfig, run_dir: Path):
         self.cfg, self.run_dir = cfg, Path(run_dir)
         self.t0 = time.perf_counter()
-        self.row = io.base_row(cfg, self.run_dir.name)
+        self.row = io.base_row(to_plain(cfg), self.run_dir.name)
         self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.mode = cfg.compile.mode
         self.kind = cfg["pass"].kind

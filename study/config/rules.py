@@ -1,9 +1,8 @@
-"""What types cannot say about a cell's config: sizes, the compile target, counts, the variant.
+"""What types cannot say about a cell's config: sizes, the compile target, counts.
 
 ``validate`` raises ConfigError with the key, the bad value and what is allowed. No torch
-import at module level: study.run validates before any cell process starts. A custom variant
-(``variant.target``) is imported by ``validate`` (study.workloads.custom.check), so a path that
-does not import, or a shape key its factories ask for and the config lacks, stops the run there.
+import: study.run validates before any cell process starts. Whether the variant exists (a
+registered name, or a factory of your own that imports) is study.workloads.check's.
 """
 
 # Long: one short check per config group (compile, start, sizes, timing, the rest), each the
@@ -64,12 +63,11 @@ def fits(shape: dict) -> None:
         )
 
 
-def validate(cfg: DictConfig, registry: bool = True) -> None:
-    """Reject what types cannot: sizes, the compile target, counts, a variant that is not
-    registered (``registry=False``: left to the caller, study.config.check.point_error). Raises ConfigError."""
-    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep):
+def validate(cfg: DictConfig) -> None:
+    """Reject what types cannot: sizes, the compile target, counts. Whether the variant exists
+    is study.workloads.check's. Raises ConfigError."""
+    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep, _variant):
         check(cfg)
-    _variant(cfg, registry)
 
 
 def _compile(c) -> None:
@@ -206,7 +204,7 @@ def _rest(c) -> None:
             f"repeats={c.repeats} is not allowed: it must be a positive integer "
             "(the number of fresh processes each cell runs in)."
         )
-    from study.cell.pinning import check_spec
+    from study.config.cores import check_spec
 
     bad = check_spec(str(c.cores))
     if bad:
@@ -233,42 +231,16 @@ def _shape_sweep(c) -> None:
         )
 
 
-def _variant(c, registry: bool) -> None:
-    if c.variant.target or c.variant.name == "custom":  # the user's own factory: imports it
-        from study.workloads import custom
-
-        custom.check(c)
+def _variant(c) -> None:
+    """What the config alone can say of the variant; whether it exists is the workloads' to say
+    (study.workloads.check)."""
+    if c.variant.target or c.variant.name == "custom":
         return
     if c.variant.get("kwargs"):
         raise ConfigError(
             f"variant.kwargs apply to a variant of your own (variant.target), not to "
             f"variant={c.variant.name}: drop them, or use variant=custom variant.target=..."
         )
-    if registry:
-        why = registered_variant_error(c.variant.name, c.shape_sweep.key)
-        if why:
-            raise ConfigError(why)
-
-
-def registered_variant_error(
-    name: str, sweep_key: str | None = None, known: dict | None = None
-) -> str | None:
-    """Why ``variant.name=name`` (with ``shape_sweep.key=sweep_key``) names no registered
-    variant, or None. ``known``: {variant: its shape keys}, as the warm parent lists them;
-    without it, the workloads are imported, and torch with them."""
-    if known is None:
-        from study.workloads.registry import get, names
-
-        known = {n: list(get(n).shape_keys) for n in names()}
-    if name not in known:
-        return f"variant.name={name!r} is not registered; known: {', '.join(known)}."
-    keys = known[name]
-    if sweep_key is not None and sweep_key not in keys:
-        return (
-            f"shape_sweep.key={sweep_key!r}: variant {name!r} has no such shape key; "
-            f"its keys: {', '.join(keys)}."
-        )
-    return None
 
 
 def known_keys(parent: str = "") -> list[str]:

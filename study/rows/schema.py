@@ -480,7 +480,7 @@ RUN = (
             "times a call as issued, host included): the host's work per call outlasts the "
             "GPU's, so the GPU waits and "
             "the latency moves with the host's speed. The one definition "
-            "(study.observe.metrics.host_bound); rows measured before host_us existed fall back "
+            "(study.rows.metrics.host_bound); rows measured before host_us existed fall back "
             "to an inference from latency (latency_median_us > 1.1 x gpu_us_per_step), which "
             "belongs to the host they ran on",
         ),

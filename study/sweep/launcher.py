@@ -34,7 +34,7 @@ class Launcher(HydraLauncher):
         """The scheduler and its warm parent, now (it imports while the sweep is checked);
         ``eager``: no cell of the sweep compiles (the parent leaves Inductor out)."""
         if self.scheduler is None:
-            from study.cell.pinning import check_spec
+            from study.config.cores import check_spec
             from study.sweep.scheduler import Scheduler
 
             cores = str(self.config.cores)  # a bad core list is the check's to report

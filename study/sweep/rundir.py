@@ -163,7 +163,7 @@ def finish(cell: Cell, failed, wall: float, waited: float | None, gpu, report_wa
     for a slot (``gpu_wait_s`` when ``report_wait``: with several slots)."""
     waited = waited or 0.0
     if failed is not None:
-        row = io.base_row(OmegaConf.create(cell.resolved), cell.name)
+        row = io.base_row(to_plain(OmegaConf.create(cell.resolved)), cell.name)
         row.update(status=failed[0], reason=failed[1], wall_s=wall - waited)
         row["host"] = socket.gethostname()
         row["boot_id"] = boot_id()

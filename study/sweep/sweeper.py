@@ -151,6 +151,7 @@ class Sweeper(BasicSweeper):
 
         from study.config import check
         from study.config.usage import fail
+        from study.workloads.check import point_error
 
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
         if launcher is not None:  # the warm parent imports torch while the points are composed
@@ -170,7 +171,7 @@ class Sweeper(BasicSweeper):
                 cell = cfg.copy()
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
-                whys[i] = check.point_error(cell, variants)
+                whys[i] = point_error(cell, variants)
         check.say_renamed([c for c in configs if c is not None])
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
