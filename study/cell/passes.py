@@ -29,6 +29,8 @@ import functools
 import operator
 from dataclasses import dataclass, field
 
+from study.errors import Unsupported
+
 RANGE = "study::"
 # Backward FLOPs per forward FLOP when the count is analytic: 2 (a matmul's dX and dW), the
 # convention flop_counter's count of the float64 reference follows too, so a row's FLOPs do not
@@ -55,8 +57,6 @@ class Trained:
 def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
     """Make the workload's parameters and floating-point inputs require grad; None for fwd."""
     import torch
-
-    from study.errors import Unsupported
 
     if kind == "fwd":
         return None
@@ -136,7 +136,6 @@ def grad_leaves(out) -> list:
     import torch
 
     from study.cell.correctness import leaves
-    from study.errors import Unsupported
 
     ys = [
         t

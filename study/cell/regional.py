@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import copy
 
+from study.errors import Unsupported
+
 HOWS = ("auto", "nested", "blocks")
 METHODS = {"nested": "nested_compile_region", "blocks": "per-block torch.compile"}
 
@@ -77,7 +79,6 @@ def make(fn, mode: str, fullgraph: bool, dynamic, how: str, name: str, kind: str
     from torch import nn
 
     from study.config import compile_targets
-    from study.errors import Unsupported
 
     found = find(fn) if isinstance(fn, nn.Module) else None
     if found is None:

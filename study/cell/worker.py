@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from study.errors import Unsupported
+
 
 def check_pinned(gpu: str | None) -> None:
     """Fail loudly unless CUDA really runs on GPU ``gpu``: CUDA initialised before the pin
@@ -54,7 +56,6 @@ def cap_host_memory(cfg) -> str | None:
 
     from study.cell.build import resolve_device
     from study.config.cell_config import plain
-    from study.errors import Unsupported
 
     try:
         if resolve_device(plain(cfg.device)) != "cpu":
