@@ -63,10 +63,11 @@ def main() -> None:
 
     from study.cell import pinning
     from study.cell.compiling import cache_env
+    from study.config.cores import allowed
     from study.sweep.scheduler import gpu_id, kill_groups
     from study.sweep.warm_parent import Server
 
-    house, groups = pinning.plan(pinning.allowed(), 1, "auto")
+    house, groups = pinning.plan(allowed(), 1, "auto")
     out = a.out or Path(tempfile.mkdtemp(prefix="cell_profile-"))
     t = time.perf_counter()
     srv = Server(house)

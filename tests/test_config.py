@@ -142,8 +142,9 @@ def test_the_bounds_leave_a_default_and_a_no_cap_alone():
 
 def test_a_shape_sweep_over_a_key_the_variant_lacks_is_refused():
     cfg = compose("variant=flash", "shape_sweep.key=n", "shape_sweep.sizes=[64,128]")
-    with pytest.raises(ConfigError, match="variant 'flash' has no such shape key"):
-        validate(cfg)
+    from study.workloads.check import check_config
+
+    assert "variant 'flash' has no such shape key" in check_config(cfg)
 
 
 @pytest.mark.slow
@@ -235,7 +236,9 @@ def test_the_pass_is_pass_kind_and_step_kind_still_works_for_one_release():
     ]
     from study.rows.io import base_row
 
-    assert base_row(compose("step.kind=fwd_bwd"), "x")["pass"] == "fwd_bwd"  # a crash row too
+    crash = to_plain(compose("step.kind=fwd_bwd"))
+    renamed_keys(crash)  # as the sweep resolves a cell before its crash row (study.sweep.rundir)
+    assert base_row(crash, "x")["pass"] == "fwd_bwd"  # a crash row too
     with pytest.raises(ConfigError, match=r"step\.kind \(now pass\.kind\)='bwd'"):
         validate(compose("step.kind=bwd"))
     with pytest.raises(ConfigError, match=r"^pass\.kind='bwd' is not a pass"):

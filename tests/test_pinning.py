@@ -92,7 +92,7 @@ def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
 
 
 def test_host_load_reads_proc_stat_around_a_block():
-    with host_load.HostLoad(sorted(pinning.allowed())) as load:
+    with host_load.HostLoad(sorted(cores.allowed())) as load:
         # os.times counts in 10 ms ticks: 200,000 squares (~15 ms) read 0 ticks in 2 of 3 runs
         sum(i * i for i in range(2_000_000))
     r = load.row()

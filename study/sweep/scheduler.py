@@ -23,6 +23,7 @@ from pathlib import Path
 from study.cell import compiling, pinning
 from study.config import compile_targets
 from study.config.cell_config import plain
+from study.config.cores import allowed
 from study.rows import io
 from study.sweep import rundir
 from study.sweep.warm_parent import Server, ServerError
@@ -123,7 +124,7 @@ class Scheduler:
         stand-in); ``eager``: no cell compiles (study.sweep.sweeper.eager_only)."""
         self.slots = max(1, int(slots))
         self._make_server = make_server
-        self.house, self.groups = pinning.plan(pinning.allowed(), self.slots, str(cores))
+        self.house, self.groups = pinning.plan(allowed(), self.slots, str(cores))
         self._server_args = {"prewarm": prewarm, "pycache": pycache, "eager": eager}
         self._server: Server | None = None
         self.running: dict[int, Running] = {}  # request id -> cell
