@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from study.config import env
+
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # Square matmul sizes tried per device, (16-bit, fp32); the ceiling is the fastest of them.
 MATMUL_SIZES = {
@@ -138,8 +140,6 @@ def measure(device: str, dtype: str) -> dict:
 
 def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
     import torch
-
-    from study.config import env
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -66,6 +66,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from study.cell.calibrate import cache_path
+from study.config.env import boot_id
+
 LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
 BEST_OF = 3
 LEVEL_QUANTILE = 0.10  # quantile() callers' default
@@ -206,8 +209,6 @@ def _key() -> str:
 
     import torch
 
-    from study.config.env import boot_id
-
     # The boot: every H200 machine is called "vm", and host_gauge.txt travels with a study's
     # outputs from one machine to the next, whose host may run at another speed.
     return (
@@ -326,8 +327,6 @@ def main(argv: list[str]) -> None:
     fast level for the cells to come, so that the first cells of a sweep on a new machine know
     it too (alone, a cell that spends all its timing in a slow phase takes that for fast)."""
     import sys
-
-    from study.cell.calibrate import cache_path
 
     try:
         seconds = float(argv[0]) if argv else 10.0

@@ -46,6 +46,7 @@ from study.cell import (
     passes,
     pinning,
     regional,
+    shape_sweep,
     start,
     timing,
     timing_figures,
@@ -514,8 +515,6 @@ class Cell:
     def shapes(self) -> None:
         """shape_sweep: the same compiled function over several shapes (study.cell.shape_sweep)."""
         if self.cfg.shape_sweep.key is not None:
-            from study.cell import shape_sweep
-
             shape_sweep.run(self)
 
     # rows ---------------------------------------------------------------------------------
@@ -627,8 +626,6 @@ def _device_time(step, cfg, mode, notes, kind="fwd") -> dict:
 
 
 def _rates(row: dict, calibration_file: str | None = None) -> None:
-    from study.cell import calibrate
-
     peaks = calibrate.lookup(
         row.get("device_name"), row.get("dtype"), row.get("torch_version"), calibration_file
     )

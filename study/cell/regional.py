@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 
+from study.config import compile_targets
 from study.errors import Unsupported
 
 HOWS = ("auto", "nested", "blocks")
@@ -77,8 +78,6 @@ def make(fn, mode: str, fullgraph: bool, dynamic, how: str, name: str, kind: str
     cannot be."""
     import torch
     from torch import nn
-
-    from study.config import compile_targets
 
     found = find(fn) if isinstance(fn, nn.Module) else None
     if found is None:

@@ -15,6 +15,7 @@ import math
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from study.config.env import proc_kb
 from study.errors import ConfigError
 
 OPEN = ("variant.kwargs", "compile.inductor", "expect", "hydra")
@@ -47,8 +48,6 @@ def _finite_and_bounded(c: DictConfig) -> None:
 
 
 def _host_gb() -> float | None:
-    from study.config.env import proc_kb
-
     kb = proc_kb("/proc/meminfo", "MemTotal")
     return None if kb is None else kb / 2**20
 

@@ -17,6 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 from study.config import compile_targets
 from study.config.bounds import bounds
 from study.config.cell_config import COMPILE_MODES, PASSES, plain, schema
+from study.config.cores import check_spec
+from study.config.env import proc_kb
 from study.config.identity import given, given_as
 from study.errors import ConfigError
 from study.rows import expect
@@ -39,8 +41,6 @@ def positive(key: str, value: Any) -> None:
 def _memory_bytes() -> int | None:
     """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
     cell's inputs are built there first), or None where /proc/meminfo is not."""
-    from study.config.env import proc_kb
-
     kb = proc_kb("/proc/meminfo", "MemTotal")
     return None if kb is None else int(kb * 1024)
 
@@ -204,8 +204,6 @@ def _rest(c) -> None:
             f"repeats={c.repeats} is not allowed: it must be a positive integer "
             "(the number of fresh processes each cell runs in)."
         )
-    from study.config.cores import check_spec
-
     bad = check_spec(str(c.cores))
     if bad:
         raise ConfigError(bad)

@@ -14,6 +14,9 @@ import difflib
 import re
 import sys
 
+from study.config.identity import REMOVED
+from study.config.rules import known_keys
+
 
 def fail(message: str, code: int = 2, what: str = "config error") -> None:
     """A user's mistake: the message, no traceback, exit ``code``."""
@@ -40,9 +43,6 @@ def _missing_group(text: str) -> str | None:
 
 
 def unknown_key(key: str) -> str:
-    from study.config.identity import REMOVED
-    from study.config.rules import known_keys
-
     if key in REMOVED:
         return f"{key} was removed after its release of deprecation: give {REMOVED[key]} instead."
 

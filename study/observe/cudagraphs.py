@@ -36,6 +36,8 @@ import logging
 import sys
 from collections import Counter
 
+from study.config import compile_targets
+
 COLUMNS = (
     "cudagraph_graphs",
     "cudagraph_partitions",
@@ -54,8 +56,6 @@ def reasons_text(counts: dict[str, int]) -> str:
 def keep_share(summary: dict, mode: str) -> dict:
     """The trace summary without ``cudagraph_kernel_share`` where ``mode`` has no CUDA graphs
     (eager, default, ...): their rows leave it blank."""
-    from study.config import compile_targets
-
     if not compile_targets.uses_cudagraphs(mode):
         summary.pop("cudagraph_kernel_share", None)
     return summary

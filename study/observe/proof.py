@@ -18,7 +18,9 @@ Every failure reason starts with ``PREFIX``, so ``study.reparse`` can tell a pro
 
 from __future__ import annotations
 
+from study.config import compile_targets
 from study.observe.classify import BACKEND_CLASS
+from study.observe.inductor import match_kernel
 
 PREFIX = "proof: "
 LEGACY_PREFIXES = ("pinned backend ",)  # reasons written before PREFIX existed
@@ -28,8 +30,6 @@ MATH_OP = "_scaled_dot_product_attention_math"
 def _generated_in_trace(kernel_rows: list[dict], generated: dict) -> tuple[list, list]:
     """(decomposed kernels found in the trace, those missing): the generated kernels that
     Inductor's provenance maps to the SDPA call, matched to trace names (CPU: graph_N_...)."""
-    from study.observe.inductor import match_kernel
-
     gk = generated.get("kernels", {})
     decomposed = sorted(k for k, v in gk.items() if v.get("from_sdpa"))
     ran = {match_kernel(r["kernel"], gk) for r in kernel_rows}
@@ -162,9 +162,6 @@ def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dic
     - aot_inductor: every generated kernel that ran is in the package's source.
     - freezing: the generated wrapper holds frozen (constant) parameters.
     """
-    from study.config import compile_targets
-    from study.observe.inductor import match_kernel
-
     t = compile_targets.get(mode)
     gk = generated.get("kernels", {})
     ran_generated = sorted({r["kernel"] for r in kernel_rows if r.get("generated")})

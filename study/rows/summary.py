@@ -14,6 +14,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from study.rows import io
+
 
 def harness_failure(row: dict) -> bool:
     """A crash, or an error that is neither the compiler's (``compile:``) nor the user's own
@@ -30,8 +32,6 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
     """Print what the sweep (or a single run's dir) gave; 1 when a cell failed for a reason of
     the harness, or a planned cell (``planned``: its run dir names) has no row in runs.csv,
     else 0. ``t0``: when it started (its time is said)."""
-    from study.rows import io
-
     path = sweep_dir / "runs.csv"
     try:
         rows = io.read_whole(path) if path.exists() else []

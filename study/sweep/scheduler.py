@@ -27,6 +27,7 @@ from study.config.cores import allowed
 from study.rows import io
 from study.sweep import rundir
 from study.sweep.warm_parent import Server, ServerError
+from study.workloads.variants import resolve as entry_of
 
 
 def gpu_id(slot: int) -> str:
@@ -163,8 +164,6 @@ class Scheduler:
         known = self.status.get("variants") or {}
         if not variant.get("target") and variant.name in known:
             return list(known[variant.name])
-        from study.workloads.variants import resolve as entry_of
-
         return list(entry_of(variant).shape_keys)
 
     def cell(self, cfg, run_dir: Path, sweep_dir: Path) -> rundir.Cell:

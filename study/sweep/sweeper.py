@@ -25,6 +25,13 @@ from pathlib import Path
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
+from study.config import check
+from study.config.bounds import MAX_REPEATS
+from study.config.usage import fail
+from study.rows.summary import summary
+from study.sweep import names, sweepdir
+from study.workloads.check import point_error
+
 
 def unique(pts: list[list[str]]) -> list[list[str]]:
     """Each point once, in order (a value given twice in a sweep makes the same point)."""
@@ -92,8 +99,6 @@ def subdirs(configs: list) -> list[str]:
 def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
     """Why two points would share a run dir (one would empty it while the other runs, and take
     the other's row), or None."""
-    from study.sweep import names
-
     both = names.shared(dirs)
     if both is None:
         return None
@@ -126,9 +131,6 @@ class Sweeper(BasicSweeper):
     def _points(self, arguments: list[str]) -> list[list[str]]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
-        from study.config.bounds import MAX_REPEATS
-        from study.config.usage import fail
-
         params = self._parse_config()
         n = int(self.config.get("repeats", 1) or 1)
         if n > MAX_REPEATS:  # before the points are spelled out: 10**8 of them fill memory
@@ -148,10 +150,6 @@ class Sweeper(BasicSweeper):
         """The composed config of every point (``jobs``: as launched, with its run dir); stops
         the run (exit 2) if any cannot run, or two would share a run dir."""
         from omegaconf import flag_override
-
-        from study.config import check
-        from study.config.usage import fail
-        from study.workloads.check import point_error
 
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
         if launcher is not None:  # the warm parent imports torch while the points are composed
@@ -187,8 +185,6 @@ class Sweeper(BasicSweeper):
         ``hydra.sweep.subdir`` is the user's (then ``one_dir_each`` checks what it gives)."""
         from omegaconf import OmegaConf
 
-        from study.sweep import names
-
         sweep = OmegaConf.to_container(self.config.hydra.sweep, resolve=False)
         if "study_job_dirname" not in str(sweep.get("subdir")):
             return pts
@@ -197,10 +193,6 @@ class Sweeper(BasicSweeper):
         return [[*p, f"hydra.sweep.subdir='{d}'"] for p, d in zip(pts, dirs, strict=True)]
 
     def sweep(self, arguments: list[str]):
-        from study.config.usage import fail
-        from study.rows.summary import summary
-        from study.sweep import sweepdir
-
         signal.signal(signal.SIGTERM, on_sigterm)
         try:
             pts = self._points(arguments)

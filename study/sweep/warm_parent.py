@@ -31,8 +31,10 @@ import warnings
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
+from study.config.env import code_hash, git_revision
 from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
 from study.sweep.pycache import bytecode_cache
+from study.workloads import registry
 
 PR_SET_PDEATHSIG = 1
 ROOT = str(Path(__file__).resolve().parents[2])  # first on the parent's PYTHONPATH
@@ -189,9 +191,6 @@ def _warm_up(prewarm_on: bool, eager: bool) -> dict:
                 raise
             print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
     import torch
-
-    from study.config.env import code_hash, git_revision
-    from study.workloads import registry
 
     git_revision()  # once here, inherited by every cell
     code_hash()
