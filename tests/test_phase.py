@@ -116,7 +116,7 @@ TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 
 def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
     """A cell's figures (study.cell.timing_figures.settle) over fake rounds: compiled host-bound
     (100 us fast, 200 slow), eager barely moving (110, 120)."""
-    from study.cell import figures
+    from study.cell import timing_figures
     from study.cell.phases import Cell
 
     cell = Cell.__new__(Cell)
@@ -134,7 +134,7 @@ def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
     )
     recorded = []
     monkeypatch.setattr(host_gauge, "record_host_level", lambda *a, **k: recorded.append(a))
-    figures.settle(cell)
+    timing_figures.settle(cell)
     return cell, recorded
 
 

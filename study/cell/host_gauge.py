@@ -66,7 +66,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from study.cell.calibrate import cache_path
+from study.cell import calibrate
 from study.config.env import boot_id
 
 LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
@@ -334,7 +334,7 @@ def main(argv: list[str]) -> None:
         seconds = -1.0
     if len(argv) > 1 or not seconds > 0:
         sys.exit("usage: python -m study.cell.host_gauge [SECONDS]   (a positive number; default 10)")
-    path = cache_path().with_name(HOST_LEVEL_FILE)
+    path = calibrate.cache_path().with_name(HOST_LEVEL_FILE)
     ph, why = survey_and_record(path, seconds)
     print(describe(ph, seconds))
     print(why or f"recorded in {path}")
