@@ -44,7 +44,8 @@ def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str
     cmd += [f"repeats={repeats}", f"out_root={out}", *extra]
     t = time.perf_counter()
     # the host's fast level first, so that the sweep's first cells know it too (study.cell.host_gauge)
-    subprocess.run([sys.executable, "-m", "study.cell.host_gauge"], cwd=ROOT, check=False)
+    cal = [x for x in extra if x.startswith("calibration_file=")][-1:]
+    subprocess.run([sys.executable, "-m", "study.cell.host_gauge", *cal], cwd=ROOT, check=False)
     subprocess.run(cmd, cwd=ROOT, check=False)
     print(f"sweep: {len(cells)} cells x {repeats} repeats in {time.perf_counter() - t:.0f} s")
     return sorted((out / "sweeps").iterdir())[-1]
@@ -171,13 +172,15 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             print(f"  {v}/off: {now:.1f} us now, {then:.1f} us in {ref} ({pct(now, then):+.1f}%)")
 
 
-def survey(seconds: float) -> str:
-    """The host's survey (``python -m study.cell.host_gauge``), recorded for the sweep's cells as the
-    study does: its line says when the host is mostly slow or never held its fast phase."""
+def survey(seconds: float, calibration_file: str | None = None) -> str:
+    """The host's survey (``python -m study.cell.host_gauge``), recorded beside the ceilings the
+    sweep's cells read (``calibration_file``) as the study does: its line says when the host is
+    mostly slow or never held its fast phase."""
     from study.cell import host_gauge
     from study.cell.calibrate import cache_path
 
-    ph, why = host_gauge.survey_and_record(cache_path().with_name(host_gauge.HOST_LEVEL_FILE), seconds)
+    where = cache_path(calibration_file).with_name(host_gauge.HOST_LEVEL_FILE)
+    ph, why = host_gauge.survey_and_record(where, seconds)
     return host_gauge.describe(ph, seconds) + (f" ({why})" if why else "")
 
 
@@ -195,7 +198,8 @@ def main() -> None:
     a.extra = argv[cut + 1 :]  # overrides for study.run, after --
     cells = [tuple(c.split("/")) for c in a.cells.split(",") if c]
     if not a.src:  # the host first: a mostly slow one says so, before any figure
-        print(survey(a.survey_s), flush=True)
+        cal = [x.split("=", 1)[1] for x in a.extra if x.startswith("calibration_file=")]
+        print(survey(a.survey_s, cal[-1] if cal else None), flush=True)
     d = Path(a.src) if a.src else sweep(cells, a.repeats, ROOT / a.out, a.extra)
     report(d, cells if not a.src else None, ROOT / a.ref if a.ref else None)
 

@@ -21,7 +21,7 @@ from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from study.config.cell_config import register_configs  # noqa: E402
-from study.config.check import device_error, say_renamed
+from study.config.check import device_error
 from study.config.usage import fail  # noqa: E402
 from study.rows import io
 from study.rows.summary import summary
@@ -58,7 +58,6 @@ def main(cfg: DictConfig) -> None:
         why = check_config(cfg)
         if why:
             fail(why)
-        say_renamed([cfg])
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if multirun else run_dir
     launcher = hc.launcher

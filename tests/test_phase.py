@@ -191,14 +191,11 @@ def test_a_contended_host_is_said_and_not_a_fast_phase_figure(monkeypatch):
 def test_a_survey_records_the_hosts_fast_level_for_the_first_cells(monkeypatch, tmp_path, capsys):
     """On a new machine the first cells know no host level: one that times in a slow phase
     alone takes it for fast (seen on the H200: 21.6 us, where the rest read 12.9)."""
-    from study.cell import calibrate
-
     levels = itertools.cycle([10.0] * 7 + [17.0] * 3)
     monkeypatch.setattr(host_gauge, "gauge_us", lambda: next(levels))
     monkeypatch.setattr(host_gauge.time, "sleep", lambda s: None)
-    monkeypatch.setattr(calibrate, "cache_path", lambda path=None: tmp_path / "ceilings.json")
     monkeypatch.setattr(host_gauge, "_key", lambda: "h|py|t")
-    host_gauge.main(["0.05"])
+    host_gauge.main(["0.05", f"calibration_file={tmp_path / 'ceilings.json'}"])
     out = capsys.readouterr().out
     # 7 fast readings of 10: the first after a slow stretch is no fast phase yet
     assert "fast level 10.0 us" in out and "60% of them within 1.3x" in out

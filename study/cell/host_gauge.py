@@ -323,18 +323,23 @@ def survey(seconds: float, every_s: float = 0.005) -> list[float]:
 
 
 def main(argv: list[str]) -> None:
-    """python -m study.cell.host_gauge [SECONDS]: survey the host's gauge (10 s by default) and record its
-    fast level for the cells to come, so that the first cells of a sweep on a new machine know
-    it too (alone, a cell that spends all its timing in a slow phase takes that for fast)."""
+    """python -m study.cell.host_gauge [SECONDS] [calibration_file=PATH]: survey the host's gauge
+    (10 s by default) and record its fast level for the cells to come, beside the ceilings file
+    the cells read (their ``calibration_file``), so that the first cells of a sweep on a new
+    machine know it too (alone, a cell that spends all its timing in a slow phase takes that
+    for fast)."""
     import sys
 
+    given = [a.split("=", 1)[1] for a in argv if a.startswith("calibration_file=")]
+    argv = [a for a in argv if not a.startswith("calibration_file=")]
     try:
         seconds = float(argv[0]) if argv else 10.0
     except ValueError:
         seconds = -1.0
-    if len(argv) > 1 or not seconds > 0:
-        sys.exit("usage: python -m study.cell.host_gauge [SECONDS]   (a positive number; default 10)")
-    path = calibrate.cache_path().with_name(HOST_LEVEL_FILE)
+    if len(argv) > 1 or len(given) > 1 or not seconds > 0:
+        sys.exit("usage: python -m study.cell.host_gauge [SECONDS] [calibration_file=PATH]   "
+                 "(SECONDS a positive number; default 10)")  # fmt: skip
+    path = calibrate.cache_path(given[0] if given else None).with_name(HOST_LEVEL_FILE)
     ph, why = survey_and_record(path, seconds)
     print(describe(ph, seconds))
     print(why or f"recorded in {path}")

@@ -13,8 +13,7 @@ import functools
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from study.config.cell_config import plain, schema, to_plain
-from study.config.identity import renamed_keys
+from study.config.cell_config import plain, schema
 from study.config.rules import unknown_nested_keys, validate
 from study.config.usage import explain, unknown_key
 from study.errors import ConfigError
@@ -74,19 +73,6 @@ def device_error(configs, cuda_available: bool) -> str | None:
         return None
     return ("device=cuda requires a CUDA GPU and torch finds none on this host "
             "(torch.cuda.is_available() is False): use device=cpu, or device=auto")  # fmt: skip
-
-
-def say_renamed(configs) -> None:
-    """One line for each renamed key a sweep still gives by its old name, and for a
-    deprecated value."""
-    said = {line for cfg in configs for line in renamed_keys(to_plain(cfg))}
-    if any(plain(cfg.get("isolation")) == "inline" for cfg in configs):
-        said.add("isolation=inline is deprecated and ignored: every cell runs in its own process. "
-                 "To step through one in a debugger, run it by hand: "
-                 "python -m pdb -m study.cell.worker RUN_DIR (the dir holding its cell.yaml; "
-                 "its rows are rewritten, and a resume runs it again)")  # fmt: skip
-    for line in sorted(said):
-        print(f"[study] note: {line}", flush=True)
 
 
 def composition_error(e: Exception) -> str:

@@ -19,7 +19,6 @@ from study.config.bounds import bounds
 from study.config.cell_config import COMPILE_MODES, PASSES, plain, schema
 from study.config.cores import check_spec
 from study.config.env import proc_kb
-from study.config.identity import given, given_as
 from study.errors import ConfigError
 from study.rows import expect
 from study.rows.schema import SHAPE_KEYS
@@ -76,10 +75,10 @@ def _compile(c) -> None:
             f"compile.mode={c.compile.mode!r} is not a compile target; allowed: "
             f"{', '.join(COMPILE_MODES)} (pick one with compile=<target>)."
         )
-    kind = given(c, "pass", "kind")
+    kind = c["pass"].kind
     if kind not in PASSES:
         raise ConfigError(
-            f"{given_as('pass', 'kind', c)}={kind!r} is not a pass; allowed: "
+            f"pass.kind={kind!r} is not a pass; allowed: "
             f"{', '.join(PASSES)} (pick one with pass=<name>)."
         )
     inductor = c.compile.inductor
@@ -146,11 +145,8 @@ def _timing(c) -> None:
         if t[key] < (0 if key == "warmup" else 1):
             need = ">= 0" if key == "warmup" else ">= 1"
             raise ConfigError(f"timing.{key}={t[key]} is not allowed: it must be {need}.")
-    calls = given(c, "timing", "calls")
-    if calls < 3:
-        raise ConfigError(
-            f"{given_as('timing', 'calls', c)}={calls} is too few: need >= 3 for p10/p90."
-        )
+    if t.calls < 3:
+        raise ConfigError(f"timing.calls={t.calls} is too few: need >= 3 for p10/p90.")
     if t.pairs < 10:
         raise ConfigError(
             f"timing.pairs={t.pairs} is too few: need >= 10 eager/compiled pairs for a "

@@ -14,7 +14,7 @@ import difflib
 import re
 import sys
 
-from study.config.identity import REMOVED
+from study.config.identity import removed
 from study.config.rules import known_keys
 
 
@@ -43,8 +43,8 @@ def _missing_group(text: str) -> str | None:
 
 
 def unknown_key(key: str) -> str:
-    if key in REMOVED:
-        return f"{key} was removed after its release of deprecation: give {REMOVED[key]} instead."
+    if (instead := removed(key)) is not None:
+        return f"{key} was removed: {instead}."
 
     parent = key.rsplit(".", 1)[0] if "." in key else ""
     keys = known_keys(parent)

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from study.config.cell_config import to_plain
 from study.config.env import boot_id
-from study.config.identity import config_hash, eager_hash, renamed_keys
+from study.config.identity import config_hash, eager_hash
 from study.rows import io
 from study.rows.expect import block_of
 
@@ -40,7 +40,6 @@ def inside(path: Path, root: Path) -> bool:
 def resolve(cfg, cuda: bool, shape_keys: list[str]) -> dict:
     """The cell's config as it will run: plain data, device and the family's shape resolved."""
     d = to_plain(cfg)
-    renamed_keys(d)  # an old key's value under its new name (the check said so)
     if d["device"] == "auto":
         d["device"] = "cuda" if cuda else "cpu"
     sw = d.get("shape_sweep") or {}

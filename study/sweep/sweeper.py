@@ -170,7 +170,6 @@ class Sweeper(BasicSweeper):
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
                 whys[i] = point_error(cell, variants)
-        check.say_renamed([c for c in configs if c is not None])
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
         dirs = subdirs(configs)
