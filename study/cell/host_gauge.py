@@ -3,7 +3,7 @@
 Why: the H200 host (a 16-core KVM VM) alternates between a fast and a slow phase, inside one
 process, on each core independently: a 1,000-iteration Python loop takes about 44 us in one and
 about 75 us in the other (x1.7), a phase lasts from about 70 ms to a few seconds, and
-``/proc/stat`` shows no steal (FIELD-NOTES, "the host has phases"). A host-bound compiled call
+``/proc/stat`` shows no steal time in either phase. A host-bound compiled call
 slows with the host while a GPU-bound eager call does not, so a speedup timed partly in a slow
 phase moves between processes (cuDNN/default read 0.96x, 0.52x and 0.99x in three sweeps), and
 pairing alone cannot cancel it. So every timed block is bracketed by a gauge, and only the
@@ -16,9 +16,9 @@ phase). Seen levels (fast / slow, in us):
 
 - H200 VM, torch 2.11: this gauge's fast level 12.3-13.5 in every cell of four sweeps on three
   machines (45 cells each), its slow readings 16.5-33.4 (the median slow reading of a cell);
-  the 300-iteration loop alone read 9.3-10.1 fast (shared/probes/phase_paired.py). The share
-  of rounds that ran fast went from 0% to 100% between cells of one sweep; a 10 s survey
-  (``python -m study.cell.host_gauge``) read 37% and 46% of its readings fast on two of the machines.
+  the 300-iteration loop alone read 9.3-10.1 fast. The share of rounds that ran fast went
+  from 0% to 100% between cells of one sweep; a 10 s survey (``python -m study.cell.host_gauge``)
+  read 37% and 46% of its readings fast on two of the machines.
 - 2-core CPU box, torch 2.13, Python 3.11: 14.3-15.0 p1-p10, with stretches at 17-18 and
   21-25 lasting 0.1-1 s, in one process over 6 s.
 

@@ -2,7 +2,7 @@
 
 A host-bound cell (per-call latency above its device time) measures the host: on the H200
 host the same compiled cell moved by up to 2.2x between processes while each process's own
-p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
+p10-p90 stayed narrow: the spread is between processes, not calls. So every cell runs pinned:
 
 - ``plan`` splits the cores the sweep may use into one group per slot (cells that run at
   once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core (one per slot when
