@@ -8,7 +8,7 @@ read as no measurable difference too. The cause is the first of these the rows s
 - **graphs**: a CUDA-graph mode that did not win, with ``Memcpy DtoD`` kernels in its
   kernels.csv (the graph's input copies);
 - **host**: on the GPU, the compiled call's host time (``host_us``) outlasts its device time
-  (``study.observe.metrics.device_us``): host-bound, so the kernels cannot carry the speedup
+  (``study.rows.metrics.device_us``): host-bound, so the kernels cannot carry the speedup
   (rows without ``host_us``: inferred from latency against the profiler's busy time, and said so); a call
   whose kernel time fell by more than ``DEVICE`` yet did not speed up; or a win where eager was
   host-bound and compiling cut the host's work (``eager_host_us`` → ``host_us``);
@@ -39,8 +39,8 @@ from analysis.measures import (
     xs,
 )
 from analysis.style import cell_labels
-from study.observe.metrics import HOST_OVER_LATENCY, device_us
 from study.observe.stats import verdict as stats_verdict
+from study.rows.metrics import HOST_OVER_LATENCY, device_us
 
 DEVICE = 0.05  # kernel time moved by more than this: the kernels' own work changed
 # the figure (analysis.figures key) that shows each cause

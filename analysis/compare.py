@@ -34,7 +34,7 @@ cell has 2 or more usable repeats there, else the row's per-call spread ``latenc
 else its median alone (old rows). A change past the threshold whose intervals overlap is
 "within noise": neither regressed nor improved, counted apart in the summary. So is a latency
 or speedup change of a cell timed outside the host's fast phase on either side (its
-``timing_phase`` is mixed, slow or contended: study.phase), within what a phase can cause
+``timing_phase`` is mixed, slow or contended: study.cell.host_gauge), within what a phase can cause
 (``HOST_PHASE``: x2 either way; further, it is judged as in the fast phase), and a compile time
 change under ``COMPILE_FLOOR_S``. A change of kernels per step or of device time is flagged
 whatever the host's phase: the host changes neither. A call's host cost (``host_us``, CUDA rows)

@@ -1,5 +1,5 @@
 """Did CUDA graphs apply? The report's table for the rows of targets that use them
-(reduce-overhead, max-autotune, cudagraphs: study.rows.targets), from runs.csv alone.
+(reduce-overhead, max-autotune, cudagraphs: study.config.compile_targets), from runs.csv alone.
 
 Per cell: the CUDA graphs recorded, the partitions captured and not, the share of the step's
 device time a graph's replay launched (from the trace), and each skip reason with its count
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.measures import order
-from study.rows import targets
+from study.config import compile_targets
 from study.rows.schema import SHAPE_KEYS
 
 NOTE = (
@@ -74,7 +74,7 @@ def table(runs: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFra
     """One row per cell of a CUDA-graph target: did CUDA graphs apply, and how much."""
     if runs is None or runs.empty or "compile" not in runs:
         return pd.DataFrame()
-    r = runs[runs["compile"].map(lambda m: targets.uses_cudagraphs(str(m)))]
+    r = runs[runs["compile"].map(lambda m: compile_targets.uses_cudagraphs(str(m)))]
     if r.empty:
         return pd.DataFrame()
     r = order(r)

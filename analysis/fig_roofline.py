@@ -120,7 +120,7 @@ def _above_the_roof(r: pd.DataFrame, ceil: pd.DataFrame) -> str:
         s += (
             f" {len(att)} attention cells read above the calibrated matmul peak "
             f"({', '.join(sorted(set(att['variant'])))}): their FLOPs count the full causal "
-            "matrix, whose masked half the fused kernels skip (study/observe/metrics.py)."
+            "matrix, whose masked half the fused kernels skip (study/rows/metrics.py)."
         )
     if len(other):
         worst = (other["achieved"] / other["peak_tflops_roof"]).max()

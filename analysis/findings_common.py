@@ -76,7 +76,7 @@ def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def host_bound(r: pd.DataFrame) -> pd.Series:
-    """The GPU waits on the host, by the one rule (``study.observe.metrics.host_bound``, SCHEMA.md):
+    """The GPU waits on the host, by the one rule (``study.rows.metrics.host_bound``, SCHEMA.md):
     per-call latency more than 10% over the profiler's GPU busy time per step, applied to the
     cell's own figures (its medians, for a repeated cell), else the ``host_bound`` column the
     runtime wrote by that rule; False where neither is known."""

@@ -25,7 +25,7 @@ from analysis.findings_common import (
     with_eager,
 )
 from analysis.measures import MODES, count, sig
-from study.observe import metrics
+from study.rows import metrics
 
 # Where each variant's compiled rows are taken from, best first: the experiment that covers it,
 # then the earlier sweeps. One row per variant, shape and mode: the first source that has it.

@@ -30,7 +30,7 @@ import pandas as pd
 from analysis import host_model
 from analysis.findings_common import table
 from analysis.measures import sig
-from study.observe.metrics import device_us
+from study.rows.metrics import device_us
 
 MIN_FAST = 5  # study.cell.host_cost.MIN_FAST_BLOCKS (that module imports torch)
 WRAPPERS = ("default", "max-autotune-no-cudagraphs", "cpp_wrapper")  # Inductor, no CUDA graphs

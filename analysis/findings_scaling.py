@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.findings_common import calibrated_peak, read, sp_text
-from study.observe import metrics
+from study.rows import metrics
 
 
 def _scaling_rows(runs: pd.DataFrame) -> pd.DataFrame:

@@ -2,12 +2,12 @@
 
 A call's latency is the larger of its device time and its host time, and its host time is its
 host cost in units of the host's speed (``host_units``, study.cell.host_cost) times the host's
-speed G (the gauge's us, study.phase). So a compiled cell's paired speedup on a host of speed G
+speed G (the gauge's us, study.cell.host_gauge). So a compiled cell's paired speedup on a host of speed G
 is predicted as
 
     speedup(G) = max(dev_eager, u_eager x G) / max(dev_compiled, u_compiled x G)
 
-where ``dev`` is the device time free of host time (``study.observe.metrics.device_us``: graph
+where ``dev`` is the device time free of host time (``study.rows.metrics.device_us``: graph
 replay's, else the profiler's GPU busy time a step) and ``u`` the rows' ``host_units`` (the
 compiled row's own, and its eager twin's ``eager_host_units`` timed in the same rounds). The
 crossover is the host speed where speedup(G) falls through 1: compiling pays on faster hosts
@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from study.observe.metrics import device_us
+from study.rows.metrics import device_us
 from study.rows.schema import SHAPE_KEYS
 
 KEYS = ["variant", "pass", "dtype", *SHAPE_KEYS, "causal", "mask", "score_mod"]  # a cell

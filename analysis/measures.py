@@ -13,10 +13,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from study.observe.metrics import HOST_BOUND, bound_verdict
+from study.rows.metrics import HOST_BOUND, bound_verdict
 from study.rows.schema import SHAPE_KEYS
 
-# Every compile target, in reading order (study/rows/targets.py): eager, Inductor's modes, the
+# Every compile target, in reading order (study/config/compile_targets.py): eager, Inductor's modes, the
 # layers of torch.compile taken apart, the deployment paths.
 MODES = [
     "off",
@@ -219,9 +219,9 @@ def truthy(s: pd.Series) -> pd.Series:
 
 
 def host_bound_of(r: pd.DataFrame) -> pd.Series:
-    """True/False/NA per row, by the one rule (``study.observe.metrics.bound_verdict``): where
+    """True/False/NA per row, by the one rule (``study.rows.metrics.bound_verdict``): where
     the row has ``host_us``, host time per call against device time per call
-    (``study.observe.metrics.device_us``: graph replay's ``device_time_us``, else the profiler's
+    (``study.rows.metrics.device_us``: graph replay's ``device_time_us``, else the profiler's
     ``gpu_us_per_step``), and NA where ``host_us`` is above 1.3x the per-call latency (a slower
     phase, or a call waited inside its block); for rows measured before ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
     time per step), else the ``host_bound`` column the runtime wrote."""

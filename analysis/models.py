@@ -50,7 +50,7 @@ def top_fused(kernels: pd.DataFrame, run_id: str, n: int = 2) -> str:
 
 
 def _phase_note(ok: pd.DataFrame) -> str:
-    """', host slow' when a row was not timed in the host's fast phase (study.phase), as the
+    """', host slow' when a row was not timed in the host's fast phase (study.cell.host_gauge), as the
     Findings' other tables say it: eager beside it ran in the same phase, so the ratio holds,
     but its latencies are the slow phase's."""
     phases = set(ok.get("timing_phase", pd.Series(dtype=str)).dropna().astype(str)) - {"fast", ""}

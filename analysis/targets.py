@@ -1,6 +1,6 @@
 """Where a compiled call's time goes, layer by layer: ``python -m analysis.targets SWEEP...``
 
-Reads the rows of a sweep over compile targets (``+experiment=targets``, study/rows/targets.py) and
+Reads the rows of a sweep over compile targets (``+experiment=targets``, study/config/compile_targets.py) and
 prints, per cell, the µs per call each layer of torch.compile adds over eager, and whether a
 deployment path removes a compiled cell's slowdown. CSV only; no torch.
 

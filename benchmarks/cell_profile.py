@@ -4,7 +4,7 @@
     python benchmarks/cell_profile.py outputs/sweeps/<time> --only flash --top 40
 
 Runs each cell of a finished sweep again, as the sweep does: forked from a fresh warm parent
-(study.sweep.server), pinned to the cores a one-slot sweep gives its cells, with its own empty
+(study.sweep.warm_parent), pinned to the cores a one-slot sweep gives its cells, with its own empty
 compile caches (as ``cache=cold``). The cell runs under cProfile. Per cell it prints the
 phases (``cell.log``'s last line), the seconds from the fork to the cell's start and from its
 end to its exit being seen (the CUDA context's teardown), the modules the cell imported that the
@@ -63,10 +63,11 @@ def main() -> None:
 
     from study.cell import pinning
     from study.cell.compiling import cache_env
+    from study.config.cores import allowed
     from study.sweep.scheduler import gpu_id, kill_groups
-    from study.sweep.server import Server
+    from study.sweep.warm_parent import Server
 
-    house, groups = pinning.plan(pinning.allowed(), 1, "auto")
+    house, groups = pinning.plan(allowed(), 1, "auto")
     out = a.out or Path(tempfile.mkdtemp(prefix="cell_profile-"))
     t = time.perf_counter()
     srv = Server(house)

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from study.cell.host_load import host_probe_us  # noqa: E402
-from study.cell.pinning import parse_cores  # noqa: E402
+from study.config.cores import parse_cores  # noqa: E402
 
 
 def main() -> None:

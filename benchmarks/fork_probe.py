@@ -2,7 +2,7 @@
 
     python benchmarks/fork_probe.py [MODULE ...]     # on a CUDA host (one GPU is enough)
 
-The sweep's cell server (study.sweep.server) imports torch, Dynamo, Inductor and Triton once and
+The sweep's cell server (study.sweep.warm_parent) imports torch, Dynamo, Inductor and Triton once and
 forks one child per cell. That only works when none of those imports initialises CUDA in the
 parent: a forked child cannot use a CUDA context its parent made ("Cannot re-initialize CUDA in
 forked subprocess"). For each module, a fresh process imports it (with
@@ -27,7 +27,7 @@ DEFAULT = [
     "torch._inductor.compile_fx",
     "torch._inductor.select_algorithm",
     "torch.nn.attention.flex_attention",
-    "study.sweep.server",
+    "study.sweep.warm_parent",
 ]
 
 CHILD = r"""

@@ -15,23 +15,24 @@
 # parallel / serial: the core 18-cell sweep, on 2 GPUs with hydra/launcher=gpus, or on one.
 set -uo pipefail
 stage=$1; out=$2; mkdir -p "$out"
-export STUDY_CEILINGS=$out/ceilings.json PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1
+C=$out/ceilings.json; CAL=calibration_file=$C  # the ceilings every calibration and cell uses
 V=matmul_add,linear,mlp,naive,naive_inplace,math,efficient,flash,cudnn
 ATT=naive,naive_inplace,math,efficient,flash,cudnn,sdpa
 t() { local s=$SECONDS; "$@"; echo "WALL $((SECONDS - s)) s: $*"; snap; }
 snap() { [ -n "${SNAP:-}" ] && tar czf "$SNAP" --exclude='*.json.gz' --exclude=generated \
   --exclude=.compile_cache --exclude='*.lock' -C "$(dirname "$out")" "$(basename "$out")"; true; }
 Q='HYDRA|USDT|W11|debug trace'
-run() { local lim=$1; shift; timeout "$lim" python3 -m study.run -m "$@" 2>&1 | grep -v -E "$Q"; }
+run() { local lim=$1; shift; timeout "$lim" python3 -m study.run -m "$@" "$CAL" 2>&1 | grep -v -E "$Q"; }
 case $stage in
   training)
-    t python3 -m study.cell.calibrate dtypes=[bf16]
-    t timeout 60 python3 benchmarks/throughput.py quickstart --out "$out/tp" 2>&1 | grep -v -E "$Q|\] \["
+    t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
+    t timeout 60 python3 benchmarks/throughput.py quickstart --out "$out/tp" -- "$CAL" 2>&1 | grep -v -E "$Q|\] \["
     t run 240 +experiment=part3 pass=fwd_bwd variant=flash,cudnn,efficient,math,naive out_root="$out/p3bwd"
     t run 120 +experiment=part2 pass=train_step out_root="$out/p2train"
     ;;
   rungs)
-    [ -s "$STUDY_CEILINGS" ] || t python3 -m study.cell.calibrate dtypes=[bf16]
+    [ -s "$C" ] || t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
     t run 75 variant=block compile=off,default,reduce-overhead,max-autotune,max-autotune-no-cudagraphs out_root="$out/block"
     t run 40 variant=block pass=fwd_bwd compile=off,default out_root="$out/blockbwd"
     t run 60 +experiment=dynamic variant=naive,flash out_root="$out/dynamic"
@@ -39,29 +40,29 @@ case $stage in
     t run 30 +experiment=flex shape.seq_len=16384,4096,1024 family.mask=sliding_window variant=flex out_root="$out/flexsw"
     ;;
   lifecycle)
-    t python3 -m study.cell.calibrate dtypes=[bf16]
-    t python3 benchmarks/throughput.py quickstart --out "$out/tp" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
-    t python3 benchmarks/stability.py --repeats 5 --out "$out/stab" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
-    t python3 benchmarks/throughput.py part3 --out "$out/tp" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace|\[study\] \['
+    t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
+    t python3 benchmarks/throughput.py quickstart --out "$out/tp" -- "$CAL" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
+    t python3 benchmarks/stability.py --repeats 5 --out "$out/stab" -- "$CAL" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
+    t python3 benchmarks/throughput.py part3 --out "$out/tp" -- "$CAL" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace|\[study\] \['
     ;;
   features)
-    t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32]
+    t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$ATT \
-      compile=off,default,reduce-overhead out_root=$out/attn timeout_s=300 | grep '\[study\]'
+      compile=off,default,reduce-overhead out_root=$out/attn timeout_s=300 "$CAL" | grep '\[study\]'
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=naive,mlp \
-      compile=default,max-autotune-no-cudagraphs out_root=$out/autotune timeout_s=400 | grep '\[study\]'
+      compile=default,max-autotune-no-cudagraphs out_root=$out/autotune timeout_s=400 "$CAL" | grep '\[study\]'
     t python3 -m study.run -m variant=naive compile=off shape.seq_len=1024,131072,2048 \
-      out_root=$out/oom | grep '\[study\]'
+      out_root=$out/oom "$CAL" | grep '\[study\]'
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=flash,naive,cudnn \
-      compile=off,default ncu.enabled=true nsys.enabled=true out_root=$out/ncu | grep '\[study\]'
+      compile=off,default ncu.enabled=true nsys.enabled=true out_root=$out/ncu "$CAL" | grep '\[study\]'
     t python3 benchmarks/harness.py 5 2>&1 | grep -v -E 'USDT|Warning'
     ;;
   parallel)
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$V compile=off,default \
-      out_root=$out/par timeout_s=300 | grep '\[study\]'
+      out_root=$out/par timeout_s=300 "$CAL" | grep '\[study\]'
     ;;
   serial)
-    t python3 -m study.run -m variant=$V compile=off,default out_root=$out/ser timeout_s=300 | grep '\[study\]'
+    t python3 -m study.run -m variant=$V compile=off,default out_root=$out/ser timeout_s=300 "$CAL" | grep '\[study\]'
     ;;
 esac
 for d in "$out"/*/sweeps/*; do [ -d "$d" ] && python3 -m analysis.report "$d" | head -3; done

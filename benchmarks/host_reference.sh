@@ -40,10 +40,10 @@ fi
   lscpu | grep -E "Model name|Hypervisor" || true
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
   # the code hash, not git's commit: a copied working tree (the device) may carry a stale .git
-  python3 -c "from study.rows.env import code_hash; print('code_hash', code_hash())"
+  python3 -c "from study.config.env import code_hash; print('code_hash', code_hash())"
 } > "$out/machine.md"
 cat "$out/machine.md"
-python3 -m study.phase 10 | tee "$out/survey.md"
+python3 -m study.cell.host_gauge 10 | tee "$out/survey.md"
 q='^\[study\]|Error|error:'
 sweep() {  # NAME OVERRIDES...: one sweep into OUTDIR/NAME, cut at the deadline
   local name=$1; shift
@@ -92,4 +92,4 @@ for set in "$@"; do
     *) echo "unknown SET $set"; exit 2 ;;
   esac
 done
-python3 -m study.phase 5 | tee -a "$out/survey.md"  # the host after the cells
+python3 -m study.cell.host_gauge 5 | tee -a "$out/survey.md"  # the host after the cells

@@ -12,7 +12,7 @@ For nn.Linear 1024x1024 on 256 rows and cuDNN SDPA (B8 H16 S1024 D64, causal, bf
   a pure-Python gauge (best of 3 runs of a 300-iteration loop) read around each round; its
   figure is the median over rounds whose gauge read within 1.3x of the lowest;
 - the study's way: ``study.cell.host_cost.measure`` and ``figures`` (a sleep that must still be
-  running when the block ends, the study's gauge of ``study.phase``, fast blocks against the
+  running when the block ends, the study's gauge of ``study.cell.host_gauge``, fast blocks against the
   level that gauge held for 5 readings).
 
 The cuDNN rows pin the backend outside the callable, as a cell does; a last row pins it inside
@@ -61,19 +61,18 @@ def probe_round(fn, calls: int = 20) -> tuple[float, float]:
 def both(fn, rounds: int) -> tuple[tuple[float, float, int], dict]:
     """The probe's round and the study's block in turn, ``rounds`` times, so that both see the
     same host phases: ((probe us, probe units, rounds kept), the study's figures)."""
-    from study import phase
-    from study.cell import host_cost
+    from study.cell import host_cost, host_gauge
 
     rows, b = [], host_cost.Blocks(*host_cost.block_calls(50.0, 5.0, 20))
     cycles = host_cost.cycles_per_ms()
     for _ in range(rounds):
         rows.append(probe_round(fn))
-        host_cost.one_block(fn, b, phase.gauge_us, cycles)
+        host_cost.one_block(fn, b, host_gauge.gauge_us, cycles)
     lo = min(g for g, _ in rows)
     fast = [r for r in rows if r[0] <= 1.3 * lo]
     p = (statistics.median(h for _, h in fast), statistics.median(h / g for g, h in fast),
          len(fast))  # fmt: skip
-    ph = phase.Phases(readings=list(b.gauge_us))
+    ph = host_gauge.Phases(readings=list(b.gauge_us))
     return p, host_cost.figures(b, ph.ratio * ph.level())[0]
 
 

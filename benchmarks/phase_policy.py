@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from study import phase  # noqa: E402
+from study.cell import host_gauge as phase  # noqa: E402
 from study.cell import timing  # noqa: E402
 from study.observe import stats  # noqa: E402
 

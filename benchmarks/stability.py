@@ -4,7 +4,7 @@
     python benchmarks/stability.py --cells naive/default,flash/default --repeats 2 -- +experiment=tiny
     python benchmarks/stability.py --from outputs/sweeps/<time>     # re-read a finished sweep
 
-Surveys the host first (``python -m study.phase``'s line: it says when the host is mostly slow
+Surveys the host first (``python -m study.cell.host_gauge``'s line: it says when the host is mostly slow
 or never held its fast phase, so the figures below are read as that host's), then runs one
 sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
 every cell once before any cell twice), then prints per cell: the per-call median of each
@@ -13,7 +13,7 @@ the host probe of each repeat (study.cell.host_load.host_probe_us: did the host 
 slow down?) and its correlation with the cell's latency, the paired speedup of each repeat and
 its spread (+-5%), and the widest 95% interval relative
 to its speedup (narrower than +-10%); then which host phase each repeat's figures come from
-(study.phase: ``fast`` and the share of rounds that ran fast), the gauge's fast and slow levels,
+(study.cell.host_gauge: ``fast`` and the share of rounds that ran fast), the gauge's fast and slow levels,
 and the speedup over the slow-phase pairs alone (how far the slow phase would have moved it). Eager cells that are GPU-bound are compared with the
 same cells in ``--ref`` (results/h200, source part3/part2; target within 2%). Extra arguments
 after ``--`` go to ``python -m study.run``.
@@ -43,8 +43,9 @@ def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str
     cmd = [sys.executable, "-m", "study.run", "-m", f"variant={variants}", f"compile={modes}"]
     cmd += [f"repeats={repeats}", f"out_root={out}", *extra]
     t = time.perf_counter()
-    # the host's fast level first, so that the sweep's first cells know it too (study.phase)
-    subprocess.run([sys.executable, "-m", "study.phase"], cwd=ROOT, check=False)
+    # the host's fast level first, so that the sweep's first cells know it too (study.cell.host_gauge)
+    cal = [x for x in extra if x.startswith("calibration_file=")][-1:]
+    subprocess.run([sys.executable, "-m", "study.cell.host_gauge", *cal], cwd=ROOT, check=False)
     subprocess.run(cmd, cwd=ROOT, check=False)
     print(f"sweep: {len(cells)} cells x {repeats} repeats in {time.perf_counter() - t:.0f} s")
     return sorted((out / "sweeps").iterdir())[-1]
@@ -171,14 +172,16 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
             print(f"  {v}/off: {now:.1f} us now, {then:.1f} us in {ref} ({pct(now, then):+.1f}%)")
 
 
-def survey(seconds: float) -> str:
-    """The host's survey (``python -m study.phase``), recorded for the sweep's cells as the
-    study does: its line says when the host is mostly slow or never held its fast phase."""
-    from study import phase
+def survey(seconds: float, calibration_file: str | None = None) -> str:
+    """The host's survey (``python -m study.cell.host_gauge``), recorded beside the ceilings the
+    sweep's cells read (``calibration_file``) as the study does: its line says when the host is
+    mostly slow or never held its fast phase."""
+    from study.cell import host_gauge
     from study.cell.calibrate import cache_path
 
-    ph, why = phase.survey_and_record(cache_path().with_name(phase.HOST_LEVEL_FILE), seconds)
-    return phase.describe(ph, seconds) + (f" ({why})" if why else "")
+    where = cache_path(calibration_file).with_name(host_gauge.HOST_LEVEL_FILE)
+    ph, why = host_gauge.survey_and_record(where, seconds)
+    return host_gauge.describe(ph, seconds) + (f" ({why})" if why else "")
 
 
 def main() -> None:
@@ -195,7 +198,8 @@ def main() -> None:
     a.extra = argv[cut + 1 :]  # overrides for study.run, after --
     cells = [tuple(c.split("/")) for c in a.cells.split(",") if c]
     if not a.src:  # the host first: a mostly slow one says so, before any figure
-        print(survey(a.survey_s), flush=True)
+        cal = [x.split("=", 1)[1] for x in a.extra if x.startswith("calibration_file=")]
+        print(survey(a.survey_s, cal[-1] if cal else None), flush=True)
     d = Path(a.src) if a.src else sweep(cells, a.repeats, ROOT / a.out, a.extra)
     report(d, cells if not a.src else None, ROOT / a.ref if a.ref else None)
 

@@ -40,13 +40,13 @@ PLUMBING = ("study/sweep/", "study/run.py", "hydra_plugins/", "study/cell/worker
 # The issue's count of process plumbing (2,352 lines in v2: server, client, jobs, part of sweep,
 # sweep_check, callbacks, prewarm, pycache, the sweeper plugin), file by file in this tree.
 GROUPS = {
-    "transport and scheduling": ("study/sweep/server.py",
+    "transport and scheduling": ("study/sweep/warm_parent.py",
                                  "study/sweep/scheduler.py", "study/sweep/launcher.py",
                                  "study/sweep/sweeper.py", "hydra_plugins/study_plugins/__init__.py"),
     "the warm parent's extras": ("study/sweep/prewarm.py", "study/sweep/pycache.py"),
     "the sweep dir": ("study/sweep/sweepdir.py",),
 }  # fmt: skip
-WARM_PARENT = ("study/sweep/server.py", "study/sweep/prewarm.py")  # they import torch on purpose
+WARM_PARENT = ("study/sweep/warm_parent.py", "study/sweep/prewarm.py")  # they import torch on purpose
 # v2's plumbing, as the issue listed it (sweep.py whole: its lines 52-157 were the count's part)
 V2 = ("1f7468f", ("study/server.py", "study/client.py", "study/jobs.py", "study/sweep.py",
                   "study/sweep_check.py", "study/callbacks.py", "study/prewarm.py",

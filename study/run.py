@@ -20,16 +20,20 @@ import hydra  # noqa: E402
 from hydra.core.hydra_config import HydraConfig  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from study.rows.config import register_configs  # noqa: E402
-from study.rows.usage import fail  # noqa: E402
-from study.sweep.sweepdir import SWEEP_IDS, sweep_id  # noqa: E402, F401 - the resolver's
+from study.config.cell_config import register_configs  # noqa: E402
+from study.config.check import device_error
+from study.config.usage import fail  # noqa: E402
+from study.rows import io
+from study.rows.summary import summary
+from study.sweep.names import name_of
+from study.sweep.scheduler import Scheduler
+from study.sweep.sweepdir import SWEEP_IDS, clock, sweep_id  # noqa: E402, F401 - the resolver's
+from study.workloads.check import check_config
 
 
 def job_dirname(task, exclude=()) -> str:
     """A job's run dir name from its overrides (study.sweep.names). The study's sweeper names
     every point itself, knowing which keys differ between them; this is for other sweepers."""
-    from study.sweep.names import name_of
-
     return name_of([str(o) for o in task], [str(k) for k in exclude])
 
 
@@ -42,26 +46,18 @@ register_configs()
 
 def finished_since(sweep_dir: Path, t0: float) -> int:
     """Cells of the sweep finished since it started (their run.csv's age)."""
-    from study.rows import io
-
     return sum(p.stat().st_mtime >= t0 - 1 for p in io.run_csvs(sweep_dir))
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """One cell: a single run, or one job of a launcher other than the study's."""
-    from study.rows.config_check import check_config, device_error, say_renamed
-    from study.rows.summary import summary
-    from study.sweep.scheduler import Scheduler
-    from study.sweep.sweepdir import clock
-
     hc = HydraConfig.get()
     multirun = hc.mode.name == "MULTIRUN"
     if not multirun:  # a multirun's points were checked by the study's sweeper
         why = check_config(cfg)
         if why:
             fail(why)
-        say_renamed([cfg])
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if multirun else run_dir
     launcher = hc.launcher
@@ -85,7 +81,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    from study.rows.usage import hydra_errors_are_config_errors
+    from study.config.usage import hydra_errors_are_config_errors
 
     hydra_errors_are_config_errors()
     try:

@@ -71,7 +71,7 @@ def run_inline(tmp_path, monkeypatch):
     from omegaconf import OmegaConf
 
     from study.cell.phases import run_cell
-    from study.rows.config import schema
+    from study.config.cell_config import schema
 
     def _run(*overrides: str, name: str = "cell"):
         cfg = compose(*TINY, *overrides)

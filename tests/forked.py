@@ -1,4 +1,4 @@
-"""Targets the tests ask the warm parent to fork (study.sweep.server), like study.cell.worker's."""
+"""Targets the tests ask the warm parent to fork (study.sweep.warm_parent), like study.cell.worker's."""
 
 import json
 from pathlib import Path

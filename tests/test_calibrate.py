@@ -9,17 +9,17 @@ from study.cell import calibrate, phases
 
 @pytest.mark.slow
 def test_calibration_on_cpu_caches_its_result(tmp_path, monkeypatch):
-    monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "ceilings.json"))
-    res = calibrate.calibrate("cpu", ["fp32"])
+    path = str(tmp_path / "ceilings.json")
+    res = calibrate.calibrate("cpu", ["fp32"], path)
     assert res["fp32"]["tflops"] > 0 and res["fp32"]["gbps"] > 0
     data = json.loads((tmp_path / "ceilings.json").read_text())
     (key,) = data
     name, dtype, torch_version = key.split("|")
     assert dtype == "fp32" and torch_version
-    assert calibrate.lookup(name, "fp32", torch_version)["tflops"] == pytest.approx(
+    assert calibrate.lookup(name, "fp32", torch_version, path)["tflops"] == pytest.approx(
         res["fp32"]["tflops"]
     )
-    assert calibrate.lookup(name, "bf16", torch_version) == {}  # never guessed from another dtype
+    assert calibrate.lookup(name, "bf16", torch_version, path) == {}  # never from another dtype
 
 
 ROW = {
@@ -32,16 +32,15 @@ ROW = {
 }
 
 
-def test_rows_get_percentages_only_from_a_calibrated_ceiling(tmp_path, monkeypatch):
-    monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "none.json"))
+def test_rows_get_percentages_only_from_a_calibrated_ceiling(tmp_path):
     row = dict(ROW)
-    phases._rates(row)
+    phases._rates(row, str(tmp_path / "none.json"))
     assert row["tflops"] == pytest.approx(2e9 / 100e-6 / 1e12)
     assert row["gbps"] == pytest.approx(2000 / 100e-6 / 1e9)
     assert row["pct_peak_compute"] is None and row["pct_peak_bw"] is None and row["bound"] is None
-    monkeypatch.setenv("STUDY_CEILINGS", str(tmp_path / "ceilings.json"))
-    calibrate.store("dev", "bf16", "t", {"tflops": 40.0, "gbps": 100.0})
+    path = str(tmp_path / "ceilings.json")
+    calibrate.store("dev", "bf16", "t", {"tflops": 40.0, "gbps": 100.0}, path)
     row = dict(ROW)
-    phases._rates(row)
+    phases._rates(row, path)
     assert row["pct_peak_compute"] == pytest.approx(100 * 20.0 / 40.0)
     assert row["bound"] == "compute"  # 1e6 FLOP/B against a ridge of 400

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study.cell.errors import classify_error
+from study.cell.failures import classify_error
 from study.workloads.registry import get, names
 from tests.conftest import ROOT
 
@@ -31,7 +31,7 @@ def test_every_variant_matches_its_reference(run_inline, variant):
     assert row["tflops"] == pytest.approx(row["flops"] / (row["latency_median_us"] * 1e-6) / 1e12)
     assert all(k["kernel_class"] for k in kernels)
     assert (ROOT / "conf").exists()
-    from study.rows.env import boot_id, code_hash
+    from study.config.env import boot_id, code_hash
 
     assert row["code_hash"] == code_hash()  # the code that ran, whatever git_rev says
     assert row["boot_id"] == boot_id()  # the machine it ran on, whatever its host name

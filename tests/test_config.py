@@ -3,9 +3,9 @@
 import pytest
 from omegaconf import OmegaConf
 
-from study.rows.config import COMPILE_MODES
-from study.rows.config_error import ConfigError
-from study.rows.config_rules import validate
+from study.config.cell_config import COMPILE_MODES
+from study.config.rules import validate
+from study.errors import ConfigError
 from study.workloads.registry import get, names, variant_yaml
 from tests.conftest import ROOT, TINY, cli, compose
 
@@ -142,8 +142,9 @@ def test_the_bounds_leave_a_default_and_a_no_cap_alone():
 
 def test_a_shape_sweep_over_a_key_the_variant_lacks_is_refused():
     cfg = compose("variant=flash", "shape_sweep.key=n", "shape_sweep.sizes=[64,128]")
-    with pytest.raises(ConfigError, match="variant 'flash' has no such shape key"):
-        validate(cfg)
+    from study.workloads.check import check_config
+
+    assert "variant 'flash' has no such shape key" in check_config(cfg)
 
 
 @pytest.mark.slow
@@ -176,7 +177,7 @@ def test_cli_unknown_inductor_key_fails_at_start(tmp_path):
 
 
 def test_resolved_config_round_trips(tmp_path):
-    from study.rows.config import load_cell_config, to_plain
+    from study.config.cell_config import load_cell_config, to_plain
 
     cfg = compose("variant=mlp", "compile=max-autotune")
     p = tmp_path / "cell.yaml"
@@ -185,66 +186,63 @@ def test_resolved_config_round_trips(tmp_path):
     assert back.variant.name == "mlp" and back.compile.mode == "max-autotune"
 
 
-def test_a_renamed_key_still_works_for_one_release_and_says_so():
-    """timing.repeat is now timing.calls (``repeat`` also named the fresh processes and the
-    repeat index): the old key is read as the new one, with one line."""
-    from study.rows.config import to_plain
-    from study.rows.identity import renamed_keys
-
-    d = to_plain(compose("timing.repeat=7"))
-    said = renamed_keys(d)
-    assert d["timing"]["calls"] == 7 and d["timing"]["repeat"] is None
-    assert said == ["timing.repeat is deprecated: use timing.calls (read as it for now)"]
-    d = to_plain(compose("timing.calls=9"))
-    assert renamed_keys(d) == [] and d["timing"]["calls"] == 9
-    with pytest.raises(ConfigError, match=r"timing\.repeat \(now timing\.calls\)=2"):
-        validate(compose("timing.repeat=2"))
+REMOVED_KEYS = [
+    ("timing.repeat=7", "timing.repeat was removed: give timing.calls instead."),
+    ("step.kind=fwd_bwd", "step was removed: give pass.kind and pass.lr instead"),
+    ("step.lr=0.01", "step was removed: give pass.kind and pass.lr instead"),
+    ("isolation=inline", "isolation was removed: every cell runs in its own process"),
+]
 
 
-def test_the_rename_keeps_a_cells_identity():
-    """config_hash hashes timing.calls under its old name: a resume of a sweep made before the
-    rename keeps its finished cells."""
-    from study.rows.config import to_plain
-    from study.rows.identity import config_hash, renamed_keys
+@pytest.mark.parametrize("override, says", REMOVED_KEYS)
+def test_a_removed_key_is_refused_naming_what_replaced_it(override, says):
+    """timing.repeat (now timing.calls), step.* (now pass.*) and isolation are out of the
+    schema: given, set or added, each is one line naming its replacement."""
+    from study.config.check import composition_error
+    from study.workloads.check import check_config
 
-    old = to_plain(compose("timing.repeat=7"))
-    old["timing"].pop("calls")  # as a cell.yaml written before the rename
-    new = to_plain(compose("timing.calls=7"))
+    with pytest.raises(Exception) as e:
+        compose(override)
+    assert composition_error(e.value).startswith(says), composition_error(e.value)
+    assert (check_config(compose(f"+{override}")) or "").startswith(says)
+
+
+@pytest.mark.slow
+def test_cli_removed_key_exits_2_with_one_line():
+    r = cli("-m", "isolation=inline")
+    assert r.returncode == 2, r.stderr[-800:]
+    line = "[study] config error: isolation was removed: every cell runs in its own process"
+    assert line in r.stderr and "python -m pdb -m study.cell.worker RUN_DIR" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_cell_keeps_its_identity_under_the_names_it_was_first_hashed_by():
+    """config_hash hashes timing.calls as timing.repeat and pass.* as step.*, the names cells
+    were first hashed by: a resume of a sweep made before the renames keeps its finished
+    cells, and results/h200's rows keep their config_hash."""
+    from study.config.cell_config import to_plain
+    from study.config.identity import config_hash
+
+    new = to_plain(compose("timing.calls=7", "pass=fwd_bwd"))
+    old = to_plain(compose("timing.calls=7", "pass=fwd_bwd"))
+    old["timing"]["repeat"] = old["timing"].pop("calls")  # as a cell.yaml before the renames
+    old["step"] = old.pop("pass")
     assert config_hash(new) == config_hash(old)
-    via = to_plain(compose("timing.repeat=7"))
-    renamed_keys(via)
-    assert config_hash(via) == config_hash(new)
-    assert config_hash(to_plain(compose("timing.calls=8"))) != config_hash(new)
+    assert config_hash(to_plain(compose("timing.calls=8", "pass=fwd_bwd"))) != config_hash(new)
+    assert config_hash(to_plain(compose("timing.calls=7", "pass=fwd"))) != config_hash(new)
+    # the hash of the default cell, as every release since the renames has given it
+    assert config_hash(to_plain(compose())) == "3e528f280c2f4889"
 
 
-def test_the_pass_is_pass_kind_and_step_kind_still_works_for_one_release():
-    """pass=... sets pass.kind (it set step.kind, a name nothing else used); step.kind and
-    step.lr are read as pass.kind and pass.lr, with one line each, and keep a cell's identity."""
-    from study.rows.config import to_plain
-    from study.rows.identity import config_hash, renamed_keys
-
+def test_the_pass_is_pass_kind():
+    """pass=... sets pass.kind; a bad kind is said by its key."""
     cfg = compose("pass=train_step")
     assert cfg["pass"].kind == "train_step" and cfg["pass"].lr == 1e-3
     validate(cfg)
-    d = to_plain(compose("step.kind=fwd_bwd", "step.lr=0.01"))
-    said = renamed_keys(d)
-    assert d["pass"] == {"kind": "fwd_bwd", "lr": 0.01}
-    assert said == [
-        "step.kind is deprecated: use pass.kind (read as it for now)",
-        "step.lr is deprecated: use pass.lr (read as it for now)",
-    ]
-    from study.rows.io import base_row
-
-    assert base_row(compose("step.kind=fwd_bwd"), "x")["pass"] == "fwd_bwd"  # a crash row too
-    with pytest.raises(ConfigError, match=r"step\.kind \(now pass\.kind\)='bwd'"):
-        validate(compose("step.kind=bwd"))
     with pytest.raises(ConfigError, match=r"^pass\.kind='bwd' is not a pass"):
         validate(compose("pass.kind=bwd"))
-    new = to_plain(compose("pass=fwd_bwd"))
-    old = to_plain(compose("pass=fwd_bwd"))
-    old["step"] = old.pop("pass")  # as a cell.yaml written before the rename
-    assert config_hash(new) == config_hash(old) == config_hash(d | {"pass": new["pass"]})
-    assert config_hash(to_plain(compose("pass=fwd"))) != config_hash(new)
+    with pytest.raises(ConfigError, match=r"^timing\.calls=2 is too few"):
+        validate(compose("timing.calls=2"))
 
 
 def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
@@ -252,7 +250,7 @@ def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
     resume may change; the sweep dir kept a second list, which had drifted from it."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from study.rows.identity import NOT_IDENTITY, changed_overrides, fixed_overrides, measured
+    from study.config.identity import NOT_IDENTITY, changed_overrides, fixed_overrides, measured
 
     assert not any(measured(k) for k in NOT_IDENTITY)
     assert not any(measured(k) for k in ("hydra/launcher", "+expect.status", "expect.flash.x"))

@@ -21,7 +21,7 @@ def _gpu():
 
 
 def test_the_warm_parent_never_initialises_cuda_and_its_cells_use_it(tmp_path):
-    from study.sweep.server import Server
+    from study.sweep.warm_parent import Server
     from tests.test_server import wait
 
     server = Server()

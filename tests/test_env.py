@@ -1,6 +1,6 @@
-"""study.rows.env: what a row says about the code and machine that made it."""
+"""study.config.env: what a row says about the code and machine that made it."""
 
-from study.rows import env
+from study.config import env
 
 
 def _tree(root, study="x = 1\n", conf="a: 1\n"):
@@ -31,7 +31,7 @@ def test_this_checkouts_code_hash_is_twelve_hex():
 def test_boot_id_names_this_boot_and_says_dash_where_unreadable(monkeypatch):
     from pathlib import Path
 
-    from study.rows import env
+    from study.config import env
 
     f = Path("/proc/sys/kernel/random/boot_id")
     if f.exists():

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from study.config.cell_config import COMPILE_MODES
 from study.rows import expect, revealed
-from study.rows.config import COMPILE_MODES
 from tests.conftest import TINY, cli
 
 
@@ -179,7 +179,7 @@ def test_the_blog_predictions_ship_with_the_attention_variants():
 
 
 def test_a_prediction_is_no_part_of_a_cells_identity():
-    from study.rows.identity import config_hash
+    from study.config.identity import config_hash
 
     base = {"variant": {"name": "naive"}, "compile": {"mode": "off"}}
     assert config_hash(base) == config_hash({**base, "expect": {"kernels_per_step": 6}})

@@ -113,7 +113,7 @@ def test_the_host_cost_headline_is_over_every_host_bound_cell_and_names_how_many
 
     from analysis import findings_hostcost
     from analysis.findings_common import read
-    from study.observe.metrics import device_us
+    from study.rows.metrics import device_us
 
     (costs,) = [x for x in _summary().splitlines() if x.startswith("- It costs")]
     assert "33.3–40.7 µs more" not in costs

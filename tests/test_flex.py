@@ -144,8 +144,8 @@ def test_sdpa_takes_any_mask_as_attn_mask_or_says_what_it_cannot(run_inline):
 
 
 def test_mask_keys_are_checked_at_start():
-    from study.rows.config_error import ConfigError
-    from study.rows.config_rules import validate
+    from study.config.rules import validate
+    from study.errors import ConfigError
     from tests.conftest import compose
 
     with pytest.raises(ConfigError, match="family.window=0"):

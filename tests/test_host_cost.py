@@ -7,7 +7,7 @@ import types
 import pytest
 
 from study.cell import host_cost
-from study.rows.config_error import ConfigError
+from study.errors import ConfigError
 from tests.test_config import compose, validate
 
 
@@ -125,7 +125,7 @@ def test_a_host_time_far_above_the_calls_latency_gives_no_verdict():
     """A steady loop's host time per call is at most its latency: compiled Linear on m4 read
     95.8 us of host time (its blocks in the slow phase) for 55.4 us a call, so that row gets no
     host_bound; within the phase band (1.3x: Linear eager 20.2 us against 17.5 us) it does."""
-    from study.observe.metrics import bound_verdict
+    from study.rows.metrics import bound_verdict
 
     hb, why = bound_verdict({"host_us": 95.8, "latency_median_us": 55.4, "device_time_us": 2.9})
     assert hb is None and "slower host phase" in why

@@ -137,7 +137,7 @@ def test_a_do_bench_device_time_is_not_read_as_host_free():
     of kernels and 92.5 us of host a call, and the verdict said GPU-bound. Graph replay's device
     time stays the figure where the row has it."""
     from analysis.measures import host_bound_of
-    from study.observe.metrics import bound_verdict, device_us
+    from study.rows.metrics import bound_verdict, device_us
 
     ro = {"host_us": 92.5, "device_time_us": 95.9, "device_time_method": "do_bench_l2_flush",
           "latency_median_us": 87.9, "gpu_us_per_step": 7.0}  # fmt: skip

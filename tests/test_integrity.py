@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from study.rows import io
-from study.rows.config_check import check_config
 from study.rows.summary import summary
 from study.run import SWEEP_IDS, sweep_id
+from study.workloads.check import check_config
 from tests.conftest import TINY, cli, compose
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("integrity")]  # most start sweeps
@@ -159,7 +159,7 @@ SAID = {
 def test_hydras_composition_errors_are_said_in_one_line(override):
     """Cases 7 and 13, the message: Hydra's text (and its advice +shape.seqlen=32) made one
     line that names the value and what is allowed."""
-    from study.rows.usage import explain
+    from study.config.usage import explain
 
     with pytest.raises(Exception) as e:
         compose(*TINY, override)

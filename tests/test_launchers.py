@@ -126,13 +126,13 @@ def test_more_cells_at_once_than_gpus_stops_the_sweep_at_start(
 
 def test_gpu_slots_is_refused_with_the_launcher_setting_that_replaced_it():
     """Deprecated in v3 (one release), removed after: Hydra's 'not in struct' said as what to give."""
-    from study.rows.config_check import composition_error
+    from study.config.check import composition_error
 
     with pytest.raises(Exception) as e:
         compose_hydra("gpu_slots=3")
     said = composition_error(e.value)
     assert "gpu_slots was removed" in said and "hydra.launcher.n_jobs=N" in said, said
-    from study.rows.config_check import check_config
+    from study.workloads.check import check_config
 
     said = check_config(compose_hydra("+gpu_slots=3"))  # added, not overridden: the schema says
     assert "gpu_slots was removed" in said and "hydra.launcher.n_jobs=N" in said, said
@@ -197,17 +197,6 @@ def test_batches_of_a_sweep_share_one_warm_parent_and_one_count(tmp_path):
     assert "[1/2] " in r.stdout and "[2/2] " in r.stdout, r.stdout[-1500:]
 
 
-def test_isolation_inline_is_said_once_as_deprecated_with_the_way_to_debug_a_cell(capsys):
-    from study.rows.config_check import say_renamed
-
-    say_renamed([compose_hydra("isolation=inline"), compose_hydra("isolation=inline")])
-    said = capsys.readouterr().out
-    assert said.count("isolation=inline is deprecated") == 1, said
-    assert "python -m pdb -m study.cell.worker RUN_DIR" in said
-    say_renamed([compose_hydra()])
-    assert capsys.readouterr().out == ""
-
-
 def test_a_job_of_another_launcher_counts_the_whole_sweeps_cells(tmp_path):
     """Under slurm each job runs one cell: its [k/N] counts the sweep's finished cells."""
     import os
@@ -227,14 +216,14 @@ def test_a_job_of_another_launcher_counts_the_whole_sweeps_cells(tmp_path):
 def test_a_cell_run_by_hand_gets_the_sweeps_compile_caches_and_leaves_no_cold_one(
     tmp_path, monkeypatch
 ):
-    """The way isolation=inline's note gives to step through a cell: python -m study.cell.worker
-    RUN_DIR, with the cell's own cold cache as in a sweep, removed after as the sweep does."""
+    """The way to step through a cell (what isolation's removal note says): python -m
+    study.cell.worker RUN_DIR, with the cell's own cold cache as in a sweep, removed after as the sweep does."""
     import os
 
     from omegaconf import OmegaConf
 
     from study.cell import worker
-    from study.rows.config import to_plain
+    from study.config.cell_config import to_plain
 
     run_dir = tmp_path / "cell"
     run_dir.mkdir()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from study.observe import metrics
+from study.rows import metrics
 
 
 def test_rates_are_amount_over_latency():

@@ -32,8 +32,7 @@ def test_noise_widens_the_interval_until_it_holds_one():
 def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     """A block's first call pays a start-up (from an idle device: its launch; here a fake clock
     advanced by the step). The lead-in takes that call out of the timed ones."""
-    from study import phase
-    from study.cell import timing
+    from study.cell import host_gauge, timing
 
     clock = {"ns": 0, "calls": 0}
 
@@ -47,7 +46,7 @@ def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     assert timing.block(step, "cpu", calls=4, lead_in=1) == pytest.approx(1.0)
     assert clock["calls"] == 5  # the lead-in is a real call, untimed
     clock.update(ns=0, calls=0)
-    ph = phase.Phases(host_level=10.0)
+    ph = host_gauge.Phases(host_level=10.0)
     ph.gauge = lambda: 10.0  # always fast: exactly the rounds the latency asks for
     r = timing.rounds(step, "cpu", ph, repeat=10, max_s=60, lead_in=1, eager=step, pairs=2, calls=4)
     assert len(r.gauges) == 10 and r.eager == [1.0] * 10 and r.compiled == [1.0] * 10
@@ -60,11 +59,10 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     row, _, _ = run_inline("variant=naive", "compile=default", "timing.pairs=12", name="paired")
     assert row["status"] == "ok", row["reason"]
     assert row["pair_calls"] >= 3 and row["pair_lead_in"] == 1  # a block is a steady state
-    from study import phase
-    from study.cell import timing
+    from study.cell import host_gauge, timing
 
-    # the cell's own rule (study.cell.figures.settle): enough fast rounds for the latency's samples
-    enough = min(phase.MIN_FAST_PAIRS, timing.latency_rounds(5))  # +experiment=tiny: repeat=5
+    # the cell's own rule (study.cell.timing_figures.settle): enough fast rounds for the latency's samples
+    enough = min(host_gauge.MIN_FAST_PAIRS, timing.latency_rounds(5))  # +experiment=tiny: repeat=5
     if row["pairs_fast"] >= enough:  # the fast rounds: timing.pairs of them unless max_s came first
         assert row["pairs"] == row["pairs_fast"]
         assert row["pairs"] >= 12 or "pairs ran in the host's fast phase" in row["notes"]

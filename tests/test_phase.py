@@ -1,17 +1,16 @@
 """The host's phase: a gauge around every timed round, a fast level, and only fast rounds
-counted (study.phase, study.cell.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
+counted (study.cell.host_gauge, study.cell.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
 
 import itertools
 from pathlib import Path
 
 import pytest
 
-from study import phase
-from study.cell import timing
+from study.cell import host_gauge, timing
 
 
 def fake(readings, ratio=1.3, host_level=None, host_dip=None):
-    ph = phase.Phases(ratio, host_level, host_dip=host_dip)
+    ph = host_gauge.Phases(ratio, host_level, host_dip=host_dip)
     ph.readings = list(readings)
     return ph
 
@@ -21,7 +20,7 @@ def test_the_fast_level_is_the_level_the_cells_gauge_held_and_slow_blocks_fall_o
     assert ph.level() == 10.0
     assert ph.fast_mask() == [True] * 6 + [False] * 4
     assert ph.slow_level() == 17.0
-    fast, slow = phase.split(list(range(10)), ph)
+    fast, slow = host_gauge.split(list(range(10)), ph)
     assert fast == list(range(6)) and slow == list(range(6, 10))
 
 
@@ -39,17 +38,17 @@ def test_a_cell_that_only_saw_the_slow_phase_knows_it_from_the_hosts_level():
 
 
 def test_the_host_level_is_the_lowest_recent_whole_line_of_this_host(tmp_path):
-    path = tmp_path / phase.HOST_LEVEL_FILE
-    assert phase.read_host_level(path) is None
-    phase.record_host_level(path, 10.5, key="h|py3|t2")
-    phase.record_host_level(path, 9.8, key="h|py3|t2")
-    phase.record_host_level(path, 4.0, key="other|py3|t2")  # another machine, same home
+    path = tmp_path / host_gauge.HOST_LEVEL_FILE
+    assert host_gauge.read_host_level(path) is None
+    host_gauge.record_host_level(path, 10.5, key="h|py3|t2")
+    host_gauge.record_host_level(path, 9.8, key="h|py3|t2")
+    host_gauge.record_host_level(path, 4.0, key="other|py3|t2")  # another machine, same home
     with open(path, "a") as f:
         f.write("1.0\th|py3|t2\t3.0\n")  # a day and more ago
         f.write("17")  # a line cut by a killed cell
-    assert phase.read_host_level(path, key="h|py3|t2") == 9.8
-    phase.record_host_level(path, 12.0)  # this host's own key
-    assert phase.read_host_level(path) == 12.0
+    assert host_gauge.read_host_level(path, key="h|py3|t2") == 9.8
+    host_gauge.record_host_level(path, 12.0)  # this host's own key
+    assert host_gauge.read_host_level(path) == 12.0
 
 
 class Gauges:
@@ -63,7 +62,7 @@ class Gauges:
 
 
 def test_rounds_go_on_until_enough_fast_rounds_and_keep_pairs_and_chunks_together():
-    ph = phase.Phases(1.3, host_level=10.0)
+    ph = host_gauge.Phases(1.3, host_level=10.0)
     ph.gauge = Gauges([10.0] * 6 + [17.0] * 2)  # rounds read 10, 10, 10, 17, 10, 10, 10, 17, ...
     calls = {"e": 0, "c": 0}
 
@@ -74,7 +73,7 @@ def test_rounds_go_on_until_enough_fast_rounds_and_keep_pairs_and_chunks_togethe
         calls["c"] += 1
 
     r = timing.rounds(compiled, "cpu", ph, repeat=20, max_s=60, eager=eager, pairs=10, calls=2)
-    fast, slow = phase.split(r.gauges, ph)
+    fast, slow = host_gauge.split(r.gauges, ph)
     assert len(fast) == 10 and len(slow) == 8  # stopped at the 10th fast round
     # a fast reading right after a slow round is a dip inside a slow phase: not counted
     assert {4, 8, 12, 16} <= set(slow) and ph.readings[4] == 10.0
@@ -84,7 +83,7 @@ def test_rounds_go_on_until_enough_fast_rounds_and_keep_pairs_and_chunks_togethe
 
 
 def test_rounds_stop_at_max_s_but_never_below_the_minimum():
-    ph = phase.Phases(1.3, host_level=10.0)
+    ph = host_gauge.Phases(1.3, host_level=10.0)
     ph.gauge = Gauges([30.0])  # never fast
     r = timing.rounds(lambda: None, "cpu", ph, repeat=30, max_s=1e-9)
     assert not any(ph.fast(i) for i in r.gauges)
@@ -115,9 +114,9 @@ TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 
 
 
 def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
-    """A cell's figures (study.cell.figures.settle) over fake rounds: compiled host-bound
+    """A cell's figures (study.cell.timing_figures.settle) over fake rounds: compiled host-bound
     (100 us fast, 200 slow), eager barely moving (110, 120)."""
-    from study.cell import figures
+    from study.cell import timing_figures
     from study.cell.phases import Cell
 
     cell = Cell.__new__(Cell)
@@ -134,8 +133,8 @@ def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
         gauges=list(range(len(readings))),
     )
     recorded = []
-    monkeypatch.setattr(phase, "record_host_level", lambda *a, **k: recorded.append(a))
-    figures.settle(cell)
+    monkeypatch.setattr(host_gauge, "record_host_level", lambda *a, **k: recorded.append(a))
+    timing_figures.settle(cell)
     return cell, recorded
 
 
@@ -192,41 +191,38 @@ def test_a_contended_host_is_said_and_not_a_fast_phase_figure(monkeypatch):
 def test_a_survey_records_the_hosts_fast_level_for_the_first_cells(monkeypatch, tmp_path, capsys):
     """On a new machine the first cells know no host level: one that times in a slow phase
     alone takes it for fast (seen on the H200: 21.6 us, where the rest read 12.9)."""
-    from study.cell import calibrate
-
     levels = itertools.cycle([10.0] * 7 + [17.0] * 3)
-    monkeypatch.setattr(phase, "gauge_us", lambda: next(levels))
-    monkeypatch.setattr(phase.time, "sleep", lambda s: None)
-    monkeypatch.setattr(calibrate, "cache_path", lambda path=None: tmp_path / "ceilings.json")
-    monkeypatch.setattr(phase, "_key", lambda: "h|py|t")
-    phase.main(["0.05"])
+    monkeypatch.setattr(host_gauge, "gauge_us", lambda: next(levels))
+    monkeypatch.setattr(host_gauge.time, "sleep", lambda s: None)
+    monkeypatch.setattr(host_gauge, "_key", lambda: "h|py|t")
+    host_gauge.main(["0.05", f"calibration_file={tmp_path / 'ceilings.json'}"])
     out = capsys.readouterr().out
     # 7 fast readings of 10: the first after a slow stretch is no fast phase yet
     assert "fast level 10.0 us" in out and "60% of them within 1.3x" in out
-    assert phase.read_host_level(tmp_path / phase.HOST_LEVEL_FILE) == 10.0
+    assert host_gauge.read_host_level(tmp_path / host_gauge.HOST_LEVEL_FILE) == 10.0
     with pytest.raises(SystemExit, match="usage"):
-        phase.main(["-3"])
+        host_gauge.main(["-3"])
 
 
 def test_with_no_host_level_recorded_a_cuda_cell_surveys_the_host_first(tmp_path, monkeypatch):
     """Without a recorded level, a sweep's first cells on a fresh machine took a slow phase's
     readings for the fast level; the survey records one, and later cells read it instead."""
-    path = tmp_path / phase.HOST_LEVEL_FILE
-    assert phase.host_level(path, 0.0) == (None, None)  # the CPU's cells: no survey
+    path = tmp_path / host_gauge.HOST_LEVEL_FILE
+    assert host_gauge.host_level(path, 0.0) == (None, None)  # the CPU's cells: no survey
     assert not path.exists()
-    monkeypatch.setattr(phase, "survey", lambda s: [10.0] * 5)  # too few readings for a level
-    level, why = phase.host_level(path, 1.0)
+    monkeypatch.setattr(host_gauge, "survey", lambda s: [10.0] * 5)  # too few readings for a level
+    level, why = host_gauge.host_level(path, 1.0)
     assert level is None and "too few readings" in why and not path.exists()
-    monkeypatch.setattr(phase, "survey", lambda s: [30.0] * 50 + [10.0] * 50)
-    level, why = phase.host_level(path, 1.0)
+    monkeypatch.setattr(host_gauge, "survey", lambda s: [30.0] * 50 + [10.0] * 50)
+    level, why = host_gauge.host_level(path, 1.0)
     assert level == pytest.approx(10.0) and "surveyed the host" in why
-    assert phase.read_host_level(path) == pytest.approx(10.0)
+    assert host_gauge.read_host_level(path) == pytest.approx(10.0)
 
     def no_survey(s):
         raise AssertionError("surveyed although a level was recorded")
 
-    monkeypatch.setattr(phase, "survey", no_survey)
-    assert phase.host_level(path, 1.0) == (pytest.approx(10.0), None)
+    monkeypatch.setattr(host_gauge, "survey", no_survey)
+    assert host_gauge.host_level(path, 1.0) == (pytest.approx(10.0), None)
 
 
 @pytest.mark.skipif(not Path("/proc/sys/kernel/random/boot_id").exists(), reason="no boot id")
@@ -234,7 +230,7 @@ def test_a_host_level_belongs_to_one_boot_of_one_machine():
     """Every H200 machine is called "vm" and host_gauge.txt travels with the outputs: a level
     recorded on another machine must not be read as this one's."""
     boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
-    assert f"|boot{boot}|" in phase._key()
+    assert f"|boot{boot}|" in host_gauge._key()
 
 
 # A host slow nearly all the time (2026-12-04, machine 1 of the host-cost issue): the survey
@@ -250,10 +246,10 @@ def test_a_mostly_slow_hosts_slow_phase_is_never_its_fast_level():
     """The host-cost issue's case: the 10th percentile of a mostly slow survey is the slow
     level. A level the gauge held for 5 readings is the fast one: the slow rounds are slow."""
     survey = fake(MOSTLY_SLOW)
-    assert phase.quantile(MOSTLY_SLOW, 0.10) > 22.0  # the old rule's level: the slow one
+    assert host_gauge.quantile(MOSTLY_SLOW, 0.10) > 22.0  # the old rule's level: the slow one
     assert survey.level() == pytest.approx(14.4)  # the one stretch of 5 fast readings
     assert sum(survey.fast_mask()) < 10  # and most readings are not fast
-    assert "A mostly slow host" in phase.describe(survey, 10.0)
+    assert "A mostly slow host" in host_gauge.describe(survey, 10.0)
     cell = fake([23.0, 22.7, 24.0, 23.4, 22.9] * 6, host_level=survey.held())
     assert not any(cell.fast_mask())
 
@@ -266,7 +262,7 @@ def test_a_host_that_never_held_its_fast_phase_calls_no_slow_round_fast():
     assert ph.held() > 22.0 and ph.dip() == pytest.approx(16.6)
     assert not ph.level_held() and ph.level() == pytest.approx(16.6)
     assert sum(ph.fast_mask()) <= 10  # within the dips alone, never the slow readings
-    assert "never held its fast phase" in phase.describe(ph, 10.0)
+    assert "never held its fast phase" in host_gauge.describe(ph, 10.0)
     cell = fake([23.0, 22.7, 24.0, 23.4, 22.9] * 6, host_level=23.0, host_dip=16.6)
     assert not cell.level_held() and not any(cell.fast_mask())
 
@@ -275,18 +271,18 @@ def test_a_quiet_host_holds_its_level_and_every_round_is_fast():
     """Bare metal or a quiet workstation: no slow phase, nothing left out."""
     ph = fake([14.3, 14.6, 14.4, 15.0, 14.8] * 8)
     assert ph.level_held() and all(ph.fast_mask())
-    assert "slow" not in phase.describe(ph, 10.0)
+    assert "slow" not in host_gauge.describe(ph, 10.0)
 
 
 def test_the_host_file_keeps_each_records_dip(tmp_path):
-    path = tmp_path / phase.HOST_LEVEL_FILE
-    phase.record_host_level(path, 23.0, key="h|b|t", dip=9.9)
-    phase.record_host_level(path, 22.0, key="h|b|t")  # a line without a dip (older cells)
-    assert phase.read_host_level(path, key="h|b|t") == 22.0
-    assert phase.read_host_dip(path, key="h|b|t") is None  # one cell's dip: a moment, no level
-    phase.record_host_level(path, 23.0, key="h|b|t", dip=16.6)
-    phase.record_host_level(path, 23.0, key="h|b|t", dip=16.8)
-    assert phase.read_host_dip(path, key="h|b|t") == 16.6  # a faster level seen twice
+    path = tmp_path / host_gauge.HOST_LEVEL_FILE
+    host_gauge.record_host_level(path, 23.0, key="h|b|t", dip=9.9)
+    host_gauge.record_host_level(path, 22.0, key="h|b|t")  # a line without a dip (older cells)
+    assert host_gauge.read_host_level(path, key="h|b|t") == 22.0
+    assert host_gauge.read_host_dip(path, key="h|b|t") is None  # one cell's dip: a moment, no level
+    host_gauge.record_host_level(path, 23.0, key="h|b|t", dip=16.6)
+    host_gauge.record_host_level(path, 23.0, key="h|b|t", dip=16.8)
+    assert host_gauge.read_host_dip(path, key="h|b|t") == 16.6  # a faster level seen twice
 
 
 def test_a_brief_dip_of_two_readings_does_not_make_a_steady_host_slow():

@@ -7,13 +7,14 @@ import time
 import pytest
 
 from study.cell import host_load, pinning
+from study.config import cores
 
 
 def test_core_lists_parse_and_print():
-    assert pinning.parse_cores("0-3,8") == [0, 1, 2, 3, 8]
-    assert pinning.fmt_cores([8, 0, 1, 2, 3, 10, 11]) == "0-3,8,10-11"
+    assert cores.parse_cores("0-3,8") == [0, 1, 2, 3, 8]
+    assert cores.fmt_cores([8, 0, 1, 2, 3, 10, 11]) == "0-3,8,10-11"
     with pytest.raises(ValueError):
-        pinning.parse_cores("3-1")
+        cores.parse_cores("3-1")
 
 
 def test_each_slot_gets_its_own_cores_and_the_sweep_keeps_housekeeping_ones(monkeypatch):
@@ -50,8 +51,8 @@ def test_smt_siblings_stay_in_one_group(monkeypatch):
 
 
 def test_a_core_the_host_lacks_is_named():
-    assert "core(s) 99" in pinning.check_spec("2,99", host=[0, 1, 2, 3])
-    assert pinning.check_spec("auto") is None and pinning.check_spec("0-1", host=[0, 1]) is None
+    assert "core(s) 99" in cores.check_spec("2,99", host=[0, 1, 2, 3])
+    assert cores.check_spec("auto") is None and cores.check_spec("0-1", host=[0, 1]) is None
 
 
 def test_host_load_says_loaded_when_others_use_the_cells_cores(monkeypatch):
@@ -91,7 +92,7 @@ def test_a_short_timed_phase_is_watched_long_enough_to_see_others(monkeypatch):
 
 
 def test_host_load_reads_proc_stat_around_a_block():
-    with host_load.HostLoad(sorted(pinning.allowed())) as load:
+    with host_load.HostLoad(sorted(cores.allowed())) as load:
         # os.times counts in 10 ms ticks: 200,000 squares (~15 ms) read 0 ticks in 2 of 3 runs
         sum(i * i for i in range(2_000_000))
     r = load.row()

@@ -5,8 +5,8 @@ The compiled cells (subprocess, as in a sweep) are the slow tests at the end."""
 
 import pytest
 
-from study.rows.config_error import ConfigError
-from study.rows.config_rules import validate
+from study.config.rules import validate
+from study.errors import ConfigError
 from tests.conftest import compose
 
 
@@ -44,8 +44,8 @@ def test_regional_options_that_make_sense_are_accepted(overrides):
 def test_old_cells_keep_their_identity_and_a_regional_or_deeper_cell_is_another():
     """A sweep made before regions and depths resumes: the defaults (whole model, one block)
     hash as the config did without those keys."""
-    from study.rows.config import to_plain
-    from study.rows.identity import config_hash
+    from study.config.cell_config import to_plain
+    from study.config.identity import config_hash
 
     now = to_plain(compose("variant=block", "compile=default"))
     before = {**now, "compile": {k: v for k, v in now["compile"].items()
@@ -62,14 +62,15 @@ def test_old_cells_keep_their_identity_and_a_regional_or_deeper_cell_is_another(
 
 
 def test_the_row_says_depth_and_regional_from_the_config():
+    from study.config.cell_config import to_plain
     from study.rows import io
 
-    row = io.base_row(compose("variant=block", "shape.layers=4", "compile=default",
-                              "compile.regional=true"), "r")  # fmt: skip
+    row = io.base_row(to_plain(compose("variant=block", "shape.layers=4", "compile=default",
+                              "compile.regional=true")), "r")  # fmt: skip
     assert row["layers"] == 4 and row["regional"] is True
-    row = io.base_row(compose("variant=block", "compile=off", "compile.regional=true"), "r")
+    row = io.base_row(to_plain(compose("variant=block", "compile=off", "compile.regional=true")), "r")
     assert row["layers"] is None and row["regional"] is None  # one block; eager: no regions
-    row = io.base_row(compose("variant=gpt2", "+variant.kwargs.layers=12"), "r")
+    row = io.base_row(to_plain(compose("variant=gpt2", "+variant.kwargs.layers=12")), "r")
     assert row["layers"] == 12
 
 

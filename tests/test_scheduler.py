@@ -3,9 +3,10 @@ started, so several GPUs can be faked on the CPU box (study.sweep.scheduler)."""
 
 import pytest
 
+from study.config.cell_config import to_plain
 from study.rows import io
 from study.sweep.scheduler import Scheduler
-from study.sweep.server import ServerError
+from study.sweep.warm_parent import ServerError
 from tests.conftest import TINY
 
 
@@ -13,7 +14,7 @@ def cell_cfg(tmp_path, *overrides):
     """One tiny cell's config as the launcher hands it over (no Hydra key)."""
     from omegaconf import OmegaConf
 
-    from study.rows.config import schema
+    from study.config.cell_config import schema
     from tests.conftest import compose
 
     cfg = compose(*TINY, *overrides)
@@ -188,7 +189,7 @@ def test_a_resumed_sweep_keeps_an_ok_cell_of_the_same_config_and_forks_nothing(
     with Scheduler(1, make_server=make) as sched:
         cell = sched.cell(cfg, sweep / "a", sweep)
         (sweep / "a").mkdir(parents=True)
-        row = {**io.base_row(cfg, "a"), "status": "ok", "config_hash": cell.config_hash}
+        row = {**io.base_row(to_plain(cfg), "a"), "status": "ok", "config_hash": cell.config_hash}
         row["latency_median_us"] = 12.5  # an ok row has its figures
         io.write_csv(sweep / "a" / "run.csv", [row], "runs")
         sched.submit(cfg, sweep / "a", sweep)
@@ -199,7 +200,7 @@ def test_a_resumed_sweep_keeps_an_ok_cell_of_the_same_config_and_forks_nothing(
 
 def write_ok_row(cfg, sweep, name):
     """The cell ``name`` wrote its own ok row (what a cell does last)."""
-    row = {**io.base_row(cfg, name), "status": "ok", "latency_median_us": 12.5}
+    row = {**io.base_row(to_plain(cfg), name), "status": "ok", "latency_median_us": 12.5}
     io.write_csv(sweep / name / "run.csv", [row], "runs")
 
 

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from study.sweep.server import Server
+from study.sweep.warm_parent import Server
 
 pytestmark = [
     pytest.mark.slow,
@@ -152,7 +152,7 @@ def test_the_sweeps_process_hears_the_parent_without_importing_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from study.sweep.server import Server; s = Server(prewarm=False, eager=True); "
+    code = ("import sys; from study.sweep.warm_parent import Server; s = Server(prewarm=False, eager=True); "
             "s.status; s.query(); "
             "s.close(); print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -261,7 +261,7 @@ def test_repeats_run_every_cell_again_in_fresh_processes_after_all_others(tmp_pa
 def test_a_bad_point_is_said_without_waiting_for_the_warm_parent():
     """The registered variants come from the warm parent (torch imported, seconds); a point
     that is bad anyway is said without asking for them: a typo stops at start at once."""
-    from study.rows.config_check import point_error
+    from study.workloads.check import point_error
     from tests.conftest import compose
 
     def never():

@@ -6,10 +6,10 @@ hits and the proof, never the time."""
 
 import pytest
 
-from study.rows.config import to_plain
-from study.rows.config_error import ConfigError
-from study.rows.config_rules import validate
-from study.rows.identity import config_hash
+from study.config.cell_config import to_plain
+from study.config.identity import config_hash
+from study.config.rules import validate
+from study.errors import ConfigError
 from tests.conftest import TINY, compose
 
 

@@ -243,7 +243,7 @@ def test_the_sweeps_own_process_needs_no_torch(tmp_path):
         "rundir.prepare(cell)\n"
         "row = rundir.finish(cell, ('crash', 'x'), 1.0, None, None)\n"
         "assert row['status'] == 'crash' and row['variant'] == 'naive', row\n"
-        "from study.rows.env import boot_id\n"
+        "from study.config.env import boot_id\n"
         "assert row['boot_id'] == boot_id() != '', row  # which machine, even for a crash\n"
         "assert 'torch' not in sys.modules\n"
     )

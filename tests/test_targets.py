@@ -1,4 +1,4 @@
-"""Compile targets (study/rows/targets.py): what makes no sense is refused at start, each target's
+"""Compile targets (study/config/compile_targets.py): what makes no sense is refused at start, each target's
 claim is proven from its trace, C++ sources are harvested, and the analysis subtracts layers.
 No compile, no process: the CPU runs are in tests/test_targets_cpu.py (slow)."""
 
@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from analysis import targets as atargets
+from study.config import compile_targets
+from study.config.rules import validate
+from study.errors import ConfigError
 from study.observe import inductor, proof
-from study.rows import targets
-from study.rows.config_error import ConfigError
-from study.rows.config_rules import validate
 from tests.conftest import compose
 
 
@@ -53,7 +53,7 @@ def test_what_makes_sense_is_accepted(overrides):
 def test_an_unknown_target_lists_every_valid_one():
     with pytest.raises(ConfigError) as e:
         validate(compose("variant=linear", "compile.mode=aot_eagr"))
-    for name in targets.TARGETS:
+    for name in compile_targets.TARGETS:
         assert name in str(e.value)
 
 
@@ -274,8 +274,8 @@ def test_the_figure_draws_bars_to_scale_unless_they_span_two_decades():
 def test_the_default_stance_leaves_a_cells_identity_as_it_was():
     """A sweep made before compile.stance existed resumes: its cells' config_hash is
     unchanged under the default stance, and the other stance is another cell."""
-    from study.rows import identity
-    from study.rows.config import to_plain
+    from study.config import identity
+    from study.config.cell_config import to_plain
 
     plain = to_plain(compose("variant=linear", "compile=default"))
     before = {**plain, "compile": {k: v for k, v in plain["compile"].items() if k != "stance"}}

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from study.rows import io, targets
+from study.config import compile_targets
+from study.rows import io
 from tests.conftest import TINY, cli
 from tests.test_sweep import sweep_dir
 
@@ -27,7 +28,7 @@ def test_naive_and_flash_run_ok_under_every_new_target(tmp_path):
         assert x["status"] == "ok", (x["run_id"], x["reason"])
         assert float(x["speedup_paired"]) > 0 and float(x["speedup_ci_low"]) > 0, x["run_id"]
         assert x["target_proof"], x["run_id"]
-        if not targets.TARGETS[x["compile"]].inductor:
+        if not compile_targets.TARGETS[x["compile"]].inductor:
             assert "no generated kernel" in x["target_proof"]
             assert int(float(x["generated_kernels"] or 0)) == 0
     by = {(x["variant"], x["compile"]): x for x in rows}

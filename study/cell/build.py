@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from study.cell.errors import Unsupported
-from study.rows.config import plain, to_plain
+from study.config.cell_config import plain, to_plain
+from study.errors import Unsupported
 from study.workloads import variants
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}

@@ -2,9 +2,10 @@
 
     python -m study.cell.calibrate                 # this machine's device (cuda if present)
     python -m study.cell.calibrate device=cpu dtypes=[fp32]
+    python -m study.cell.calibrate calibration_file=OUT/ceilings.json
 
-Results are cached per device name, dtype and torch version in ~/.cache/study/ceilings.json
-(or STUDY_CEILINGS). Cells read them for ``pct_peak_*`` and ``bound``; with no entry those
+Results are cached per device name, dtype and torch version in ~/.cache/study/ceilings.json,
+or the file given as ``calibration_file`` (the cells' config key of that name). Cells read them for ``pct_peak_*`` and ``bound``; with no entry those
 columns stay empty: a ceiling is never guessed.
 
 CUDA: the fastest of square matmuls at 4096, 6144 and 8192 (2048 and 4096 for fp32), timed
@@ -25,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from study.config import env
+
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 # Square matmul sizes tried per device, (16-bit, fp32); the ceiling is the fastest of them.
 MATMUL_SIZES = {
@@ -34,13 +37,10 @@ MATMUL_SIZES = {
 
 
 def cache_path(path: str | None = None) -> Path:
-    """``path`` (the config's calibration_file) if given, else STUDY_CEILINGS, else
-    ~/.cache/study/ceilings.json."""
+    """``path`` (the config's calibration_file) if given, else ~/.cache/study/ceilings.json."""
     if path:
         return Path(path).expanduser()
-    return Path(
-        os.environ.get("STUDY_CEILINGS", Path.home() / ".cache" / "study" / "ceilings.json")
-    )
+    return Path.home() / ".cache" / "study" / "ceilings.json"
 
 
 def _key(device_name, dtype, torch_version) -> str:
@@ -63,10 +63,10 @@ def lookup(device_name, dtype, torch_version, path: str | None = None) -> dict:
     return load(path).get(_key(device_name, dtype, torch_version), {})
 
 
-def store(device_name, dtype, torch_version, result: dict) -> Path:
-    p = cache_path()
+def store(device_name, dtype, torch_version, result: dict, path: str | None = None) -> Path:
+    p = cache_path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    data = load()
+    data = load(path)
     data[_key(device_name, dtype, torch_version)] = result
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
@@ -136,10 +136,10 @@ def measure(device: str, dtype: str) -> dict:
     return out
 
 
-def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
+def calibrate(
+    device: str = "auto", dtypes=("bf16", "fp16", "fp32"), path: str | None = None
+) -> dict:
     import torch
-
-    from study.rows import env
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -148,7 +148,7 @@ def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
     for d in dtypes:
         r = measure(device, d)
         r["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        store(info["device_name"], d, info["torch_version"], r)
+        store(info["device_name"], d, info["torch_version"], r, path)
         results[d] = r
         print(
             f"{info['device_name']} {d}: matmul {r['tflops']:.1f} TFLOP/s (n={r['matmul_n']}), "
@@ -159,25 +159,28 @@ def calibrate(device: str = "auto", dtypes=("bf16", "fp16", "fp32")) -> dict:
                 else ""
             )
         )
-    print(f"cached in {cache_path()}")
+    print(f"cached in {cache_path(path)}")
     return results
 
 
 def main(argv: list[str]) -> None:
-    device, dtypes = "auto", ["bf16", "fp16", "fp32"]
+    device, dtypes, path = "auto", ["bf16", "fp16", "fp32"], None
     for a in argv:
         if a.startswith("device="):
             device = a.split("=", 1)[1]
         elif a.startswith("dtypes="):
             dtypes = [x for x in a.split("=", 1)[1].strip("[]").split(",") if x]
+        elif a.startswith("calibration_file="):
+            path = a.split("=", 1)[1] or None
         else:
             sys.exit(
-                f"unknown argument {a!r}; usage: python -m study.cell.calibrate [device=cuda|cpu|auto] [dtypes=[bf16,fp32]]"
+                f"unknown argument {a!r}; usage: python -m study.cell.calibrate "
+                "[device=cuda|cpu|auto] [dtypes=[bf16,fp32]] [calibration_file=PATH]"
             )
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
         sys.exit(f"unknown dtype(s) {bad}; allowed: {', '.join(DTYPES)}")
-    calibrate(device, dtypes)
+    calibrate(device, dtypes, path)
 
 
 if __name__ == "__main__":

@@ -35,9 +35,9 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from study.rows import targets
+from study.config import compile_targets
 
-CUDAGRAPH_MODES = {n for n, t in targets.TARGETS.items() if t.cudagraphs}
+CUDAGRAPH_MODES = {n for n, t in compile_targets.TARGETS.items() if t.cudagraphs}
 # What identifies a compiled artefact: everything that can change the code Inductor emits.
 IDENTITY = ("variant", "family", "compile", "shape", "dtype", "device", "seed")
 
@@ -47,10 +47,10 @@ def uses_cudagraphs(mode: str) -> bool:
 
 
 def make(fn, mode: str, fullgraph: bool, dynamic, package: Path | None = None):
-    """The callable to time for target ``mode`` (study.rows.targets): ``fn`` itself for ``off``,
+    """The callable to time for target ``mode`` (study.config.compile_targets): ``fn`` itself for ``off``,
     an AOTInductor package for ``aot_inductor`` (built at the first call, into ``package``),
     else ``torch.compile(fn, backend=..., mode=...)``."""
-    t = targets.get(mode)
+    t = compile_targets.get(mode)
     if mode == "off":
         return fn
     if mode == "aot_inductor":

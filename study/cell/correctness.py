@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import torch
 
+from study.observe import flops
+from study.workloads import registry
+
 # bf16 keeps 8 mantissa bits (2^-8 ~ 4e-3 per rounding); softmax and long reductions in bf16
 # compound a few roundings. fp32 allows for TF32-like paths Inductor may pick.
 TOLERANCE = {"bf16": 3e-2, "fp16": 5e-3, "fp32": 1e-3}
@@ -143,9 +146,6 @@ def compare_tree(out, ref, dtype: str, tolerance: float | None = None) -> dict:
 def reference(wl) -> tuple:
     """The workload's float64 forward (on a slice where the full reference would not fit), and
     the FLOPs flop_counter counts on it: computed once a cell, whatever it is compared with."""
-    from study.observe import flops
-    from study.workloads import registry
-
     ins = wl.inputs
     if wl.ref_index is not None:  # check a slice: the full float64 reference would not fit
         ins = tuple(t[wl.ref_index] if t.dim() == 4 else t for t in ins)

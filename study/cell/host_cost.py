@@ -14,12 +14,12 @@ is timed on its own:
    time is host time alone. It has: the queue may have drained (the block took longer than the
    sleep, or a call synchronised with the GPU), so that block is not counted.
 
-The host's gauge (study.phase) is read right before and right after each block, so every
+The host's gauge (study.cell.host_gauge) is read right before and right after each block, so every
 block has the host's speed beside it: ``host_units`` is host µs over gauge µs, the call's host
 cost in units of this host's speed, which carries from one host to another better than µs do.
 A compiled cell times its eager twin's blocks in the same rounds, alternating (ABBA), so both
 sides see the same phases. Blocks are judged fast against the cell's fast level, as the timed
-rounds are (study.phase.Phases).
+rounds are (study.cell.host_gauge.Phases).
 
 On the CPU host and device are one: nothing is measured, and the columns stay blank.
 """
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-MIN_SLEEP_MS, MAX_SLEEP_MS = 0.5, 1000.0  # timing.host_sleep_ms's range (study.rows.config_rules)
+MIN_SLEEP_MS, MAX_SLEEP_MS = 0.5, 1000.0  # timing.host_sleep_ms's range (study.config.rules)
 COVER = 0.5  # a block is sized to take at most this share of the sleep (est. from the latency)
 MIN_FAST_BLOCKS = 5  # fewer fast blocks than this: the figures use every covered block
 

@@ -24,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-from study.cell.pinning import fmt_cores
+from study.config.cores import fmt_cores
 
 LOADED_OTHER_CORES = 0.25  # others' CPU on the cell's cores, in cores, above which: loaded
 # ... and at least this many clock ticks of it: a 50 ms timed phase on the 2-core CPU box read

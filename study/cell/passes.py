@@ -29,6 +29,10 @@ import functools
 import operator
 from dataclasses import dataclass, field
 
+from study.cell import correctness
+from study.errors import Unsupported
+from study.workloads.registry import reference_of
+
 RANGE = "study::"
 # Backward FLOPs per forward FLOP when the count is analytic: 2 (a matmul's dX and dW), the
 # convention flop_counter's count of the float64 reference follows too, so a row's FLOPs do not
@@ -55,8 +59,6 @@ class Trained:
 def prepare(kind: str, wl, lr: float = 1e-3) -> Trained | None:
     """Make the workload's parameters and floating-point inputs require grad; None for fwd."""
     import torch
-
-    from study.cell.errors import Unsupported
 
     if kind == "fwd":
         return None
@@ -135,16 +137,13 @@ def grad_leaves(out) -> list:
     pass differentiates (``(y * g).sum()`` over each). None of them: ``Unsupported``."""
     import torch
 
-    from study.cell.correctness import leaves
-    from study.cell.errors import Unsupported
-
     ys = [
         t
-        for t in leaves(out)
+        for t in correctness.leaves(out)
         if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad
     ]
     if not ys:
-        kinds = sorted({type(t).__name__ for t in leaves(out)}) or ["nothing"]
+        kinds = sorted({type(t).__name__ for t in correctness.leaves(out)}) or ["nothing"]
         raise Unsupported(
             "a training pass needs a floating-point output that requires grad; this output "
             f"holds {', '.join(kinds)}, none of them (use pass=fwd)"
@@ -175,8 +174,6 @@ def first_step_again(tr: Trained, wl, grad_out: list):
     Returns eager's output; the leaves' ``.grad`` are then eager's."""
     import torch
 
-    from study.cell.correctness import detach
-
     tr.after = [(t.detach().clone(), t.grad) for _, t in tr.leaves]
     with torch.no_grad():
         for (_, t), v in zip(tr.leaves, tr.before, strict=True):
@@ -184,7 +181,7 @@ def first_step_again(tr: Trained, wl, grad_out: list):
     tr.zero()
     out = wl.fn(*wl.inputs)
     loss(grad_leaves(out), grad_out).backward()
-    return detach(out)
+    return correctness.detach(out)
 
 
 def restore_first_step(tr: Trained) -> None:
@@ -205,8 +202,6 @@ class Reference:
 
     def __init__(self, wl):
         import torch
-
-        from study.workloads.registry import reference_of
 
         ins = wl.inputs
         if wl.ref_index is not None:  # the full float64 reference would not fit: a slice
@@ -256,9 +251,7 @@ class Reference:
             grads |= {
                 f"param:{n}": p.grad for n, p in self.fn.named_parameters() if p.grad is not None
             }
-        from study.cell.correctness import detach
-
-        return detach(out), grads
+        return correctness.detach(out), grads
 
 
 def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> dict:
@@ -269,8 +262,6 @@ def check_grads(tr: Trained, ref_grads: dict, index, dtype: str, tolerance) -> d
     largest of all (study.cell.correctness). A leaf the forward never reaches (an unused
     ``nn.Linear``) has no gradient in float64 either: None on both sides is equal, and named in
     ``unused``."""
-    from study.cell import correctness
-
     tol = correctness.tolerance(dtype, tolerance)
     size = {n: _largest(g) for n, g in ref_grads.items()}
     groups: dict[str, float] = {}

@@ -34,31 +34,34 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study import phase
 from study.cell import (
     build,
     calibrate,
     compiling,
-    figures,
     gpu_power,
     host_cost,
+    host_gauge,
     host_load,
     memory,
     passes,
     pinning,
     regional,
+    shape_sweep,
     start,
     timing,
+    timing_figures,
     verdict,
 )
-from study.cell.errors import Unsupported, WorkloadError, classify_error, exited
-from study.observe import compile_log, metrics, proof
+from study.cell.failures import classify_error, exited
+from study.config import compile_targets
+from study.config import env as envinfo
+from study.config.cell_config import plain, to_plain
+from study.errors import Unsupported, WorkloadError
+from study.observe import compile_log, proof
 from study.observe import cudagraphs as cg
 from study.observe import inductor as ind
 from study.observe import trace as tr
-from study.rows import env as envinfo
-from study.rows import io, targets
-from study.rows.config import plain
+from study.rows import io, metrics
 
 
 class Cell:
@@ -67,7 +70,7 @@ class Cell:
     def __init__(self, cfg: DictConfig, run_dir: Path):
         self.cfg, self.run_dir = cfg, Path(run_dir)
         self.t0 = time.perf_counter()
-        self.row = io.base_row(cfg, self.run_dir.name)
+        self.row = io.base_row(to_plain(cfg), self.run_dir.name)
         self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.mode = cfg.compile.mode
         self.kind = cfg["pass"].kind
@@ -109,7 +112,7 @@ class Cell:
 
     # 2 ------------------------------------------------------------------------------------
     def compile(self) -> None:
-        c, target = self.cfg.compile, targets.get(self.mode)
+        c, target = self.cfg.compile, compile_targets.get(self.mode)
         if not target.training and self.kind != "fwd":
             raise Unsupported(
                 f"compile={self.mode} with pass={self.kind}: {target.isolates}; an exported "
@@ -263,14 +266,14 @@ class Cell:
         t = time.perf_counter()
         load = host_load.HostLoad(cores)
         probe = [host_load.host_probe_us()]
-        self.levels = calibrate.cache_path(cfg.calibration_file).with_name(phase.HOST_LEVEL_FILE)
-        level, why = phase.host_level(
-            self.levels, phase.SURVEY_S if self.device == "cuda" else 0.0
+        self.levels = calibrate.cache_path(cfg.calibration_file).with_name(host_gauge.HOST_LEVEL_FILE)
+        level, why = host_gauge.host_level(
+            self.levels, host_gauge.SURVEY_S if self.device == "cuda" else 0.0
         )  # the CPU's cells judge by their own readings when none is recorded (CI: every cell)
         if why:
             self.notes.append(why)
-        self.phases = phase.Phases(
-            cfg.timing.fast_ratio, level, host_dip=phase.read_host_dip(self.levels)
+        self.phases = host_gauge.Phases(
+            cfg.timing.fast_ratio, level, host_dip=host_gauge.read_host_dip(self.levels)
         )
         eager_ok = self.mode != "off" and self._eager_baseline(
             lambda: [self.eager() for _ in range(max(1, cfg.timing.warmup))]
@@ -311,7 +314,7 @@ class Cell:
         row.update(power.row())
         if power.why:
             self.notes.append(power.why)
-        figures.settle(self)
+        timing_figures.settle(self)
         row["measure_s"] = time.perf_counter() - t
 
     def _host_cost(self) -> None:
@@ -468,7 +471,7 @@ class Cell:
             row["backend_seen"], row["backend_proof"] = pr["backend_seen"], pr["backend_proof"]
             if "decomposed by Inductor" in pr["backend_proof"]:
                 self.notes.append("Inductor decomposed the SDPA math op into generated kernels")
-            why = proof.unprovable(targets.get(self.mode).backend, self.wl.sdpa_backend, pr)
+            why = proof.unprovable(compile_targets.get(self.mode).backend, self.wl.sdpa_backend, pr)
             if why and status == "ok":
                 status, reason = "unsupported", why
             elif not pr["ok"] and status == "ok":
@@ -512,8 +515,6 @@ class Cell:
     def shapes(self) -> None:
         """shape_sweep: the same compiled function over several shapes (study.cell.shape_sweep)."""
         if self.cfg.shape_sweep.key is not None:
-            from study.cell import shape_sweep
-
             shape_sweep.run(self)
 
     # rows ---------------------------------------------------------------------------------
@@ -625,8 +626,6 @@ def _device_time(step, cfg, mode, notes, kind="fwd") -> dict:
 
 
 def _rates(row: dict, calibration_file: str | None = None) -> None:
-    from study.cell import calibrate
-
     peaks = calibrate.lookup(
         row.get("device_name"), row.get("dtype"), row.get("torch_version"), calibration_file
     )

@@ -2,14 +2,14 @@
 
 A host-bound cell (per-call latency above its device time) measures the host: on the H200
 host the same compiled cell moved by up to 2.2x between processes while each process's own
-p10-p90 stayed narrow (FIELD-NOTES). So every cell runs pinned:
+p10-p90 stayed narrow: the spread is between processes, not calls. So every cell runs pinned:
 
 - ``plan`` splits the cores the sweep may use into one group per slot (cells that run at
   once: one per GPU, or ``n_jobs`` CPU cells), keeping the first core (one per slot when
   there are 4 or more cores per slot) for the sweep's own processes (the Hydra jobs, the cell
   servers): nothing else of the sweep runs on a cell's cores while it is timed. ``cores=0-7``
   narrows the set.
-- The warm parent (study.sweep.server) pins each forked cell to its group before it runs anything
+- The warm parent (study.sweep.warm_parent) pins each forked cell to its group before it runs anything
   (``os.sched_setaffinity``; the server itself sits on the sweep's cores), and the cell sets
   ``torch.set_num_threads`` to its core count; Inductor's async-compile process pool is off
   (study.cell.compiling), so no compile workers share the cores.
@@ -34,56 +34,7 @@ import os
 import threading
 from pathlib import Path
 
-
-def parse_cores(spec: str) -> list[int]:
-    """'0-3,8' -> [0, 1, 2, 3, 8]. Raises ValueError on anything else."""
-    out = []
-    for part in str(spec).replace(" ", "").split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        a, b = int(lo), int(hi) if hi else int(lo)
-        if a < 0 or b < a:
-            raise ValueError(f"bad core range {part!r}")
-        out.extend(range(a, b + 1))
-    if not out:
-        raise ValueError("no cores")
-    return sorted(set(out))
-
-
-def fmt_cores(cores) -> str:
-    """[0, 1, 2, 3, 8] -> '0-3,8'."""
-    cores = sorted(cores)
-    runs, start = [], None
-    for i, c in enumerate(cores):
-        if start is None:
-            start = c
-        if i + 1 == len(cores) or cores[i + 1] != c + 1:
-            runs.append(f"{start}-{c}" if c > start else f"{c}")
-            start = None
-    return ",".join(runs)
-
-
-def allowed() -> list[int]:
-    return sorted(os.sched_getaffinity(0))
-
-
-def check_spec(spec: str, host: list[int] | None = None) -> str | None:
-    """Why ``cores=spec`` cannot run on this host, or None."""
-    if spec == "auto":
-        return None
-    try:
-        want = parse_cores(spec)
-    except ValueError as e:
-        return f"cores={spec!r} is not a core list ({e}); write e.g. cores=0-7 or cores=2,3,5, or cores=auto"
-    host = allowed() if host is None else host
-    missing = [c for c in want if c not in host]
-    if missing:
-        return (
-            f"cores={spec!r} names core(s) {fmt_cores(missing)} that this process may not use; "
-            f"allowed here: {fmt_cores(host)}"
-        )
-    return None
+from study.config.cores import parse_cores
 
 
 def core_of(cpu: int):

@@ -16,7 +16,7 @@ from pathlib import Path
 from study.cell import compiling
 from study.cell import start as start_
 from study.cell.phases import Cell
-from study.rows.config import load_cell_config
+from study.config.cell_config import load_cell_config
 
 
 def main(prime_dir: Path, start: str) -> int:

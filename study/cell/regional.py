@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import copy
 
+from study.config import compile_targets
+from study.errors import Unsupported
+
 HOWS = ("auto", "nested", "blocks")
 METHODS = {"nested": "nested_compile_region", "blocks": "per-block torch.compile"}
 
@@ -71,13 +74,10 @@ def method(how: str, kind: str = "fwd") -> str:
 
 def make(fn, mode: str, fullgraph: bool, dynamic, how: str, name: str, kind: str = "fwd"):
     """(the callable to time, its row columns, a note) for ``fn`` compiled by region with the
-    target ``mode`` (study.rows.targets) for pass ``kind``, or ``Unsupported`` saying why it
+    target ``mode`` (study.config.compile_targets) for pass ``kind``, or ``Unsupported`` saying why it
     cannot be."""
     import torch
     from torch import nn
-
-    from study.cell.errors import Unsupported
-    from study.rows import targets
 
     found = find(fn) if isinstance(fn, nn.Module) else None
     if found is None:
@@ -96,7 +96,7 @@ def make(fn, mode: str, fullgraph: bool, dynamic, how: str, name: str, kind: str
         )
     if dynamic == "mark":  # the marked dims are dynamic; the rest as Dynamo decides
         dynamic = None
-    t = targets.get(mode)
+    t = compile_targets.get(mode)
     opts = dict(backend=t.backend, mode=t.mode, fullgraph=fullgraph, dynamic=dynamic)
     if got == "nested":
         region = type(cls.__name__, (cls,), {

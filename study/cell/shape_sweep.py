@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from study.cell import build, compiling, passes, timing
-from study.cell.errors import classify_error
+from study.cell.failures import classify_error
 from study.observe import inductor as ind
 from study.rows import io
 

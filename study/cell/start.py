@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from study.rows.config import plain
+from study.config.cell_config import plain
 
 PRIME_DIR = ".start"  # the primer's run dir, inside the cell's; removed when the cell ends
 ARTIFACTS = "cache_artifacts.bin"

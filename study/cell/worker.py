@@ -1,6 +1,6 @@
 """A cell's own process: read ``RUN_DIR/cell.yaml``, run the cell, write its files.
 
-Normally the cell is a child the warm parent forked (study.sweep.server calls ``cell_main``),
+Normally the cell is a child the warm parent forked (study.sweep.warm_parent calls ``cell_main``),
 already pinned to its CPU cores, with ``CUDA_VISIBLE_DEVICES`` set to its GPU before CUDA starts
 and its compile caches chosen by its environment (study.sweep.scheduler). ``python -m study.cell.worker RUN_DIR``
 runs one cell in a plain process, by hand.
@@ -17,6 +17,14 @@ import sys
 import time
 from pathlib import Path
 
+from study.cell import compiling
+from study.cell.build import resolve_device
+from study.config.cell_config import load_cell_config, plain
+from study.config.env import nvidia_smi, proc_kb
+from study.errors import Unsupported
+from study.observe import ncu
+from study.rows import io
+
 
 def check_pinned(gpu: str | None) -> None:
     """Fail loudly unless CUDA really runs on GPU ``gpu``: CUDA initialised before the pin
@@ -32,8 +40,6 @@ def check_pinned(gpu: str | None) -> None:
             f"CUDA_VISIBLE_DEVICES={gpu}: is there a GPU {gpu} on this host? (hydra.launcher.n_jobs "
             "must not exceed the GPUs the sweep sees)"
         )
-    from study.rows.env import nvidia_smi
-
     got = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
     want = (nvidia_smi("uuid") or "").removeprefix("GPU-")  # blank without nvidia-smi
     if torch.cuda.device_count() != 1 or (want and got != want):
@@ -52,10 +58,6 @@ def cap_host_memory(cfg) -> str | None:
     ``cpu_mem_limit_gb=0``)."""
     import resource
 
-    from study.cell.build import resolve_device
-    from study.cell.errors import Unsupported
-    from study.rows.config import plain
-
     try:
         if resolve_device(plain(cfg.device)) != "cpu":
             return None
@@ -64,8 +66,6 @@ def cap_host_memory(cfg) -> str | None:
     limit = cfg.cpu_mem_limit_gb
     if limit is not None and limit <= 0:
         return None
-    from study.rows.env import proc_kb
-
     mapped = proc_kb("/proc/self/status", "VmSize")
     if mapped is None:
         return None
@@ -88,10 +88,8 @@ def cap_host_memory(cfg) -> str | None:
 def main(run_dir: Path, extra: dict | None = None) -> dict:
     import torch
 
-    from study.cell import compiling
+    # deferred: torch (by_hand sets the compile caches' environment before torch loads)
     from study.cell.phases import run_cell
-    from study.rows import io
-    from study.rows.config import load_cell_config, plain
 
     cfg = load_cell_config(str(run_dir / "cell.yaml"))
     if (extra or {}).get("gpu_index") is not None and plain(cfg.device) != "cpu":
@@ -108,8 +106,6 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
         io.write_csv(run_dir / "autotune.csv", autotune, "autotune")
     if cfg.ncu.enabled or cfg.nsys.enabled:
         if row["status"] == "ok" and row["device"] == "cuda":
-            from study.observe import ncu
-
             t = time.time()
             row.update(ncu.run(cfg, run_dir, kernels))
             row["extra_s"] = (row.get("extra_s") or 0.0) + time.time() - t
@@ -123,7 +119,7 @@ def main(run_dir: Path, extra: dict | None = None) -> dict:
 
 
 def cell_main(run_dir: str, gpu: str | None = None, asked_at: float | None = None) -> None:
-    """The forked child's target (study.sweep.server): pinned already; check the GPU, run the cell."""
+    """The forked child's target (study.sweep.warm_parent): pinned already; check the GPU, run the cell."""
     started = time.time()
     main(
         Path(run_dir),
@@ -136,10 +132,8 @@ def by_hand(run_dir: Path) -> None:
     (study.sweep.scheduler). It rewrites the dir's rows: a resume runs the cell again."""
     from omegaconf import OmegaConf
 
-    from study.cell.compiling import cache_env
-
     r = OmegaConf.to_container(OmegaConf.load(run_dir / "cell.yaml"), resolve=True)
-    os.environ.update(cache_env(r["cache"], run_dir, Path(r["out_root"]), r))
+    os.environ.update(compiling.cache_env(r["cache"], run_dir, Path(r["out_root"]), r))
     try:
         main(run_dir)
     finally:  # as the sweep does (study.sweep.rundir.finish): a cold cache is the cell's alone

@@ -1,5 +1,5 @@
 """Did CUDA graphs apply? A compiled cell's CUDA-graph coverage, for the targets that use them
-(reduce-overhead, max-autotune, cudagraphs: study.rows.targets).
+(reduce-overhead, max-autotune, cudagraphs: study.config.compile_targets).
 
 ``Watch`` is entered before the cell's first call and read after it and again after the
 profiled steady state (cudagraph trees run a function eagerly at its 1st call, record it at
@@ -36,6 +36,8 @@ import logging
 import sys
 from collections import Counter
 
+from study.config import compile_targets
+
 COLUMNS = (
     "cudagraph_graphs",
     "cudagraph_partitions",
@@ -54,9 +56,7 @@ def reasons_text(counts: dict[str, int]) -> str:
 def keep_share(summary: dict, mode: str) -> dict:
     """The trace summary without ``cudagraph_kernel_share`` where ``mode`` has no CUDA graphs
     (eager, default, ...): their rows leave it blank."""
-    from study.rows import targets
-
-    if not targets.uses_cudagraphs(mode):
+    if not compile_targets.uses_cudagraphs(mode):
         summary.pop("cudagraph_kernel_share", None)
     return summary
 

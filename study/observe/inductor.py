@@ -29,6 +29,7 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from study.config.check import unknown_inductor_keys
 from study.observe import graph_breaks
 
 KERNEL_DEF = re.compile(r"^(?P<name>(?:triton|cpp)_\w+) = async_compile\.(?P<kind>\w+)\(", re.M)
@@ -48,16 +49,6 @@ EXTERN_CALL = re.compile(
 )
 
 
-def unknown_keys(patches: dict) -> list[str]:
-    """Keys of ``patches`` that this torch's Inductor config does not have."""
-    if not patches:
-        return []
-    import torch._inductor.config as ic
-
-    known = set(ic.get_config_copy())
-    return sorted(k for k in patches if k not in known)
-
-
 def settings(run_dir: Path, device: str) -> dict:
     """Capture settings this torch knows (older versions lack some trace.* keys)."""
     s = {
@@ -72,7 +63,7 @@ def settings(run_dir: Path, device: str) -> dict:
     }
     if device == "cpu":
         s["cpp.enable_kernel_profile"] = True
-    missing = set(unknown_keys(s))
+    missing = set(unknown_inductor_keys(s))
     return {k: v for k, v in s.items() if k not in missing}
 
 
@@ -80,7 +71,7 @@ def apply(patches: dict) -> list[str]:
     """Set Inductor config keys in this (the cell's own) process. Returns unknown keys."""
     import torch._inductor.config as ic
 
-    bad = unknown_keys(patches)
+    bad = unknown_inductor_keys(patches)
     if bad:
         return bad
     for k, v in patches.items():

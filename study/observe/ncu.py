@@ -5,9 +5,9 @@ profiling, the worker starts a separate process under ncu, so ncu's kernel repla
 touch the cell's numbers:
 
     ncu --clock-control none --nvtx --nvtx-include study_ncu/ -k regex:<top-N kernels> ...
-        python -m study.observe.ncu --target RUN_DIR
+        python -m study.cell.ncu_target RUN_DIR
 
-The target rebuilds the cell's workload (same seed, same compile mode, same SDPA pin and the
+The target (study.cell.ncu_target) rebuilds the cell's workload (same seed, same compile mode, same SDPA pin and the
 cell's still-present compile cache), warms up outside the NVTX range, then calls it
 ``ncu.launch_count`` times inside it. ``ncu.csv`` is tidy: one row per kernel x launch x metric,
 canonical metric names (``achieved_occupancy``, ``sm_throughput_pct``...), each mapped to its
@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from study.observe.classify import short_name
+from study.rows import io
 
 SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis"]
 EXTRA_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum"]
@@ -158,8 +159,6 @@ def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
     """The ncu pass (and the nsys pass) for a finished cell. Returns run-row columns."""
     # Long: one Nsight Compute run in order: its command, its limit, each way it fails as a row, the
     # CSV it writes.
-    from study.rows import io
-
     out = {"ncu_status": None, "ncu_note": None}
     if cfg.ncu.enabled:
         names = top_kernels(kernel_rows, cfg.ncu.top_n)
@@ -188,8 +187,7 @@ def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
                 ",".join(EXTRA_METRICS),
                 sys.executable,
                 "-m",
-                "study.observe.ncu",
-                "--target",
+                "study.cell.ncu_target",
                 str(run_dir),
             ]
             status, note, text = _call(cmd, cfg.ncu.timeout_s)
@@ -217,8 +215,7 @@ def run(cfg, run_dir: Path, kernel_rows: list[dict]) -> dict:
             str(run_dir / "nsys"),
             sys.executable,
             "-m",
-            "study.observe.ncu",
-            "--target",
+            "study.cell.ncu_target",
             str(run_dir),
         ]
         status, note, _ = _call(cmd, cfg.ncu.timeout_s)
@@ -248,48 +245,3 @@ def _call(cmd: list[str], timeout_s: float) -> tuple[str, str, str]:
             text,
         )
     return "ok", "", p.stdout
-
-
-def target(run_dir: Path) -> None:
-    """The process ncu/nsys profile: the cell's workload, warm-up, then calls in an NVTX range."""
-    import torch
-
-    from study.cell import compiling
-    from study.cell.build import build_workload, resolve_device, sdpa_pin
-    from study.observe import inductor as ind
-    from study.rows import targets
-    from study.rows.config import load_cell_config, plain
-
-    cfg = load_cell_config(str(run_dir / "cell.yaml"))
-    device = resolve_device(plain(cfg.device))
-    _, _, wl = build_workload(cfg, device)
-    c = cfg.compile
-    if c.mode != "off":  # the same compiled code as the cell (same cache key)
-        ind.apply({**targets.get(c.mode).patches, **({"freezing": True} if c.freezing else {}),
-                   **dict(c.inductor)})  # fmt: skip
-    package = run_dir / "ncu" / "aot_inductor.pt2"  # aot_inductor: built again, beside the cell's
-    with sdpa_pin(wl.sdpa_backend), torch.set_grad_enabled(not (c.freezing and c.mode != "off")):
-        if c.regional and c.mode != "off":  # by region, as the cell compiled it
-            from study.cell import regional
-
-            how, kind = c.regional_how, cfg["pass"].kind  # auto: what the cell's pass chose
-            fn = regional.make(wl.fn, c.mode, c.fullgraph, c.dynamic, how, cfg.variant.name,
-                               kind)[0]  # fmt: skip
-        else:
-            fn = compiling.make(wl.fn, c.mode, c.fullgraph, c.dynamic, package)
-        for _ in range(5):
-            fn(*wl.inputs)
-        torch.cuda.synchronize()
-        with torch.cuda.nvtx.range(NVTX_RANGE):
-            for _ in range(cfg.ncu.launch_count):
-                fn(*wl.inputs)
-            torch.cuda.synchronize()
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--target":
-        target(Path(sys.argv[2]))
-    else:
-        sys.exit(
-            "usage: python -m study.observe.ncu --target RUN_DIR   (run under ncu by the cell's worker)"
-        )

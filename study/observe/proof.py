@@ -18,7 +18,9 @@ Every failure reason starts with ``PREFIX``, so ``study.reparse`` can tell a pro
 
 from __future__ import annotations
 
+from study.config import compile_targets
 from study.observe.classify import BACKEND_CLASS
+from study.observe.inductor import match_kernel
 
 PREFIX = "proof: "
 LEGACY_PREFIXES = ("pinned backend ",)  # reasons written before PREFIX existed
@@ -28,8 +30,6 @@ MATH_OP = "_scaled_dot_product_attention_math"
 def _generated_in_trace(kernel_rows: list[dict], generated: dict) -> tuple[list, list]:
     """(decomposed kernels found in the trace, those missing): the generated kernels that
     Inductor's provenance maps to the SDPA call, matched to trace names (CPU: graph_N_...)."""
-    from study.observe.inductor import match_kernel
-
     gk = generated.get("kernels", {})
     decomposed = sorted(k for k, v in gk.items() if v.get("from_sdpa"))
     ran = {match_kernel(r["kernel"], gk) for r in kernel_rows}
@@ -153,7 +153,7 @@ def prove_pass(
 
 
 def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dict, row: dict):
-    """{ok, reason, proof} for what a compile target claims (study.rows.targets), from the trace and
+    """{ok, reason, proof} for what a compile target claims (study.config.compile_targets), from the trace and
     what the cell harvested: a row that claims a layer must show it, and no other layer's work.
 
     - dynamo_eager, aot_eager, cudagraphs: Dynamo captured a graph, and no Inductor-generated
@@ -162,10 +162,7 @@ def prove_target(mode: str, device: str, kernel_rows: list[dict], generated: dic
     - aot_inductor: every generated kernel that ran is in the package's source.
     - freezing: the generated wrapper holds frozen (constant) parameters.
     """
-    from study.observe.inductor import match_kernel
-    from study.rows import targets
-
-    t = targets.get(mode)
+    t = compile_targets.get(mode)
     gk = generated.get("kernels", {})
     ran_generated = sorted({r["kernel"] for r in kernel_rows if r.get("generated")})
     if mode == "off" or (t.inductor and t.dynamo and mode != "cpp_wrapper" and not _frozen(row)):

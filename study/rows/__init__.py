@@ -1,1 +1,1 @@
-"""The rows layer: the one schema, the CSVs, the config and what a row says."""
+"""The rows layer: the one row schema, the CSVs, predictions, what a row reveals, the summary."""

@@ -19,10 +19,7 @@ from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
-from study.observe import metrics
-from study.rows import expect, revealed
-from study.rows.config import to_plain
-from study.rows.identity import renamed_keys
+from study.rows import expect, metrics, revealed
 from study.rows.schema import SHAPE_KEYS, columns
 
 # Columns that must match for a compiled row to be compared with an eager one.
@@ -40,16 +37,15 @@ PAIR_KEYS = (
 )
 
 
-def base_row(cfg, run_id: str) -> dict:
-    """A cell's row before it is measured, from its config alone (no torch: the sweep writes
-    it for a cell that wrote none, in the sweep's own process, which never imports torch)."""
-    p = to_plain(cfg)
-    renamed_keys(p)  # a config given by an old name (step.kind): read as the new one
+def base_row(p: dict, run_id: str) -> dict:
+    """A cell's row before it is measured, from its config alone, as plain data
+    (study.config.cell_config.to_plain; no torch: the sweep writes it for a cell that wrote
+    none, in the sweep's own process, which never imports torch)."""
     c = p["compile"]
     return {
         "run_id": run_id,
-        "variant": cfg.variant.name,
-        "family": cfg.family.name,
+        "variant": p["variant"]["name"],
+        "family": p["family"]["name"],
         "compile": c["mode"],
         "fullgraph": c["fullgraph"],
         "dynamic": c["dynamic"],
@@ -67,7 +63,7 @@ def base_row(cfg, run_id: str) -> dict:
         "start": p.get("start", "cold") if c["mode"] != "off" else None,
         "seed": p["seed"],
         "repeat": p.get("repeat"),
-        "causal": cfg.family.causal if cfg.family.name == "attention" else None,
+        "causal": p["family"]["causal"] if p["family"]["name"] == "attention" else None,
         "status": "error",
         "reason": "",
         "expect": expect.block_of(p),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from study.observe import metrics
+from study.rows import metrics
 
 LOW_PRECISION = {"bf16", "fp16"}
 FP32_GEMM = re.compile(r"f32f32|sgemm|_s\d{3,4}gemm|tf32|fp32", re.I)
@@ -121,7 +121,7 @@ def low_occupancy(run, kernels, ctx=None):
 def cpu_above_gpu(run, kernels, ctx=None):
     """Profiled CPU time above GPU busy time: CPU-bound, unless the per-call latency, timed
     without the profiler, or the host time measured behind a GPU sleep, says GPU-bound
-    (study.observe.metrics.host_bound): the profiler slows
+    (study.rows.metrics.host_bound): the profiler slows
     the host side (v3's block, eager: 826 us of CPU against 724 of GPU, 639 us a call)."""
     cpu, gpu = _f(run.get("cpu_us_per_step")), _f(run.get("gpu_us_per_step"))
     if run.get("device") != "cuda" or cpu is None or gpu is None or cpu <= gpu:

@@ -42,7 +42,7 @@ KEYS = [
     Col(
         "compile",
         "",
-        "compile target (study/rows/targets.py): off (eager); Inductor's modes default, "
+        "compile target (study/config/compile_targets.py): off (eager); Inductor's modes default, "
         "reduce-overhead, max-autotune, max-autotune-no-cudagraphs; torch.compile taken apart: "
         "dynamo_eager, aot_eager, cudagraphs; deployment paths: cpp_wrapper, aot_inductor",
     ),
@@ -257,7 +257,7 @@ RUN = (
             "latency_median_us",
             "us",
             "per-call latency, median, calls back to back, timed in the host's fast phase "
-            "(timing_phase; study.phase). CUDA: events around chunks of timing.calls/10 calls, "
+            "(timing_phase; study.cell.host_gauge). CUDA: events around chunks of timing.calls/10 calls, "
             "one sample per chunk (events around each call add host time of their own: "
             "compiled cuDNN read 80 us against 60 back to back on the H200 host); CPU: a "
             "monotonic clock around each call",
@@ -317,7 +317,7 @@ RUN = (
             "backward and for train_step the optimizer) queued behind each other, not one step "
             "from an idle device",
         ),
-        Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.phase)"),
+        Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.cell.host_gauge)"),
         Col(
             "pairs_slow",
             "",
@@ -348,7 +348,7 @@ RUN = (
             "gauge_fast_us",
             "us",
             "the host gauge's fast level the rounds were judged by: the lowest level 5 "
-            "consecutive gauge readings held (study.phase), this cell's own or the lowest this "
+            "consecutive gauge readings held (study.cell.host_gauge), this cell's own or the lowest this "
             "boot of this host recorded (host_gauge.txt), whichever is lower; the dip instead "
             "when the host never held its fast phase (gauge_held). The gauge: best of 3 runs of "
             "a 300-iteration Python loop plus one CPU tensor add, before and after every round",
@@ -384,7 +384,7 @@ RUN = (
         Col(
             "gauge_held",
             "bool",
-            "the fast level was one the gauge held for 5 readings in a row (study.phase). False: "
+            "the fast level was one the gauge held for 5 readings in a row (study.cell.host_gauge). False: "
             "the gauge dipped more than timing.fast_ratio below the best level it held, so the "
             "host has a faster phase it did not hold; the rounds are judged against the dip, "
             "and the row says the host never held its fast phase",
@@ -480,7 +480,7 @@ RUN = (
             "times a call as issued, host included): the host's work per call outlasts the "
             "GPU's, so the GPU waits and "
             "the latency moves with the host's speed. The one definition "
-            "(study.observe.metrics.host_bound); rows measured before host_us existed fall back "
+            "(study.rows.metrics.host_bound); rows measured before host_us existed fall back "
             "to an inference from latency (latency_median_us > 1.1 x gpu_us_per_step), which "
             "belongs to the host they ran on",
         ),

@@ -14,10 +14,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from study.rows import io
+
 
 def harness_failure(row: dict) -> bool:
     """A crash, or an error that is neither the compiler's (``compile:``) nor the user's own
-    workload's (``workload:``, study.cell.errors.WorkloadError)."""
+    workload's (``workload:``, study.cell.failures.WorkloadError)."""
     return row["status"] == "crash" or (
         row["status"] == "error" and not row.get("reason", "").startswith(("compile:", "workload:"))
     )
@@ -30,8 +32,6 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
     """Print what the sweep (or a single run's dir) gave; 1 when a cell failed for a reason of
     the harness, or a planned cell (``planned``: its run dir names) has no row in runs.csv,
     else 0. ``t0``: when it started (its time is said)."""
-    from study.rows import io
-
     path = sweep_dir / "runs.csv"
     try:
         rows = io.read_whole(path) if path.exists() else []
@@ -88,7 +88,7 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
 
 
 def phase_lines(rows: list[dict]) -> list[str]:
-    """What the sweep says about the host's phase (study.phase): how many rows were not timed in
+    """What the sweep says about the host's phase (study.cell.host_gauge): how many rows were not timed in
     its fast phase, and what to do; and when the host never held its fast phase at all."""
     timed = [r for r in rows if r.get("timing_phase")]
     off = Counter(r["timing_phase"] for r in timed if r["timing_phase"] != "fast")

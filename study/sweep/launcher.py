@@ -18,6 +18,11 @@ from pathlib import Path
 
 from hydra.plugins.launcher import Launcher as HydraLauncher
 
+from study.config.cell_config import plain
+from study.config.check import device_error
+from study.config.cores import check_spec
+from study.sweep.scheduler import Scheduler, gpu_id
+
 
 class Launcher(HydraLauncher):
     def __init__(self, n_jobs: int = 1, prewarm: bool = True, pycache: str = "auto") -> None:
@@ -34,9 +39,6 @@ class Launcher(HydraLauncher):
         """The scheduler and its warm parent, now (it imports while the sweep is checked);
         ``eager``: no cell of the sweep compiles (the parent leaves Inductor out)."""
         if self.scheduler is None:
-            from study.cell.pinning import check_spec
-            from study.sweep.scheduler import Scheduler
-
             cores = str(self.config.cores)  # a bad core list is the check's to report
             cores = cores if check_spec(cores) is None else "auto"
             self.scheduler = Scheduler(self.n_jobs, cores, self.prewarm, self.pycache, eager=eager)
@@ -50,10 +52,6 @@ class Launcher(HydraLauncher):
     def slots_error(self, configs) -> str | None:
         """Why the slots cannot run this sweep's CUDA cells (no GPU, more slots than GPUs), or
         None."""
-        from study.rows.config import plain
-        from study.rows.config_check import device_error
-        from study.sweep.scheduler import gpu_id
-
         self.start()
         if why := device_error(configs, bool(self.scheduler.status["cuda_available"])):
             return why

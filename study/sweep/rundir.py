@@ -17,11 +17,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from study.config.cell_config import to_plain
+from study.config.env import boot_id
+from study.config.identity import config_hash, eager_hash
 from study.rows import io
-from study.rows.config import to_plain
-from study.rows.env import boot_id
 from study.rows.expect import block_of
-from study.rows.identity import config_hash, eager_hash, renamed_keys
 
 STALE = ("run.csv", "kernels.csv", "autotune.csv", "ncu.csv", "error.txt", "trace.json.gz")
 # The phases a cell measures; everything else of its wall time is the sweep's overhead.
@@ -40,7 +40,6 @@ def inside(path: Path, root: Path) -> bool:
 def resolve(cfg, cuda: bool, shape_keys: list[str]) -> dict:
     """The cell's config as it will run: plain data, device and the family's shape resolved."""
     d = to_plain(cfg)
-    renamed_keys(d)  # an old key's value under its new name (the check said so)
     if d["device"] == "auto":
         d["device"] = "cuda" if cuda else "cpu"
     sw = d.get("shape_sweep") or {}
@@ -163,7 +162,7 @@ def finish(cell: Cell, failed, wall: float, waited: float | None, gpu, report_wa
     for a slot (``gpu_wait_s`` when ``report_wait``: with several slots)."""
     waited = waited or 0.0
     if failed is not None:
-        row = io.base_row(OmegaConf.create(cell.resolved), cell.name)
+        row = io.base_row(to_plain(OmegaConf.create(cell.resolved)), cell.name)
         row.update(status=failed[0], reason=failed[1], wall_s=wall - waited)
         row["host"] = socket.gethostname()
         row["boot_id"] = boot_id()

@@ -2,7 +2,7 @@
 
 ``submit`` takes one composed cell config: it resolves it (study.sweep.rundir), keeps it if
 ``resume=true`` finds it done, else writes its ``cell.yaml``, waits for a free slot (hearing
-exits meanwhile) and has the warm parent (study.sweep.server) fork the cell, pinned to the
+exits meanwhile) and has the warm parent (study.sweep.warm_parent) fork the cell, pinned to the
 slot's cores and, on CUDA, its GPU. Each cell's row, ``runs.csv`` and a progress line follow as
 soon as it ends. A cell past its ``timeout_s`` (from its fork) is killed with its process
 group. Slots are the scheduler's own: no two cells share a GPU or a group of cores.
@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from study.cell import compiling, pinning
-from study.rows import io, targets
-from study.rows.config import plain
+from study.config import compile_targets
+from study.config.cell_config import plain
+from study.config.cores import allowed
+from study.rows import io
 from study.sweep import rundir
-from study.sweep.server import Server, ServerError
+from study.sweep.warm_parent import Server, ServerError
+from study.workloads.variants import resolve as entry_of
 
 
 def gpu_id(slot: int) -> str:
@@ -122,7 +125,7 @@ class Scheduler:
         stand-in); ``eager``: no cell compiles (study.sweep.sweeper.eager_only)."""
         self.slots = max(1, int(slots))
         self._make_server = make_server
-        self.house, self.groups = pinning.plan(pinning.allowed(), self.slots, str(cores))
+        self.house, self.groups = pinning.plan(allowed(), self.slots, str(cores))
         self._server_args = {"prewarm": prewarm, "pycache": pycache, "eager": eager}
         self._server: Server | None = None
         self.running: dict[int, Running] = {}  # request id -> cell
@@ -161,8 +164,6 @@ class Scheduler:
         known = self.status.get("variants") or {}
         if not variant.get("target") and variant.name in known:
             return list(known[variant.name])
-        from study.workloads.variants import resolve as entry_of
-
         return list(entry_of(variant).shape_keys)
 
     def cell(self, cfg, run_dir: Path, sweep_dir: Path) -> rundir.Cell:
@@ -214,7 +215,7 @@ class Scheduler:
         kwargs = {"run_dir": str(cell.run_dir), "gpu": gpu, "asked_at": asked_at}
         mode = r["compile"]["mode"]  # a compiled CPU cell: the parent probes the ISAs first
         cpu_compile = (
-            r["device"] == "cpu" and mode in targets.TARGETS and targets.get(mode).inductor
+            r["device"] == "cpu" and mode in compile_targets.TARGETS and compile_targets.get(mode).inductor
         )
         run = Running(
             cell, 0, 0, slot, gpu, asked, waited, time.perf_counter() + float(r["timeout_s"])

@@ -18,8 +18,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from study.rows import identity
-from study.rows.usage import fail
+from study.config import identity
+from study.config.usage import fail
+from study.rows import io
+from study.sweep.names import key_of, varying
 
 # (out_root, resume) -> the sweep dir's name; the sweeper sets resume's. Here, not in study.run:
 # under ``python -m study.run`` that module is __main__, and a second copy would have its own.
@@ -103,8 +105,6 @@ def points_of(pts: list[list[str]]) -> list[list[str]]:
     """A sweep's points as ``sweep.yaml`` keeps them, to tell one sweep from another: each
     point's overrides, sorted, without ``resume`` and without a harness key (``timeout_s``,
     ``cores``...) that has one value in every point (a resume may raise ``timeout_s``)."""
-    from study.sweep.names import key_of, varying
-
     differ = varying(pts)
 
     def kept(item: str) -> bool:
@@ -238,8 +238,6 @@ def command(*extra: str) -> str:
 
 def interrupted(sweep_dir: Path, total: int) -> None:
     """Ctrl-C: one line, what finished, where, and the command that resumes."""
-    from study.rows import io
-
     done = len(io.run_csvs(sweep_dir))
     print(
         f"[study] interrupted: {done} of {total or '?'} cells finished, rows in "

@@ -7,7 +7,7 @@ registers it; conf/hydra/sweeper/study.yaml is the default):
    runs one cell); ``repeats=N`` becomes a sweep over ``repeat=0..N-1`` that varies slowest:
    every cell once, then every cell again, each in a fresh process.
 2. Compose each point through the app's config loader, as a launcher would, and check it
-   (study.rows.config_check), while the study's launcher starts its warm parent (torch imports
+   (study.config.check), while the study's launcher starts its warm parent (torch imports
    meanwhile). Any bad point stops the run with one message listing every bad point, and exit
    status 2; no dir is made. The launcher takes the composed configs and composes nothing again.
 3. Take the sweep dir (study.sweep.sweepdir): its lock, the resume check, ``sweep.yaml``.
@@ -24,6 +24,13 @@ import time
 from pathlib import Path
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+from study.config import check
+from study.config.bounds import MAX_REPEATS
+from study.config.usage import fail
+from study.rows.summary import summary
+from study.sweep import names, sweepdir
+from study.workloads.check import point_error
 
 
 def unique(pts: list[list[str]]) -> list[list[str]]:
@@ -92,8 +99,6 @@ def subdirs(configs: list) -> list[str]:
 def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
     """Why two points would share a run dir (one would empty it while the other runs, and take
     the other's row), or None."""
-    from study.sweep import names
-
     both = names.shared(dirs)
     if both is None:
         return None
@@ -126,9 +131,6 @@ class Sweeper(BasicSweeper):
     def _points(self, arguments: list[str]) -> list[list[str]]:
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
-        from study.rows.config_bounds import MAX_REPEATS
-        from study.rows.usage import fail
-
         params = self._parse_config()
         n = int(self.config.get("repeats", 1) or 1)
         if n > MAX_REPEATS:  # before the points are spelled out: 10**8 of them fill memory
@@ -149,9 +151,6 @@ class Sweeper(BasicSweeper):
         the run (exit 2) if any cannot run, or two would share a run dir."""
         from omegaconf import flag_override
 
-        from study.rows import config_check as check
-        from study.rows.usage import fail
-
         launcher = self.launcher if hasattr(self.launcher, "variants") else None
         if launcher is not None:  # the warm parent imports torch while the points are composed
             launcher.start(eager=eager_only(pts))
@@ -170,8 +169,7 @@ class Sweeper(BasicSweeper):
                 cell = cfg.copy()
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
-                whys[i] = check.point_error(cell, variants)
-        check.say_renamed([c for c in configs if c is not None])
+                whys[i] = point_error(cell, variants)
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
         dirs = subdirs(configs)
@@ -186,8 +184,6 @@ class Sweeper(BasicSweeper):
         ``hydra.sweep.subdir`` is the user's (then ``one_dir_each`` checks what it gives)."""
         from omegaconf import OmegaConf
 
-        from study.sweep import names
-
         sweep = OmegaConf.to_container(self.config.hydra.sweep, resolve=False)
         if "study_job_dirname" not in str(sweep.get("subdir")):
             return pts
@@ -196,10 +192,6 @@ class Sweeper(BasicSweeper):
         return [[*p, f"hydra.sweep.subdir='{d}'"] for p, d in zip(pts, dirs, strict=True)]
 
     def sweep(self, arguments: list[str]):
-        from study.rows.summary import summary
-        from study.rows.usage import fail
-        from study.sweep import sweepdir
-
         signal.signal(signal.SIGTERM, on_sigterm)
         try:
             pts = self._points(arguments)

@@ -24,7 +24,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from study.rows.config import FamilyConf
+from study.config.cell_config import FamilyConf
 from study.workloads import masks
 from study.workloads.registry import Workload, register
 

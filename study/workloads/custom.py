@@ -28,7 +28,7 @@ import importlib
 import inspect
 import types
 
-from study.rows.config_error import ConfigError
+from study.errors import ConfigError
 from study.rows.schema import SHAPE_KEYS
 from study.workloads.registry import Entry, Workload, get, names
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import importlib
 
+from study.errors import Unsupported
+
 INSTALL = 'pip install -e ".[models]"'
 TOKENS = 256  # token ids are drawn below this: any vocab_size >= 256 takes them
 
 
 def need(package: str):
     """The imported package, or ``Unsupported`` naming it and how to install it."""
-    from study.cell.errors import Unsupported
-
     try:
         return importlib.import_module(package)
     except ModuleNotFoundError as e:

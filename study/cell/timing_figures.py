@@ -1,25 +1,24 @@
 """The row's timing figures from the rounds that ran in the host's fast phase, judged against one
-level for the whole cell (study.phase): latency, the paired speedup and its interval, the
+level for the whole cell (study.cell.host_gauge): latency, the paired speedup and its interval, the
 phase the figures come from, and the host's level for the next cells."""
 
 from __future__ import annotations
 
 import statistics
 
-from study import phase
-from study.cell import timing
+from study.cell import host_gauge, timing
 from study.observe import stats
 
 
 def settle(cell) -> None:
     """The row's latency and paired figures from the rounds that ran in the host's fast
-    phase, judged against one level for the whole cell (study.phase): one story."""
+    phase, judged against one level for the whole cell (study.cell.host_gauge): one story."""
     # Long: one decision, which rounds count (fast, slow, contended) and what the row says about it;
     # its cases read best together.
     row, t, ph, r = cell.row, cell.cfg.timing, cell.phases, cell.timed
-    fast, slow = phase.split(r.gauges, ph)
+    fast, slow = host_gauge.split(r.gauges, ph)
     size = len(r.chunks[0])  # samples a round adds (CUDA: one, the chunk's mean)
-    enough = len(fast) >= min(phase.MIN_FAST_PAIRS, timing.latency_rounds(t.calls))
+    enough = len(fast) >= min(host_gauge.MIN_FAST_PAIRS, timing.latency_rounds(t.calls))
     use = fast if enough else range(len(r.gauges))
     state = "fast" if enough else ("mixed" if fast else "slow")
     lat = timing.summarize([x for k in use for x in r.chunks[k]])
@@ -44,7 +43,7 @@ def settle(cell) -> None:
             pairs_fast=len(fast),
             pairs_slow=len(slow),
         )
-        if len(slow) >= phase.MIN_SLOW_PAIRS:
+        if len(slow) >= host_gauge.MIN_SLOW_PAIRS:
             row["speedup_paired_slow"] = stats.ratio_of_medians(
                 [r.eager[k] for k in slow], [r.compiled[k] for k in slow]
             )[0]
@@ -90,8 +89,8 @@ def settle(cell) -> None:
             "dip" if not ph.level_held() else "host" if ph.level() < own else "cell"
         ),
     )
-    if state != "contended" and len(ph.readings) >= phase.MIN_LEVEL_READINGS:
-        dip = phase.held_level(ph.readings, phase.DIP)
-        why = phase.record_host_level(cell.levels, own, dip=dip)
+    if state != "contended" and len(ph.readings) >= host_gauge.MIN_LEVEL_READINGS:
+        dip = host_gauge.held_level(ph.readings, host_gauge.DIP)
+        why = host_gauge.record_host_level(cell.levels, own, dip=dip)
         if why:
             cell.notes.append(why)

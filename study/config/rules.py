@@ -1,9 +1,8 @@
-"""What types cannot say about a cell's config: sizes, the compile target, counts, the variant.
+"""What types cannot say about a cell's config: sizes, the compile target, counts.
 
 ``validate`` raises ConfigError with the key, the bad value and what is allowed. No torch
-import at module level: study.run validates before any cell process starts. A custom variant
-(``variant.target``) is imported by ``validate`` (study.workloads.custom.check), so a path that
-does not import, or a shape key its factories ask for and the config lacks, stops the run there.
+import: study.run validates before any cell process starts. Whether the variant exists (a
+registered name, or a factory of your own that imports) is study.workloads.check's.
 """
 
 # Long: one short check per config group (compile, start, sizes, timing, the rest), each the
@@ -15,11 +14,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from study.rows import expect, targets
-from study.rows.config import COMPILE_MODES, PASSES, plain, schema
-from study.rows.config_bounds import bounds
-from study.rows.config_error import ConfigError
-from study.rows.identity import given, given_as
+from study.config import compile_targets
+from study.config.bounds import bounds
+from study.config.cell_config import COMPILE_MODES, PASSES, plain, schema
+from study.config.cores import check_spec
+from study.config.env import proc_kb
+from study.errors import ConfigError
+from study.rows import expect
 from study.rows.schema import SHAPE_KEYS
 
 # The largest size of one shape key: index arithmetic in int32 (many kernels), and a bound
@@ -39,8 +40,6 @@ def positive(key: str, value: Any) -> None:
 def _memory_bytes() -> int | None:
     """This host's memory (the float64 reference of a CPU cell lives there, and a CUDA
     cell's inputs are built there first), or None where /proc/meminfo is not."""
-    from study.rows.env import proc_kb
-
     kb = proc_kb("/proc/meminfo", "MemTotal")
     return None if kb is None else int(kb * 1024)
 
@@ -63,12 +62,11 @@ def fits(shape: dict) -> None:
         )
 
 
-def validate(cfg: DictConfig, registry: bool = True) -> None:
-    """Reject what types cannot: sizes, the compile target, counts, a variant that is not
-    registered (``registry=False``: left to the caller, study.rows.config_check.point_error). Raises ConfigError."""
-    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep):
+def validate(cfg: DictConfig) -> None:
+    """Reject what types cannot: sizes, the compile target, counts. Whether the variant exists
+    is study.workloads.check's. Raises ConfigError."""
+    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep, _variant):
         check(cfg)
-    _variant(cfg, registry)
 
 
 def _compile(c) -> None:
@@ -77,15 +75,15 @@ def _compile(c) -> None:
             f"compile.mode={c.compile.mode!r} is not a compile target; allowed: "
             f"{', '.join(COMPILE_MODES)} (pick one with compile=<target>)."
         )
-    kind = given(c, "pass", "kind")
+    kind = c["pass"].kind
     if kind not in PASSES:
         raise ConfigError(
-            f"{given_as('pass', 'kind', c)}={kind!r} is not a pass; allowed: "
+            f"pass.kind={kind!r} is not a pass; allowed: "
             f"{', '.join(PASSES)} (pick one with pass=<name>)."
         )
     inductor = c.compile.inductor
     inductor = dict(inductor) if inductor is not None else {}
-    clash = targets.conflicts(
+    clash = compile_targets.conflicts(
         c.compile.mode,
         bool(c.compile.freezing),
         inductor,
@@ -109,8 +107,8 @@ def _compile(c) -> None:
 
 def _start(c) -> None:
     """start=warm|artifacts: compiled Inductor cells only, artifacts with a cold cache."""
-    t = targets.get(c.compile.mode)
-    clash = targets.start_conflict(plain(c.start), c.compile.mode, plain(c.cache), t.inductor)
+    t = compile_targets.get(c.compile.mode)
+    clash = compile_targets.start_conflict(plain(c.start), c.compile.mode, plain(c.cache), t.inductor)
     if clash:
         raise ConfigError(clash)
 
@@ -147,11 +145,8 @@ def _timing(c) -> None:
         if t[key] < (0 if key == "warmup" else 1):
             need = ">= 0" if key == "warmup" else ">= 1"
             raise ConfigError(f"timing.{key}={t[key]} is not allowed: it must be {need}.")
-    calls = given(c, "timing", "calls")
-    if calls < 3:
-        raise ConfigError(
-            f"{given_as('timing', 'calls', c)}={calls} is too few: need >= 3 for p10/p90."
-        )
+    if t.calls < 3:
+        raise ConfigError(f"timing.calls={t.calls} is too few: need >= 3 for p10/p90.")
     if t.pairs < 10:
         raise ConfigError(
             f"timing.pairs={t.pairs} is too few: need >= 10 eager/compiled pairs for a "
@@ -205,8 +200,6 @@ def _rest(c) -> None:
             f"repeats={c.repeats} is not allowed: it must be a positive integer "
             "(the number of fresh processes each cell runs in)."
         )
-    from study.cell.pinning import check_spec
-
     bad = check_spec(str(c.cores))
     if bad:
         raise ConfigError(bad)
@@ -232,42 +225,16 @@ def _shape_sweep(c) -> None:
         )
 
 
-def _variant(c, registry: bool) -> None:
-    if c.variant.target or c.variant.name == "custom":  # the user's own factory: imports it
-        from study.workloads import custom
-
-        custom.check(c)
+def _variant(c) -> None:
+    """What the config alone can say of the variant; whether it exists is the workloads' to say
+    (study.workloads.check)."""
+    if c.variant.target or c.variant.name == "custom":
         return
     if c.variant.get("kwargs"):
         raise ConfigError(
             f"variant.kwargs apply to a variant of your own (variant.target), not to "
             f"variant={c.variant.name}: drop them, or use variant=custom variant.target=..."
         )
-    if registry:
-        why = registered_variant_error(c.variant.name, c.shape_sweep.key)
-        if why:
-            raise ConfigError(why)
-
-
-def registered_variant_error(
-    name: str, sweep_key: str | None = None, known: dict | None = None
-) -> str | None:
-    """Why ``variant.name=name`` (with ``shape_sweep.key=sweep_key``) names no registered
-    variant, or None. ``known``: {variant: its shape keys}, as the warm parent lists them;
-    without it, the workloads are imported, and torch with them."""
-    if known is None:
-        from study.workloads.registry import get, names
-
-        known = {n: list(get(n).shape_keys) for n in names()}
-    if name not in known:
-        return f"variant.name={name!r} is not registered; known: {', '.join(known)}."
-    keys = known[name]
-    if sweep_key is not None and sweep_key not in keys:
-        return (
-            f"shape_sweep.key={sweep_key!r}: variant {name!r} has no such shape key; "
-            f"its keys: {', '.join(keys)}."
-        )
-    return None
 
 
 def known_keys(parent: str = "") -> list[str]:

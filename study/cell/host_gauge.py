@@ -3,7 +3,7 @@
 Why: the H200 host (a 16-core KVM VM) alternates between a fast and a slow phase, inside one
 process, on each core independently: a 1,000-iteration Python loop takes about 44 us in one and
 about 75 us in the other (x1.7), a phase lasts from about 70 ms to a few seconds, and
-``/proc/stat`` shows no steal (FIELD-NOTES, "the host has phases"). A host-bound compiled call
+``/proc/stat`` shows no steal time in either phase. A host-bound compiled call
 slows with the host while a GPU-bound eager call does not, so a speedup timed partly in a slow
 phase moves between processes (cuDNN/default read 0.96x, 0.52x and 0.99x in three sweeps), and
 pairing alone cannot cancel it. So every timed block is bracketed by a gauge, and only the
@@ -16,9 +16,9 @@ phase). Seen levels (fast / slow, in us):
 
 - H200 VM, torch 2.11: this gauge's fast level 12.3-13.5 in every cell of four sweeps on three
   machines (45 cells each), its slow readings 16.5-33.4 (the median slow reading of a cell);
-  the 300-iteration loop alone read 9.3-10.1 fast (shared/probes/phase_paired.py). The share
-  of rounds that ran fast went from 0% to 100% between cells of one sweep; a 10 s survey
-  (``python -m study.phase``) read 37% and 46% of its readings fast on two of the machines.
+  the 300-iteration loop alone read 9.3-10.1 fast. The share of rounds that ran fast went
+  from 0% to 100% between cells of one sweep; a 10 s survey (``python -m study.cell.host_gauge``)
+  read 37% and 46% of its readings fast on two of the machines.
 - 2-core CPU box, torch 2.13, Python 3.11: 14.3-15.0 p1-p10, with stretches at 17-18 and
   21-25 lasting 0.1-1 s, in one process over 6 s.
 
@@ -65,6 +65,9 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from study.cell import calibrate
+from study.config.env import boot_id
 
 LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
 BEST_OF = 3
@@ -206,8 +209,6 @@ def _key() -> str:
 
     import torch
 
-    from study.rows.env import boot_id
-
     # The boot: every H200 machine is called "vm", and host_gauge.txt travels with a study's
     # outputs from one machine to the next, whose host may run at another speed.
     return (
@@ -275,7 +276,7 @@ def record_host_level(
 def host_level(path: Path, survey_s: float = 0.0) -> tuple[float | None, str | None]:
     """(The host's fast level, a note or None). Where ``path`` holds no level of the last day
     and ``survey_s`` > 0, survey the host that long first and record its level: on a fresh H200
-    machine without ``python -m study.phase`` first, the first cells of a sweep timed in a slow
+    machine without ``python -m study.cell.host_gauge`` first, the first cells of a sweep timed in a slow
     phase took their own 21.96-27.87 us for the fast level (the survey after: 15.0-16.1) and
     called their rounds fast."""
     level = read_host_level(path)
@@ -322,20 +323,23 @@ def survey(seconds: float, every_s: float = 0.005) -> list[float]:
 
 
 def main(argv: list[str]) -> None:
-    """python -m study.phase [SECONDS]: survey the host's gauge (10 s by default) and record its
-    fast level for the cells to come, so that the first cells of a sweep on a new machine know
-    it too (alone, a cell that spends all its timing in a slow phase takes that for fast)."""
+    """python -m study.cell.host_gauge [SECONDS] [calibration_file=PATH]: survey the host's gauge
+    (10 s by default) and record its fast level for the cells to come, beside the ceilings file
+    the cells read (their ``calibration_file``), so that the first cells of a sweep on a new
+    machine know it too (alone, a cell that spends all its timing in a slow phase takes that
+    for fast)."""
     import sys
 
-    from study.cell.calibrate import cache_path
-
+    given = [a.split("=", 1)[1] for a in argv if a.startswith("calibration_file=")]
+    argv = [a for a in argv if not a.startswith("calibration_file=")]
     try:
         seconds = float(argv[0]) if argv else 10.0
     except ValueError:
         seconds = -1.0
-    if len(argv) > 1 or not seconds > 0:
-        sys.exit("usage: python -m study.phase [SECONDS]   (a positive number; default 10)")
-    path = cache_path().with_name(HOST_LEVEL_FILE)
+    if len(argv) > 1 or len(given) > 1 or not seconds > 0:
+        sys.exit("usage: python -m study.cell.host_gauge [SECONDS] [calibration_file=PATH]   "
+                 "(SECONDS a positive number; default 10)")  # fmt: skip
+    path = calibrate.cache_path(given[0] if given else None).with_name(HOST_LEVEL_FILE)
     ph, why = survey_and_record(path, seconds)
     print(describe(ph, seconds))
     print(why or f"recorded in {path}")

@@ -1,13 +1,16 @@
-"""What resume compares: a cell's identity, a sweep's fixed overrides, and the keys renamed since.
+"""What resume compares: a cell's identity, a sweep's fixed overrides, and the keys removed.
 
 ``config_hash``: a finished cell is kept only when the config it ran matches. A renamed key is
 hashed under its old name, so a resume of a sweep made before a rename keeps its cells.
-``renamed_keys`` reads an old key as its new one, for one release. ``fixed_overrides``: what a
-resume may not change about the sweep it adds to (study.sweep.sweepdir checks it).
+``fixed_overrides``: what a resume may not change about the sweep it adds to
+(study.sweep.sweepdir checks it). ``REMOVED``: keys no longer in the schema, and what replaced
+each (study.config.usage says it in one line).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 
 # Keys that say how or where a cell runs, not what it measures: left out of its identity.
@@ -16,7 +19,6 @@ NOT_IDENTITY = (
     "resume",
     "out_root",
     "timeout_s",
-    "isolation",
     "cores",
     "cpu_mem_limit_gb",
     "repeat",
@@ -26,67 +28,45 @@ NOT_IDENTITY = (
 )
 
 
-# old key -> new key, kept for one release
-RENAMED = {
+# A key's name when cells were first hashed -> its name now: config_hash uses the first, so the
+# cells of a sweep made before the rename (results/h200's among them) keep their identity.
+HASHED_AS = {
     ("timing", "repeat"): ("timing", "calls"),
     ("step", "kind"): ("pass", "kind"),
     ("step", "lr"): ("pass", "lr"),
 }
-# keys gone after their release of deprecation -> what to give instead
-REMOVED = {"gpu_slots": "hydra/launcher=gpus hydra.launcher.n_jobs=N"}
+# Keys no longer in the schema -> what to give instead (a node's entry covers its keys).
+REMOVED = {
+    "gpu_slots": "give hydra/launcher=gpus hydra.launcher.n_jobs=N instead",
+    "timing.repeat": "give timing.calls instead",
+    "step": "give pass.kind and pass.lr instead (step.kind and step.lr were their old names)",
+    "isolation": (
+        "every cell runs in its own process; to step through one in a debugger, run it by "
+        "hand: python -m pdb -m study.cell.worker RUN_DIR (the dir holding its cell.yaml)"
+    ),
+}
 
 
-def given(c, node: str, key: str):
-    """The value of ``node.key`` as the user gave it: under its old name when that is set."""
-    for (old_node, old), (new_node, new) in RENAMED.items():
-        if (new_node, new) == (node, key):
-            was = c[old_node][old] if old_node in c else None
-            if was is not None:
-                return was
-    return c[node][key]
-
-
-def given_as(node: str, key: str, c) -> str:
-    """How a message names ``node.key``: by the name the user gave it."""
-    for (old_node, old), (new_node, new) in RENAMED.items():
-        if (new_node, new) == (node, key) and old_node in c and c[old_node][old] is not None:
-            return f"{old_node}.{old} (now {node}.{key})"
-    return f"{node}.{key}"
-
-
-def renamed_keys(d: dict) -> list[str]:
-    """Move each renamed key's value to its new name, in place, in a plain config; one
-    deprecation line for each old key given."""
-    said = []
-    for (node, old), (node2, new) in RENAMED.items():
-        if (d.get(node) or {}).get(old) is not None:
-            d.setdefault(node2, {})[new] = d[node].pop(old)
-            d[node][old] = None
-            said.append(f"{node}.{old} is deprecated: use {node2}.{new} (read as it for now)")
-    return said
+def removed(key: str) -> str | None:
+    """What replaced ``key`` (``step.kind``: the ``step`` node's entry), or None."""
+    parts = key.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in REMOVED:
+            return REMOVED[".".join(parts[:n])]
+    return None
 
 
 def config_hash(plain_cfg: dict) -> str:
     """A short hash of what a cell measures: its resolved config without ``NOT_IDENTITY``.
     Repeats of one cell share it; resume skips a cell only when it matches."""
-    import hashlib
-    import json
-
     ident = {k: v for k, v in plain_cfg.items() if k not in NOT_IDENTITY}
-    for (node, old), (node2, new) in RENAMED.items():  # under the old name: a cell's identity
-        if new not in (ident.get(node2) or {}):  # survives the rename (resume)
-            continue
-        moved = dict(ident[node2])
-        value = moved.pop(new)
-        kept = moved if node == node2 else dict(ident.get(node) or {})
-        if kept.get(old) is None:
-            kept[old] = value
-        ident[node] = kept
-        if node != node2:
+    for (node, old), (node2, new) in HASHED_AS.items():  # under the name it was first hashed by
+        if new in (ident.get(node2) or {}):
+            moved = dict(ident.pop(node2))
+            value = moved.pop(new)
             if moved:
                 ident[node2] = moved
-            else:
-                del ident[node2]
+            ident[node] = {**(ident.get(node) or {}), old: value}
     if (ident.get("compile") or {}).get("mode") == "off":  # eager ignores every compile setting
         ident["compile"] = {"mode": "off"}
     comp = ident.get("compile") or {}

@@ -4,7 +4,7 @@ Types let through what no cell can use: ``timeout_s=nan`` (a hang is never kille
 ``cpu_mem_limit_gb=1e30`` (a traceback in the cell's ``setrlimit``) or ``-5`` (read as no cap),
 ``seed=99999999999999999999`` (past what torch's generator takes), ``timing.block_ms=inf``,
 ``pass.lr=nan``, ``repeats=100000000`` (a MemoryError naming no key). ``bounds`` raises one
-ConfigError for the first such value (study.rows.config_rules.validate calls it first).
+ConfigError for the first such value (study.config.rules.validate calls it first).
 Open mappings (``variant.kwargs``, ``compile.inductor``, ``expect``) are the user's and
 Inductor's to judge.
 """
@@ -15,7 +15,8 @@ import math
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from study.rows.config_error import ConfigError
+from study.config.env import proc_kb
+from study.errors import ConfigError
 
 OPEN = ("variant.kwargs", "compile.inductor", "expect", "hydra")
 MAX_INT = 2**31 - 1  # a count or a size: int32 index arithmetic, and a bound on every loop
@@ -47,8 +48,6 @@ def _finite_and_bounded(c: DictConfig) -> None:
 
 
 def _host_gb() -> float | None:
-    from study.rows.env import proc_kb
-
     kb = proc_kb("/proc/meminfo", "MemTotal")
     return None if kb is None else kb / 2**20
 

@@ -8,6 +8,8 @@ no SDPA backend for fp32 on flash; the warnings that say why are appended), or `
 
 from __future__ import annotations
 
+from study.errors import Unsupported, WorkloadError
+
 OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "outofmemory")
 UNSUPPORTED_PATTERNS = (
     "no available kernel",
@@ -19,21 +21,6 @@ UNSUPPORTED_PATTERNS = (
     "is not available",
     "unsupported",
 )
-
-
-class Unsupported(RuntimeError):
-    """The cell cannot run on this machine (e.g. CUDA asked for, none present)."""
-
-
-class WorkloadError(RuntimeError):
-    """A workload of the user's own (variant.target) failed by itself: its factory, its inputs,
-    or its eager forward (a compiled cell asks eager again before blaming the compiler). Its
-    row is ``error`` with reason ``workload: <its own words>``, the same for the eager and the
-    compiled cell, and no failure of the harness (study.rows.summary)."""
-
-    def __init__(self, cause: BaseException):
-        super().__init__(f"{type(cause).__name__}: {cause}")
-        self.__cause__ = cause
 
 
 def exited(e: SystemExit) -> RuntimeError:

@@ -14,6 +14,9 @@ import difflib
 import re
 import sys
 
+from study.config.identity import removed
+from study.config.rules import known_keys
+
 
 def fail(message: str, code: int = 2, what: str = "config error") -> None:
     """A user's mistake: the message, no traceback, exit ``code``."""
@@ -40,11 +43,8 @@ def _missing_group(text: str) -> str | None:
 
 
 def unknown_key(key: str) -> str:
-    from study.rows.config_rules import known_keys
-    from study.rows.identity import REMOVED
-
-    if key in REMOVED:
-        return f"{key} was removed after its release of deprecation: give {REMOVED[key]} instead."
+    if (instead := removed(key)) is not None:
+        return f"{key} was removed: {instead}."
 
     parent = key.rsplit(".", 1)[0] if "." in key else ""
     keys = known_keys(parent)

@@ -1,6 +1,6 @@
 """The warm parent, both ends: it imports torch once and forks a fresh child per cell.
 
-The sweep starts it (``Server``: ``python -m study.sweep.server``) on the sweep's cores and talks
+The sweep starts it (``Server``: ``python -m study.sweep.warm_parent``) on the sweep's cores and talks
 to it over one ``multiprocessing`` connection (a socket pair, the only transport). It imports
 and prewarms (study.sweep.prewarm), freezes its objects for the garbage collector, and never
 compiles, runs an op or initialises CUDA, so each forked child starts with a fresh Dynamo state,
@@ -31,8 +31,10 @@ import warnings
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
+from study.config.env import code_hash, git_revision
 from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
 from study.sweep.pycache import bytecode_cache
+from study.workloads import registry
 
 PR_SET_PDEATHSIG = 1
 ROOT = str(Path(__file__).resolve().parents[2])  # first on the parent's PYTHONPATH
@@ -66,7 +68,7 @@ class Server:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **bytecode_cache(dict(os.environ), pycache)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
         opts = json.dumps({"cores": list(cores or []), "prewarm_on": prewarm, "eager": eager})
-        self.proc = subprocess.Popen([sys.executable, "-m", "study.sweep.server", str(theirs.fileno()),
+        self.proc = subprocess.Popen([sys.executable, "-m", "study.sweep.warm_parent", str(theirs.fileno()),
                                       opts], pass_fds=[theirs.fileno()], env=env)  # fmt: skip
         theirs.close()
         self._status, self._timeout, self._next = None, timeout, 0
@@ -189,9 +191,6 @@ def _warm_up(prewarm_on: bool, eager: bool) -> dict:
                 raise
             print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
     import torch
-
-    from study.rows.env import code_hash, git_revision
-    from study.workloads import registry
 
     git_revision()  # once here, inherited by every cell
     code_hash()

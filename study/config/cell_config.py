@@ -2,8 +2,8 @@
 
 Hydra checks types and enum values when it composes (a bad dtype or a string where an int
 belongs fails at start, naming the full key). What types cannot say (sizes > 0, a compile
-mode spelled with a dash) is checked by study.rows.config_rules; a cell's identity (its hash,
-renamed keys) is study.rows.identity. No torch import at module level: ``study.run``
+mode spelled with a dash) is checked by study.config.rules; a cell's identity (its hash,
+renamed keys) is study.config.identity. No torch import at module level: ``study.run``
 validates before any cell process starts.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
-from study.rows import targets
+from study.config import compile_targets
 
-# Every compile target (study.rows.targets): the five Inductor modes, the layers of torch.compile
+# Every compile target (study.config.compile_targets): the five Inductor modes, the layers of torch.compile
 # taken apart and the deployment paths.
-COMPILE_MODES = tuple(targets.TARGETS)
+COMPILE_MODES = tuple(compile_targets.TARGETS)
 
 
 class Device(Enum):
@@ -44,11 +44,6 @@ class Cache(Enum):
 
 class Start(Enum):  # what ran before the cell (study.cell.start): nothing (cold), a primer
     cold, warm, artifacts = "cold", "warm", "artifacts"  # filling its caches, or its artifacts
-
-
-class Isolation(Enum):
-    subprocess = "subprocess"  # each cell in its own process (default; the only safe choice)
-    inline = "inline"  # deprecated, runs as subprocess: python -m study.cell.worker RUN_DIR instead
 
 
 class Fault(Enum):
@@ -145,7 +140,6 @@ class CompileConf:
 class TimingConf:
     warmup: int = 10  # calls after the first call, before anything is timed
     calls: int = 100  # timed calls for the per-call latency
-    repeat: int | None = None  # the old name of calls: still read for one release (DEPRECATED)
     device_time: DeviceTime = DeviceTime.graph
     graph_calls: int = 20  # calls captured in one CUDA graph (device_time=graph)
     graph_replays: int = 10  # replays timed (device_time=graph)
@@ -198,14 +192,6 @@ class PassConf:
 
 
 @dataclass
-class StepConf:
-    """The old name of ``pass`` (step.kind, step.lr): still read for one release (DEPRECATED)."""
-
-    kind: str | None = None
-    lr: float | None = None
-
-
-@dataclass
 class ShapeSweepConf:
     """Several shapes in one process, one compiled function: what dynamic shapes cost."""
 
@@ -218,7 +204,6 @@ class CellConf:
     variant: VariantConf = field(default_factory=VariantConf)
     family: FamilyConf = field(default_factory=FamilyConf)
     compile: CompileConf = field(default_factory=CompileConf)
-    step: StepConf = field(default_factory=StepConf)  # DEPRECATED: pass (see ``schema``)
     shape: ShapeConf = field(default_factory=ShapeConf)
     shape_sweep: ShapeSweepConf = field(default_factory=ShapeSweepConf)
     timing: TimingConf = field(default_factory=TimingConf)
@@ -234,7 +219,6 @@ class CellConf:
     # dtype: max_rel_err within `tolerance`; eager: within max(tolerance, 3 x eager's own error
     # against the same float64 reference, in the same process) - deep bf16 models (study.cell.correctness)
     tolerance_rule: str = "dtype"
-    isolation: Isolation = Isolation.subprocess
     timeout_s: float = 900.0
     # CPU cells: the most a cell may map beyond its start (GB); null: 80% of the host's
     # available memory; 0: no cap. A shape past it is an `oom` row, not the kernel's OOM killer.
@@ -251,7 +235,7 @@ class CellConf:
     repeats: int = 1  # run every cell this many times, each in a fresh process
     repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)
     out_root: str = "outputs"
-    # ceilings (study.cell.calibrate); null: STUDY_CEILINGS or ~/.cache/study/ceilings.json
+    # ceilings (study.cell.calibrate); null: ~/.cache/study/ceilings.json
     calibration_file: str | None = None
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 
