@@ -8,7 +8,7 @@ It imports nothing of the project: it parses the files with ``ast``. It prints, 
   ``FOLDER_MAX`` modules;
 - two-way folder pairs in ``study/``: two folders whose modules import each other, counting
   every import, at module level and inside functions; a top-level module such as
-  ``study/phase.py`` is its own folder;
+  ``study/run.py`` is its own folder;
 - project imports inside functions, with and without a stated reason (a comment on the import
   line, or on the line above it or above the run of imports it belongs to, e.g.
   ``# deferred: torch``; ``# noqa`` and ``# fmt:`` pragmas are not reasons), and each one
@@ -216,7 +216,7 @@ def unexplained(found: list[Import]) -> list[Import]:
 
 def folder(path: Path, root: Path = ROOT) -> str:
     """The folder a module counts in for the pairs: its directory (``study/cell``); a top-level
-    module of a package (``study/phase.py``) is its own folder, the package's ``__init__`` the
+    module of a package (``study/run.py``) is its own folder, the package's ``__init__`` the
     package's."""
     rel = path.relative_to(root)
     return (
