@@ -560,9 +560,9 @@ def compare(
         drop = [c for c in m.columns if c.startswith("_")]
         m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
         if len(m) and m["latency"].notna().any():  # a cell ok on both sides
-            from analysis import fig_compare
+            from analysis.figures.compare import changes
 
-            fig, _ = fig_compare.changes(m, la, lb)
+            fig, _ = changes(m, la, lb)
             from analysis.style import DPI
 
             fig.savefig(out / "compare.png", dpi=DPI)

@@ -10,8 +10,8 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from analysis import cudagraphs as table_of
 from analysis import report
+from analysis.tables import cudagraphs as table_of
 from study.observe import cudagraphs as cg
 from study.observe import trace
 from tests.conftest import FIXTURES

@@ -126,7 +126,7 @@ def test_revealed_puts_broken_predictions_first():
 def test_the_report_and_findings_open_with_what_broke():
     import pandas as pd
 
-    from analysis import findings_predicted
+    from analysis.findings import predicted as findings_predicted
     from analysis.report import surprises
 
     rows = pd.DataFrame(expect.check(

@@ -1,7 +1,8 @@
 """findings_host: compile effects against host effects, and the rule they give."""
 
-from analysis import findings_compile, findings_host
-from tests.test_findings_v2 import _cell, _data
+from analysis.findings.host import effects as findings_host
+from analysis.findings.speed import forward as findings_compile
+from tests.test_findings_sections import _cell, _data
 
 
 def _linear(mode, lat, dev, sp, eager_paired, phase="fast", kernels=1):
@@ -156,7 +157,7 @@ def test_a_graph_modes_device_time_from_do_bench_is_not_taken_for_device_work():
 
 
 def test_the_report_names_a_slowdown_with_eagers_kernels_and_device_time_as_the_hosts():
-    from analysis.findings_causes import host_effects
+    from analysis.slowdown import host_effects
 
     rows = _rows() + [_linear("max-autotune", 25.0, 2.9, 1.3, 19.0)]  # faster: not named
     assert host_effects(_data(rows)["runs"]) == ["linear · default"]  # not the graphs' copies

@@ -1,11 +1,11 @@
-"""analysis.findings_sweeps: the same compiled cell in two sweeps, and why two intervals that do
+"""analysis.findings.host.two_sweeps: the same compiled cell in two sweeps, and why two intervals that do
 not overlap differ (v3's rows on the H200, reduced to the columns that decide it)."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from analysis import findings_sweeps
+from analysis.findings.host import two_sweeps as findings_sweeps
 from analysis.load import cells
 
 BASE = {"status": "ok", "device": "cuda", "family": "attention", "variant": "flash",

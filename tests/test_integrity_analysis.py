@@ -273,7 +273,7 @@ def test_the_figure_colours_a_variant_by_its_cells_verdicts(tmp_path):
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
-    from analysis import fig_compare
+    from analysis.figures import compare as fig_compare
 
     a, b = cpu_rows(0.15), cpu_rows(0.15)
     for c in LATENCY:

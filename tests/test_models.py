@@ -110,7 +110,7 @@ def test_token_inputs_are_keywords_with_a_padded_mask():
 
 
 def test_the_models_table_and_pass_rate_read_rows():
-    from analysis import models as amodels
+    from analysis.tables import models as amodels
 
     raw = pd.DataFrame(
         [

@@ -5,7 +5,7 @@ No compile, no process: the CPU runs are in tests/test_targets_cpu.py (slow)."""
 import pandas as pd
 import pytest
 
-from analysis import targets as atargets
+from analysis.tables import layers as atargets
 from study.observe import inductor, proof
 from study.rows import targets
 from study.rows.config_error import ConfigError
@@ -236,7 +236,7 @@ def test_the_figure_says_what_its_star_means():
     alone (without the report's sentence) says what * is."""
     import matplotlib.pyplot as plt
 
-    from analysis.fig_targets import where_time_goes
+    from analysis.figures.layers import where_time_goes
 
     raw = RAW.assign(family="linear", device_name="NVIDIA H200", torch_version="2.11")
     fig, _ = where_time_goes({"runs": raw})
@@ -256,7 +256,7 @@ def test_the_figure_draws_bars_to_scale_unless_they_span_two_decades():
     drawn linear, so their lengths compare; symlog only where a few µs sit beside hundreds."""
     import matplotlib.pyplot as plt
 
-    from analysis.fig_targets import scale, where_time_goes
+    from analysis.figures.layers import scale, where_time_goes
 
     assert scale([76.6, 105.6, -3.0]) == "linear"
     assert scale([2.0, 500.0]) == "symlog"
