@@ -43,3 +43,23 @@ def test_the_report_of_a_sweep_loads_nothing_of_the_narrative(tmp_path, monkeypa
     main([str(sweep), "--out", str(tmp_path / "report")])
     assert (tmp_path / "report" / "report.md").exists()
     assert not [m for m in sys.modules if m.startswith(NARRATIVE)]
+
+
+def test_source_names_sit_in_one_table():
+    """A source name (part3, targets_bwd, ...) is written in analysis/sources.py alone: every other
+    module of analysis/ reads it from there."""
+    from analysis import sources
+
+    shared = {"flex", "autotune", "ncu", "dynamic", "models", "block", "targets", "oom"}  # also a
+    # variant's, a column's, a status's, a CSV's or a table topic's name
+    quoted = {f'"{n}"' for n in sources.BY_NAME if n not in shared}
+    skip = {"sources.py", "tables", "figures"}  # topic and figure names share a few words
+    hits = {
+        str(p.relative_to(ROOT)): sorted(q for q in quoted if q in p.read_text())
+        for p in sorted((ROOT / "analysis").rglob("*.py"))
+        if not skip & set(p.relative_to(ROOT / "analysis").parts)
+    }
+    assert not {k: v for k, v in hits.items() if v}
+    assert sources.training("blog", "block") == (
+        "part3", "part3_bwd", "part2", "part2_train", "block", "block_bwd"
+    )  # fmt: skip

@@ -14,12 +14,14 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
+from analysis import sources
 from analysis.measures import MODES, PASSES, sig
 from analysis.style import MODE_COLORS, Skip, figure, finish, legend_right, legend_width
 
 TRAINING = ("fwd_bwd", "train_step")
 INDUCTOR = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-TARGETS = ("targets", "targets_bwd")  # the compile targets' sweeps: fig_targets draws them
+TARGETS = sources.names("targets")  # the compile targets' sweeps: figures.layers draws them
+OTHER_SHAPES = sources.names("seq_len", "masks", "dynamic")  # not the ladder's cells
 MAX_PANELS = 12
 
 
@@ -37,8 +39,8 @@ def training(d) -> tuple:
     # one row per variant, pass and mode: at the blog's attention length where a sweep has more
     if "seq_len" in r and r["seq_len"].nunique() > 1:
         r = r[(r["family"] != "attention") | (r["seq_len"] == 1024)]
-    if "source" in r:  # sweeps over other shapes (dynamic, flex) are not the ladder's cells
-        r = r[~r["source"].isin(["dynamic", "flex", "scaling"])]
+    if "source" in r:
+        r = r[~r["source"].isin(OTHER_SHAPES)]
         # the ladder's own sweep before the compile targets' (their modes have a figure of
         # their own): v3's flash fwd_bwd default read 0.976x in part3_bwd, 0.814x in
         # targets_bwd on a slower host, and either could have been drawn

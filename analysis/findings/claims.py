@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.common import blog_shapes, lat_text
 
 ABOUT = 0.15  # "about 3.7x" holds within 15% (3.1-4.3x)
@@ -18,9 +19,10 @@ def verdict(ok: bool) -> str:
 
 
 def claims_source(runs: pd.DataFrame) -> str | None:
-    """The blog's claims come from one sweep that has every eager attention variant:
-    part3 when it is complete, else core; None when no sweep has them all."""
-    for src in ("part3", "core"):
+    """The blog's claims come from one sweep that has every eager attention variant: the first
+    of the blog's forward sweeps that does (part3 when it is complete, else v1's core); None
+    when no sweep has them all."""
+    for src in sources.blog_forward():
         mine = runs[(runs["source"] == src) & (runs["compile"] == "off") & (runs["status"] == "ok")]
         if CLAIM_VARIANTS <= set(blog_shapes(mine)["variant"]):
             return src
@@ -165,7 +167,7 @@ def _ncu(d: Path, ncu: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Nsight Compute rows: this run's, else v1's (results/h200/v1/ncu.csv), with where from."""
     if not ncu.empty:
         return ncu, ""
-    v1 = d / "v1" / "ncu.csv"
+    v1 = d / sources.V1 / "ncu.csv"
     if v1.exists():
         return pd.read_csv(v1), f" (v1's run, `{v1.parent.name}/ncu.csv`)"
     return ncu, ""

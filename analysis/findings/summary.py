@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.claims import claims, claims_source, eager_attention
 from analysis.findings.common import is_fast, of, phase_note, sp_text
 from analysis.findings.host import effects, machines
@@ -28,6 +29,7 @@ from analysis.tables import training
 MAX_LINES = 15
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 LINK = "results/h200/FINDINGS.md"
+MODELS = sources.one("models")  # real models: a section of their own, not the blog's cells
 ALSO = (
     "each cell's cause (the host's µs a call against the device's), compile targets taken "
     "apart, FlexAttention, attention over sequence length, dynamic shapes, what training saves "
@@ -116,7 +118,7 @@ def _default_fwd(every: list[dict]) -> list[dict]:
 
 def pays(every: list[dict]) -> str:
     """Where compiling pays (default mode, forward): the largest paired speedups, with kernels."""
-    won = [x for x in _default_fwd(every) if x["verdict"] == "faster" and x["source"] != "models"]
+    won = [x for x in _default_fwd(every) if x["verdict"] == "faster" and x["source"] != MODELS]
     if not won:
         return ""
     won = sorted(won, key=lambda x: -x["sp"])[:4]
@@ -133,7 +135,7 @@ def pays(every: list[dict]) -> str:
 
 def costs(data: dict, every: list[dict]) -> str:
     """Where it costs (default mode, forward), each with its cause, and the host rule."""
-    lost = [x for x in _default_fwd(every) if x["verdict"] == "slower" and x["source"] != "models"]
+    lost = [x for x in _default_fwd(every) if x["verdict"] == "slower" and x["source"] != MODELS]
     if not lost:
         return ""
     lost = sorted(lost, key=lambda x: x["sp"])[:4]
@@ -174,7 +176,7 @@ def trains(data: dict) -> str:
     c = training.cells(raw[raw["pass"].isin(("fwd_bwd", "train_step"))])
     c = c[(c["compile"] == "default") & c["speedup_paired"].notna()]
     if "source" in c:
-        c = c[c["source"] != "models"]
+        c = c[c["source"] != MODELS]
     if c.empty:
         return ""
     parts = []
@@ -230,7 +232,7 @@ def _host_step(c: pd.DataFrame) -> str:
 
 def models(every: list[dict]) -> str:
     """Real models, forward under default: paired speedup and kernels a step."""
-    m = [x for x in _default_fwd(every) if x["source"] == "models"]
+    m = [x for x in _default_fwd(every) if x["source"] == MODELS]
     if not m:
         return ""
     return (
@@ -247,7 +249,7 @@ def models(every: list[dict]) -> str:
 def flex_line(data: dict) -> str:
     """FlexAttention against flash and cuDNN at the longest causal length all three ran, and
     its useful rate with a sliding window over length."""
-    r = of(data["runs"], "flex")
+    r = of(data["runs"], flex.SOURCE)
     if r.empty:
         return ""
     r = r[r["pass"] == "fwd"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import compare
+from analysis import compare, sources
 from analysis.findings.changes import since_unpaired
 from analysis.findings.common import blog_shapes, sp_text
 from analysis.measures import count, sig
@@ -28,7 +28,7 @@ CAUSES = [
     ("unexplained", "unexplained (kernels and device time unchanged, GPU-bound, fast)"),
     ("unknown", "unknown (no device time on one side)"),
 ]  # fmt: skip
-BLOG_SOURCES = ("part1", "part2", "part3")
+BLOG_SOURCES = sources.names("blog", pass_="fwd")
 
 
 def previous(d: Path) -> Path | None:

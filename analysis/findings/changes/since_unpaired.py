@@ -19,7 +19,7 @@ import re
 
 import pandas as pd
 
-from analysis import compare
+from analysis import compare, sources
 from analysis.findings.claims import claims
 from analysis.findings.common import blog_shapes, needs, read, sp_text
 from analysis.measures import count, sig, xs
@@ -130,9 +130,9 @@ def claims_changed(v1: dict, data: dict) -> list[str]:
 
 
 def section(data: dict) -> list[str]:
-    v1 = data["dir"] / "v1"
+    v1 = data["dir"] / sources.V1
     if not (v1 / "runs.csv").exists():
-        return needs("v1 → v2", "set `v1` (v1's CSVs in results/h200/v1/)")
+        return needs("v1 → v2", f"set `{v1.name}` (v1's CSVs in results/h200/{v1.name}/)")
     old = read(v1)
     m, _, _ = compare.match({"runs": old["runs"]}, {"runs": data["runs"]})
     m = join(m, old["runs"], data["runs"]) if len(m) else m
@@ -153,7 +153,7 @@ def section(data: dict) -> list[str]:
         + f" (v1: cross-process; v2: paired where measured; {why_text()}).",
     ]
     out += pairing_gap(comp)
-    blog = blog_shapes(comp[comp["source_a"] != "scaling"])
+    blog = blog_shapes(comp[~comp["source_a"].isin(sources.names("seq_len"))])
     moved = blog[blog["why"] != "unchanged"]
     if len(moved):
         out += ["", f"Compiled cells at the blog's shapes whose speedup moved ({len(moved)}):", ""]

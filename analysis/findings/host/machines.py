@@ -27,6 +27,7 @@ import re
 
 import pandas as pd
 
+from analysis import sources
 from analysis.measures import sig
 from analysis.pairs import table
 from analysis.tables import host_model
@@ -42,7 +43,7 @@ HOST = ["host_us", "host_units", "eager_host_us", "eager_host_units"]
 def _machines(d) -> dict:
     """{machine dir name: {'rows', 'boot', 'survey', 'code'}} under ``d/host_machines``."""
     out = {}
-    for m in sorted((d / "host_machines").glob("*/runs.csv")) if d else []:
+    for m in sorted((d / sources.HOST_MACHINES).glob("*/runs.csv")) if d else []:
         md, sv = m.parent / "machine.md", m.parent / "survey.md"
         boot = re.search(r"boot_id (\w{8})", md.read_text()) if md.exists() else None
         level = re.search(r"fast level ([\d.]+) us .*?(\d+)% of them", sv.read_text()) if (

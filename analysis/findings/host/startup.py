@@ -14,13 +14,14 @@ import re
 
 import pandas as pd
 
+from analysis import sources
 from analysis.load import TEXT
 from analysis.pairs import table
 from analysis.tables import cudagraphs, startup
 
-DIR = "startup"
+DIR = sources.STARTUP
 NOISE = 0.15  # a guard share below it is within what one cell's host units move (3-14%)
-FIGURE = "startup/regional"  # .png and .svg, drawn by ``draw`` (findings --write)
+FIGURE = f"{DIR}/regional"  # .png and .svg, drawn by ``draw`` (findings --write)
 PUBLISHED = {
     "start": "Published: `save_cache_artifacts` / `load_cache_artifacts` took a first call from "
     "3.36 s to 1.03 s, against 0.25 s eager, on an H100 (pytorch #172547); a warm start in vLLM "

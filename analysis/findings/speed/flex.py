@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.common import calibrated_peak, needs, of, phase_note
 from analysis.measures import count, sig, truthy, xs
 from analysis.pairs import host_bound, table
 
+SOURCE = sources.one("masks")
 VARIANTS = ["flex", "flash", "cudnn", "efficient"]
 MASKS = ["causal", "sliding_window", "document", "prefix_lm"]
 RATIO_AT = [1024, 4096, 16384]
@@ -24,9 +26,9 @@ FLAT = 1.3  # "roughly flat": the useful rate's max over min across lengths
 
 
 def section(data: dict) -> list[str]:
-    r = of(data["runs"], "flex")
+    r = of(data["runs"], SOURCE)
     if r.empty:
-        return needs("FlexAttention", "`flex`")
+        return needs("FlexAttention", f"`{SOURCE}`")
     r = r[r["pass"] == "fwd"]
     out = ["", *rates(r), *ratios(r), *sliding(r), *kernel(r, data["kernels"])]
     return out + peak_check(data["runs"])
@@ -71,7 +73,7 @@ def rates(r: pd.DataFrame) -> list[str]:
                 row.append(sig(x["tflops_useful"]) + phase_note(x))
         rows.append(row)
     return [
-        f"FlexAttention against the fused SDPA kernels (source `flex`, {x0['compile']} mode, "
+        f"FlexAttention against the fused SDPA kernels (source `{SOURCE}`, {x0['compile']} mode, "
         f"B{int(x0['batch'])} H{int(x0['heads'])} D{int(x0['head_dim'])}, {x0['dtype']}), "
         "useful TFLOP/s (FLOPs of the score matrix the mask keeps over per-call latency; "
         + (
@@ -222,7 +224,7 @@ def _kept(s: pd.DataFrame, share: pd.Series) -> str:
 
 def kernel(r: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
     """The kernel Inductor generated for flex: name, source file, the ops it fused."""
-    k = of(kernels, "flex")
+    k = of(kernels, SOURCE)
     if k.empty or "generated" not in k:
         return []
     g = k[(k["variant"] == "flex") & truthy(k["generated"])]

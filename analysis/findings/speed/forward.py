@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.common import blog_shapes, sp_text, spread_text
 from analysis.measures import MODES, PAIRED_NOISE, count, sig
 from analysis.pairs import NOISE, host_bound, table, verdict, with_eager
@@ -15,9 +16,9 @@ from study.observe import metrics
 
 # Where each variant's compiled rows are taken from, best first: the experiment that covers it,
 # then the earlier sweeps. One row per variant, shape and mode: the first source that has it.
-PRIORITY = ["part1", "part2", "part3", "core", "attention_modes", "autotune", "ncu"]
+PRIORITY = list(sources.blog_forward())
 # Sources with a section of their own (and shapes of their own).
-OWN = {"block", "block_bwd", "flex", "dynamic"}
+OWN = set(sources.names("block", "masks", "dynamic"))
 
 
 def _shape_label(r, varying) -> str:

@@ -6,12 +6,13 @@ whether a deployment path removes a compiled cell's slowdown. Part of
 
 from __future__ import annotations
 
+from analysis import sources
 from analysis.findings.common import needs, of
 from analysis.pairs import table
 from analysis.tables import layers
 
 # the forward, and a training step taken apart (reference_study.sh's targets_bwd)
-SOURCES = ("targets", "targets_bwd")
+SOURCES = sources.names("targets")
 
 
 def section(data: dict) -> list[str]:
@@ -20,7 +21,7 @@ def section(data: dict) -> list[str]:
     if t.empty:
         return needs(
             "Compile targets",
-            "`targets` (`+experiment=targets`) or `targets_bwd` (with pass=fwd_bwd)",
+            f"`{SOURCES[0]}` (`+experiment={SOURCES[0]}`) or `{SOURCES[1]}` (with pass=fwd_bwd)",
         )
     failed = raw[raw["status"] != "ok"]
     have = [f"`{s}`" for s in SOURCES if s in set(raw["source"])]

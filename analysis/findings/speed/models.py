@@ -6,11 +6,12 @@ of ok rows per mode. Part of ``python -m analysis.findings``; the table is
 
 from __future__ import annotations
 
+from analysis import sources
 from analysis.findings.common import needs, of
 from analysis.pairs import table
 from analysis.tables import models
 
-SOURCE = "models"
+SOURCE = sources.one("models")
 
 
 def section(data: dict) -> list[str]:

@@ -10,35 +10,40 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.common import calibrated_peak, read, sp_text
 from study.observe import metrics
+
+SOURCE = sources.one("seq_len")
 
 
 def _scaling_rows(runs: pd.DataFrame) -> pd.DataFrame:
     if "source" not in runs:
         return runs
     fwd = runs["pass"] == "fwd" if "pass" in runs else True
-    return runs[(runs["source"] == "scaling") & fwd]
+    return runs[(runs["source"] == SOURCE) & fwd]
 
 
 def section(data: dict) -> list[str]:
     runs, rv = data["runs"], data["revealed"]
-    sc, label = _scaling_rows(runs), "`scaling`"
-    v1 = Path(data["dir"]) / "v1"
+    sc, label = _scaling_rows(runs), f"`{SOURCE}`"
+    v1 = Path(data["dir"]) / sources.V1
     if sc.empty and (v1 / "runs.csv").exists():
         # Not re-run yet: the previous study's sweep, labelled as such (same H200 host kind).
         old = read(v1)
         sc, runs, rv = _scaling_rows(old["runs"]), old["runs"], old["revealed"]
-        label = "`v1/scaling`: v1's sweep, not re-run with this harness"
+        label = f"`{sources.V1}/{SOURCE}`: v1's sweep, not re-run with this harness"
     if sc.empty:
         return [
             "",
-            "_Attention over sequence length: needs source `scaling`, not in these results._",
+            f"_Attention over sequence length: needs source `{SOURCE}`, not in these results._",
         ]
     return scaling(sc, rv if len(rv) else None, runs, label)
 
 
-def scaling(sc: pd.DataFrame, revealed, runs: pd.DataFrame, label: str = "`scaling`") -> list[str]:
+def scaling(
+    sc: pd.DataFrame, revealed, runs: pd.DataFrame, label: str = f"`{SOURCE}`"
+) -> list[str]:
     """Attention over seq_len (source `scaling`): how far each variant goes, its kernels, and
     what compiling does at the two ends."""
     out = [
@@ -85,7 +90,7 @@ def _scaling_notes(sc: pd.DataFrame, revealed, all_runs: pd.DataFrame) -> list[s
         c = comp[(comp["variant"] == v) & (comp["seq_len"] == hi["seq_len"])]
         why = ""
         if revealed is not None:
-            rv = revealed[(revealed["source"] == "scaling") & (revealed["run_id"] == hi["run_id"])]
+            rv = revealed[(revealed["source"] == SOURCE) & (revealed["run_id"] == hi["run_id"])]
             m = re.search(
                 r"split launches: (one [^;]*? launches \d+ x [^\s;]+); its largest input has "
                 r"([\d,]+) elements",

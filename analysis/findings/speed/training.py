@@ -10,6 +10,7 @@ import re
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.common import needs, of, phase_note, sp_text
 from analysis.findings.host.effects import WRAPPERS
 from analysis.measures import GRAPHS, MODES, count, sig, truthy, xs
@@ -18,16 +19,16 @@ from analysis.slowdown import SAME_DEVICE
 from analysis.tables import training
 
 # fwd sources and their training-pass twins (same variants, pass=fwd_bwd or train_step).
-SOURCES = ("part3", "part3_bwd", "part2", "part2_train", "block", "block_bwd")
+SOURCES = sources.training("blog", "block")
+BACKWARD = sources.one("blog", pass_="fwd_bwd")  # attention's SDPA backends in the backward
+DYNAMIC = sources.one("dynamic")
 TRAINING = ("fwd_bwd", "train_step")
 
 
 def section(data: dict) -> list[str]:
     raw = of(data["raw"], *SOURCES)
     if raw.empty or not raw["pass"].isin(TRAINING).any():
-        out = needs(
-            "Training", "`part3_bwd`, `part2_train` or `block_bwd` (pass=fwd_bwd, train_step)"
-        )
+        out = needs("Training", f"{sources.quoted(SOURCES[1::2])} (pass=fwd_bwd, train_step)")
     else:
         out = [*by_pass(raw), *host_steps(of(data["runs"], *SOURCES)), *backends(data)]
         out += saved(raw)
@@ -145,11 +146,11 @@ def _bwd_kernel(proof: str) -> str:
 
 
 def backends(data: dict) -> list[str]:
-    """part3_bwd: the backend each SDPA variant pins, proven in the backward (backend_seen),
+    """BACKWARD (part3_bwd): the backend each SDPA variant pins, proven in the backward (backend_seen),
     the kernel that proves it, and the kernels per step by phase, eager → compiled."""
-    r = ok(of(data["runs"], "part3_bwd"))
+    r = ok(of(data["runs"], BACKWARD))
     if r.empty or "backend_seen" not in r:
-        return needs("SDPA backward backends", "`part3_bwd`")
+        return needs("SDPA backward backends", sources.quoted([BACKWARD]))
     k = data["kernels"]
     r = r[r["backend_expected"].notna()]
     rows, proven = [], []
@@ -165,7 +166,7 @@ def backends(data: dict) -> list[str]:
             if x.empty:
                 phases.append("")
                 continue
-            kx = k[(k["source"] == "part3_bwd") & (k["run_id"] == x["run_id"].iloc[0])] \
+            kx = k[(k["source"] == BACKWARD) & (k["run_id"] == x["run_id"].iloc[0])] \
                 if len(k) else k  # fmt: skip
             if kx.empty:
                 phases.append("")
@@ -185,7 +186,7 @@ def backends(data: dict) -> list[str]:
     verdict = "**holds**" if all(proven) else "**differs**"
     return [
         "",
-        f"- The pinned SDPA backend also runs the backward: {verdict} (`part3_bwd`: the "
+        f"- The pinned SDPA backend also runs the backward: {verdict} (`{BACKWARD}`: the "
         "backend named in `backend_seen` for the bwd phase, from the trace or compiled graph):",
         "",
         *table(
@@ -274,14 +275,14 @@ def compression(c: pd.DataFrame) -> str:
 
 def dynamic(data: dict) -> list[str]:
     s = data["shapes"]
-    s = s[s["source"] == "dynamic"] if "source" in s else s.iloc[0:0]
+    s = s[s["source"] == DYNAMIC] if "source" in s else s.iloc[0:0]
     if s.empty:
-        return needs("Dynamic shapes", "`dynamic` (its shapes.csv)")
+        return needs("Dynamic shapes", f"`{DYNAMIC}` (its shapes.csv)")
     s = s[s["status"] == "ok"] if "status" in s else s
     s = s.assign(compiled=truthy(s["compiled"]).astype(str))
     return [
         "",
-        "Dynamic shapes (source `dynamic`: one process per cell runs every shape in turn; "
+        f"Dynamic shapes (source `{DYNAMIC}`: one process per cell runs every shape in turn; "
         "compile.dynamic False = specialise, True = symbolic, mark = mark_dynamic):",
         "",
         training.dynamic(s).rstrip("\n"),

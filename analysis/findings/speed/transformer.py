@@ -1,4 +1,4 @@
-"""The transformer block (sources ``block``, ``block_bwd``): what compile fused across a whole
+"""The transformer block (the sources of role ``block``: ``block``, ``block_bwd``): what compile fused across a whole
 pre-norm block, and its paired speedup for each pass in all five modes. Part of
 ``python -m analysis.findings``; the kernel diff is ``analysis.tables.kdiff``'s.
 """
@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import sources
 from analysis.findings.common import needs, of, sp_text, spread_text
 from analysis.measures import MODES, count, sig
 from analysis.pairs import ok, table, verdict, with_eager
 
-PASSES = {"block": "fwd", "block_bwd": "fwd_bwd"}
+PASSES = {s: sources.BY_NAME[s].pass_ for s in sources.names("block")}  # block: fwd, ...
+FORWARD = sources.one("block", pass_="fwd")
 
 
 def section(data: dict) -> list[str]:
     runs = ok(of(data["runs"], *PASSES))
     if runs.empty:
-        return needs("The transformer block", "`block` (and `block_bwd`)")
+        fwd, *bwd = PASSES
+        return needs("The transformer block", f"`{fwd}` (and {sources.quoted(bwd, 'and')})")
     x = runs.iloc[0]
     dims = ", ".join(f"{k} {int(x[k])}" for k in ("batch", "seq_len", "dim", "hidden", "heads")
                      if k in x and pd.notna(x[k]))  # fmt: skip
@@ -58,8 +61,8 @@ def section(data: dict) -> list[str]:
 def fused(runs: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
     """Eager → compiled (default, forward): the kernels removed, and the generated ones with the
     aten ops each fuses."""
-    r = runs[runs["source"] == "block"]
-    k = of(kernels, "block")
+    r = runs[runs["source"] == FORWARD]
+    k = of(kernels, FORWARD)
     if r.empty or k.empty:
         return []
     from analysis.tables import kdiff  # imports the plotting style: only when a block is there
