@@ -274,7 +274,7 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
 def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
     import pandas as pd
 
-    from analysis.findings import scope as findings_scope
+    from analysis.findings import scope
 
     runs = pd.DataFrame(
         [
@@ -286,14 +286,14 @@ def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
              "triton_version": "3.6.0", "source": "c", "gauge_fast_us": None},
         ]
     )  # fmt: skip
-    (line, _) = findings_scope.section({"runs": runs})
+    (line, _) = scope.section({"runs": runs})
     assert "3 cells measured on NVIDIA H200 (torch 2.11.0+cu130, 2.12.0; Triton 3.6.0)" in line
     assert "read 13.1–16.1 µs in the 2 rows that record it (`a`, `b`)" in line
     assert "of the other rows, 1 ok rows predate the gauge" in line
     # a row that failed has no timing, so no gauge: it is not timed, not old
     failed = runs.assign(status=["ok", "ok", "oom"])
     failed = pd.concat([failed, failed.iloc[[2]].assign(status="unsupported")])
-    (line, _) = findings_scope.section({"runs": failed})
+    (line, _) = scope.section({"runs": failed})
     assert "of the other rows, 2 were not timed (1 oom, 1 unsupported)." in line
     assert "predate" not in line
 

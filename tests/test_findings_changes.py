@@ -4,7 +4,7 @@ import shutil
 
 import pandas as pd
 
-from analysis.findings.changes import since_kept as findings_prev
+from analysis.findings.changes import since_kept
 from analysis.findings.common import read
 from tests.conftest import ROOT
 
@@ -31,14 +31,14 @@ def test_the_previous_study_is_the_newest_kept_after_v1(tmp_path):
     for v in ("v1", "v2", "v10", "vx"):
         (tmp_path / v).mkdir()
         (tmp_path / v / "runs.csv").write_text("status\nok\n")
-    assert findings_prev.previous(tmp_path) == tmp_path / "v10"
+    assert since_kept.previous(tmp_path) == tmp_path / "v10"
     shutil.rmtree(tmp_path / "v10")
     shutil.rmtree(tmp_path / "v2")
-    assert findings_prev.previous(tmp_path) is None  # v1 alone: findings_v1's section
+    assert since_kept.previous(tmp_path) is None  # v1 alone: findings_v1's section
 
 
 def test_v2_to_v3_says_why_each_blog_cell_moved(tmp_path):
-    text = "\n".join(findings_prev.section(read(_study(tmp_path))))
+    text = "\n".join(since_kept.section(read(_study(tmp_path))))
     assert "v2 → v3 (`python -m analysis.compare results/h200/v2 results/h200`" in text
     assert "35 cells matched (0 only in A, 0 only in B)" in text
     # naive under default: v2's paired figure predates the lead-in call, v3's has it
@@ -52,7 +52,7 @@ def test_v2_to_v3_says_why_each_blog_cell_moved(tmp_path):
 
 
 def test_without_a_kept_v2_the_section_is_v1s(tmp_path):
-    text = "\n".join(findings_prev.section(read(_study(tmp_path, with_v2=False))))
+    text = "\n".join(since_kept.section(read(_study(tmp_path, with_v2=False))))
     assert "v1 → v2" in text and "v2 → v3" not in text
 
 
@@ -67,6 +67,6 @@ def test_a_cell_no_longer_ok_is_said_with_the_errors_own_words(tmp_path):
         "https://docs.nvidia.com for more information. CUDA kernel errors might be reported"
     )
     runs.to_csv(d / "runs.csv", index=False)
-    text = "\n".join(findings_prev.section(read(d)))
+    text = "\n".join(since_kept.section(read(d)))
     assert "- No longer ok: part3 math default (ok → oom: AcceleratorError: CUDA error: out of " \
         "memory)" in text  # fmt: skip

@@ -11,10 +11,10 @@ import pytest
 from analysis import pairs
 from analysis.findings import common as findings_common
 from analysis.findings import cost as findings_cost
-from analysis.findings.changes import since_unpaired as findings_v1
-from analysis.findings.speed import flex as findings_flex
-from analysis.findings.speed import training as findings_training
-from analysis.findings.speed import transformer as findings_block
+from analysis.findings.changes import since_unpaired
+from analysis.findings.speed import flex as speed_flex
+from analysis.findings.speed import training as speed_training
+from analysis.findings.speed import transformer as speed_transformer
 from analysis.load import cells
 
 BASE = {"status": "ok", "device": "cuda", "dtype": "bf16", "family": "attention", "pass": "fwd",
@@ -113,15 +113,15 @@ def test_why_a_v1_speedup_moved():
     base = {"sp_a": 3.26, "sp_b": 3.25, "sp_lo_b": 3.1, "sp_hi_b": 3.4, "sx_b": 3.26,
             "hb_a": False, "hb_b": False, "lat_a": 326.0, "lat_b": 326.0, "elat_a": 1062.0,
             "elat_b": 1063.0, "kernels_a": 4, "kernels_b": 4}  # fmt: skip
-    assert findings_v1.why(base) == "unchanged"
+    assert since_unpaired.why(base) == "unchanged"
     paired_only = {**base, "sp_b": 2.87, "sp_lo_b": 2.76, "sp_hi_b": 2.96}
-    assert findings_v1.why(paired_only) == "pairing"
+    assert since_unpaired.why(paired_only) == "pairing"
     host = {**paired_only, "sx_b": 0.54, "hb_b": True}
-    assert findings_v1.why(host) == "host"
+    assert since_unpaired.why(host) == "host"
     real = {**paired_only, "sx_b": 2.5, "lat_b": 400.0, "kernels_b": 5}
-    assert findings_v1.why(real) == "real change"
+    assert since_unpaired.why(real) == "real change"
     # other kernels (mlp max-autotune: 5 -> 7) are a real change even when the ratio repeats
-    assert findings_v1.why({**paired_only, "kernels_b": 7}) == "real change"
+    assert since_unpaired.why({**paired_only, "kernels_b": 7}) == "real change"
 
 
 def test_training_proves_the_backward_backend_and_the_saved_tensors():
@@ -171,7 +171,7 @@ def test_training_proves_the_backward_backend_and_the_saved_tensors():
     ]
     k = [{"source": "part3_bwd", "run_id": "flash,off,0", "phase": p, "calls_per_step": n}
          for p, n in (("fwd", 1), ("bwd", 3))]  # fmt: skip
-    text = "\n".join(findings_training.section(_data(rows, k)))
+    text = "\n".join(speed_training.section(_data(rows, k)))
     assert "| flash | default | 0.90x [0.85–0.95] | 1.07x [1.02–1.10] |" in text
     assert "- fwd → training pass, default mode: flash 0.900x → 1.07x fwd_bwd." in text
     # the compiled cell's trace saw math in the backward: not proven there
@@ -191,7 +191,7 @@ def test_block_gives_each_pass_in_every_mode():
              for m, lat, k, sp in (("off", 2266.0, 48, {}),
                                    ("default", 2310.0, 46, {"speedup_paired": 0.99,
                                     "speedup_ci_low": 0.96, "speedup_ci_high": 1.01}))]  # fmt: skip
-    text = "\n".join(findings_block.section(_data(rows)))
+    text = "\n".join(speed_transformer.section(_data(rows)))
     assert "| off | 16 | 600 |  | eager | 48 | 2,266 |  | eager |" in text
     assert (
         "| default | 14 | 530 | 1.09x [1.07–1.12] | faster | 46 | 2,310 | 0.990x [0.960–1.01] "
@@ -226,7 +226,7 @@ def test_flex_rates_ratios_sliding_window_and_the_peak():
     # the same template kernel serves the sliding window, with the window's own ops fused
     k += [{**k[0], "run_id": "flex,sliding_window,4096",
            "fused_ops": "higher_order.flex_attention sdpa_mask0(aten.sub,aten.lt)"}]  # fmt: skip
-    text = "\n".join(findings_flex.section(_data(rows, k)))
+    text = "\n".join(speed_flex.section(_data(rows, k)))
     assert "| causal | 4096 | 344 | 275 | 429 |" in text
     assert "| sliding_window | 4096 | 344 | unsupported |  |" in text
     assert "4096: flex/flash 0.800x, flex/cudnn 1.25x; 16384: flex oom." in text
@@ -256,7 +256,7 @@ def test_flex_rows_that_count_elements_say_so_and_give_the_tiles_beside_them():
         return x
 
     text = "\n".join(
-        findings_flex.section(_data([by_element(4096, 100.0), by_element(16384, 420.0)]))
+        speed_flex.section(_data([by_element(4096, 100.0), by_element(16384, 420.0)]))
     )
     assert "every variant counts the mask's kept elements, flex included" in text
     assert "flex counts the block mask's kept tiles" not in text
@@ -273,7 +273,7 @@ def test_flex_judges_a_host_bound_length_by_its_device_time():
         _flex("flex", "sliding_window", 4096, 100.0, device_time_us=100.0, host_bound=False),
         _flex("flex", "sliding_window", 16384, 420.0, device_time_us=420.0, host_bound=False),
     ]
-    text = "\n".join(findings_flex.section(_data(rows)))
+    text = "\n".join(speed_flex.section(_data(rows)))
     assert (
         "1024: flex/flash 1.50x, flex/cudnn 2.50x (flex host-bound: 150 µs per call for 75.0 µs "
         "on the GPU; by device time flex/flash 0.750x, flex/cudnn 1.25x)." in text
@@ -315,11 +315,11 @@ def test_the_sweeps_cost_sums_every_phase_over_repeats():
 
 def test_each_section_names_the_source_it_needs_when_it_is_missing():
     data = _data([_cell("part3", "naive", "off", 1000.0)])
-    assert findings_training.section(data)[1].startswith("_Training: needs source `part3_bwd`")
-    assert findings_block.section(data) == ["", "_The transformer block: needs source `block` "
+    assert speed_training.section(data)[1].startswith("_Training: needs source `part3_bwd`")
+    assert speed_transformer.section(data) == ["", "_The transformer block: needs source `block` "
                                             "(and `block_bwd`), not in these results._"]  # fmt: skip
-    assert "needs source `flex`" in findings_flex.section(data)[1]
-    assert "needs source set `v1`" in findings_v1.section(data)[1]
+    assert "needs source `flex`" in speed_flex.section(data)[1]
+    assert "needs source set `v1`" in since_unpaired.section(data)[1]
     assert "needs rows with `overhead_s`" in findings_cost.section(data)[1]
 
 
@@ -343,7 +343,7 @@ def test_v1_to_v2_matches_cells_and_says_why_each_speedup_moved(tmp_path):
               "flash": {"speedup_paired": 0.86, "speedup_ci_low": 0.84, "speedup_ci_high": 0.87,
                         "host_bound": True}}  # fmt: skip
     rows(141.1, 326.4, **paired).to_csv(tmp_path / "runs.csv", index=False)
-    text = "\n".join(findings_v1.section(read(tmp_path)))
+    text = "\n".join(since_unpaired.section(read(tmp_path)))
     assert "4 cells matched by configuration within the same source: `part3`" in text
     assert "Speedups of the 2 compiled cells: 0 unchanged, 1 pairing, 1 host, 0 real change" in text
     assert (
@@ -377,7 +377,7 @@ def test_the_training_tables_give_repeats_the_interval_that_covers_processes():
 def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read():
     import pandas as pd
 
-    from analysis.findings.speed import scaling as findings_scaling
+    from analysis.findings.speed import scaling
 
     ok = pd.DataFrame(
         [
@@ -386,7 +386,7 @@ def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read(
             for v, t in (("cudnn", 938.0), ("naive", 105.0))
         ]
     )  # fmt: skip
-    line = findings_scaling.best_rates(ok, ok)
+    line = scaling.best_rates(ok, ok)
     assert line.startswith("- Best useful rate per variant (FLOPs of the half of the S×S matrix")
     assert "cudnn 469 TFLOP/s (default, seq_len 8192); naive 52 TFLOP/s" in line
     assert "Counting the full S×S matrix, cudnn would read above the calibrated bf16" in line
@@ -395,13 +395,13 @@ def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read(
     hot = ok.assign(tflops_useful=ok["tflops"] * 0.9)
     assert (
         "cudnn read above the calibrated bf16 matmul peak (761 TFLOP/s, `peak_tflops`) even "
-        "in useful FLOPs." in findings_scaling.best_rates(hot, hot)
+        "in useful FLOPs." in scaling.best_rates(hot, hot)
     )
     # one variant without a useful rate (e.g. a row from an older harness) is left out
     part = ok.assign(tflops_useful=[469.0, None])
-    assert "naive" not in findings_scaling.best_rates(part, part).split(":")[1]
+    assert "naive" not in scaling.best_rates(part, part).split(":")[1]
     # v1's rows have no useful rate: the full count, with the caveat
-    line = findings_scaling.best_rates(ok.drop(columns="tflops_useful"), ok)
+    line = scaling.best_rates(ok.drop(columns="tflops_useful"), ok)
     assert "Best rate per variant (FLOPs of the full S×S matrix" in line
     assert "cudnn 938 TFLOP/s" in line and "about half of what they read" in line
 
@@ -409,7 +409,7 @@ def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read(
 def test_scaling_speedups_are_paired_with_their_interval_or_said_to_be_cross_process():
     import pandas as pd
 
-    from analysis.findings.speed import scaling as findings_scaling
+    from analysis.findings.speed import scaling
 
     def row(mode, seq, lat, **kw):
         return {"variant": "flash", "compile": mode, "seq_len": seq, "status": "ok",
@@ -421,7 +421,7 @@ def test_scaling_speedups_are_paired_with_their_interval_or_said_to_be_cross_pro
             speedup_ci_high=0.672, timing_phase="fast"),
         row("default", 4096, 900.0),  # an older row: no paired speedup
     ])  # fmt: skip
-    text = "\n".join(findings_scaling._scaling_notes(sc, None, sc))
+    text = "\n".join(scaling._scaling_notes(sc, None, sc))
     assert "flash 0.653x [0.638–0.672] at 512 → 1.00x cross-process at 4096" in text
     assert "0.30x" not in text  # the cross-process ratio at 512, where a paired one exists
 
@@ -440,7 +440,7 @@ def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
     rows = pair("cudnn", 298.0, 450.0, 289.0, 298 / 450)  # host-bound, eager's device time
     rows += pair("flash", 446.0, 448.0, 437.0, 0.995)  # the GPU covers the host side
     rows += pair("math", 298.0, 450.0, 289.0, 298 / 450, gpu_c=400.0)  # the device changed
-    (line,) = [x for x in findings_training.host_steps(_data(rows)["runs"]) if x]
+    (line,) = [x for x in speed_training.host_steps(_data(rows)["runs"]) if x]
     assert "cudnn fwd_bwd default 0.662x [0.642–0.682] (289 µs on the device, as eager's 289; the step took " \
         "450 µs of host time, at least 152 more than eager's)" in line  # fmt: skip
     assert "host side took 450 µs here" in line and "math" not in line
@@ -449,13 +449,13 @@ def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
         in line
     )
     covered = pair("flash", 446.0, 448.0, 437.0, 0.995)
-    assert findings_training.host_steps(_data(covered)["runs"]) == []
+    assert speed_training.host_steps(_data(covered)["runs"]) == []
     spread = [{**r, "timing_core": None} for r in rows]  # threads spread (v2): no figure
-    assert findings_training.host_steps(_data(spread)["runs"]) == []
+    assert speed_training.host_steps(_data(spread)["runs"]) == []
 
 
 def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
-    from analysis.findings import summary as findings_summary
+    from analysis.findings import summary
 
     bwd = {"pass": "fwd_bwd", "kernels_per_step": 11, "gpu_us_per_step": 289.0}
     rows = [
@@ -463,15 +463,15 @@ def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
         _cell("part3_bwd", "cudnn", "default", 505.0, speedup_paired=0.59,
               speedup_ci_low=0.55, speedup_ci_high=0.64, **bwd),
     ]  # fmt: skip
-    spread = findings_summary.trains(_data(rows))
+    spread = summary.trains(_data(rows))
     assert "threads on different cores" in spread and "Where it loses" not in spread
-    one = findings_summary.trains(_data([{**r, "timing_core": 3} for r in rows]))
+    one = summary.trains(_data([{**r, "timing_core": 3} for r in rows]))
     assert "different cores" not in one
     assert "the host does: compiled cudnn takes 505 µs a fwd_bwd step for 289 µs" in one
 
 
 def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps():
-    from analysis.findings import summary as findings_summary
+    from analysis.findings import summary
 
     bwd = {"pass": "fwd_bwd", "kernels_per_step": 1, "gpu_us_per_step": 435.0, "timing_core": 3}
     rows = []
@@ -484,19 +484,19 @@ def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps(
     rows += [_cell("part3_bwd", "naive", "off", 900.0, **bwd),
              _cell("part3_bwd", "naive", "default", 300.0, speedup_paired=3.0,
                    speedup_ci_low=2.9, speedup_ci_high=3.1, **bwd)]  # fmt: skip
-    line = findings_summary.trains(_data(rows))
+    line = summary.trains(_data(rows))
     assert "naive 3.00x, flash 0.976x `part3_bwd`, 0.814x `targets_bwd` (fwd_bwd)" in line, line
     assert line.split("(fwd_bwd)")[0].count("flash") == 1
 
 
 def test_the_summary_says_what_its_intervals_cover():
-    from analysis.findings import summary as findings_summary
+    from analysis.findings import summary
 
     rows = [_cell("part3", "naive", "off", 900.0, repeat=r, started_at="2026-12-02T15:00")
             for r in range(3)]  # fmt: skip
     rows += [_cell("models", "gpt2", "off", 1500.0, started_at="2026-12-03T06:30")]
-    line = findings_summary.scope(_data(rows)["runs"])
+    line = summary.scope(_data(rows)["runs"])
     assert "[95% interval over the cell's processes in part3, over one process's pairs " \
         "elsewhere]" in line  # fmt: skip
-    only = findings_summary.scope(_data(rows[:3])["runs"])
+    only = summary.scope(_data(rows[:3])["runs"])
     assert "[95% interval over processes]" in only

@@ -173,13 +173,13 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     cell's, per row; a guard share under NOISE is called noise, not a cost."""
     import pandas as pd
 
-    from analysis.findings.host import startup as findings_startup
+    from analysis.findings.host import startup as host_startup
     from tests.conftest import ROOT
 
     rows = pd.read_csv(ROOT / "results" / "h200" / "startup" / "runs.csv", low_memory=False)
     (tmp_path / "startup").mkdir()
     rows.to_csv(tmp_path / "startup" / "runs.csv", index=False)
-    text = "\n".join(findings_startup.section({"dir": tmp_path}))
+    text = "\n".join(host_startup.section({"dir": tmp_path}))
     art = rows[rows["start"] == "artifacts"]
     cut = art["cold_first_call_s"] / art["first_call_s"]
     assert f"cut the first call {cut.min():.1f}–{cut.max():.1f}x" in text
@@ -187,8 +187,8 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     g = rows[rows["source"] == "guards"].set_index(["variant", "compile_stance"])["host_units"]
     small = [v for v in ("cudnn", "linear", "gpt2")
              if (g[v, "default"] - g[v, "skip_guard_eval_unsafe"]) / g[v, "default"]
-             < findings_startup.NOISE]  # fmt: skip
+             < host_startup.NOISE]  # fmt: skip
     for v in small:
         assert f"{v} " in text.split("Under 15% (")[1].split(")")[0]
-    empty = "\n".join(findings_startup.section({"dir": tmp_path / "none"}))
+    empty = "\n".join(host_startup.section({"dir": tmp_path / "none"}))
     assert "needs `startup/runs.csv`" in empty
