@@ -1,8 +1,9 @@
 """Why a slower compiled cell is slower: the host, the device, or the timing of an older study.
-Shared by the compile table (``findings_compile``) and the host section (``findings_host``).
+Shared by the Findings' compile table (``analysis.findings.speed.forward``) and host section
+(``analysis.findings.host.effects``), and by the latency figure.
 
 The device side is the trace's GPU busy time a step where both sides have it
-(``findings_common.device_pair``): a CUDA-graph mode's ``device_time_us`` is do_bench around
+(``analysis.pairs.device_pair``): a CUDA-graph mode's ``device_time_us`` is do_bench around
 whole calls, which on a host-bound call times the host. The latencies are the ones the verdict
 comes from (``latencies``): the paired blocks' for a paired row, both in one process.
 """

@@ -67,7 +67,7 @@ def _fast(phase: pd.Series) -> pd.Series:
 
 
 def with_twin(runs: pd.DataFrame) -> pd.DataFrame:
-    """Compiled cells with their eager twin (findings_common.with_eager: the twin's latency,
+    """Compiled cells with their eager twin (analysis.pairs.with_eager: the twin's latency,
     host-boundness ``eager_hb`` and timing phase ``eager_phase``)."""
     m = with_eager(runs)
     if not m.empty and "timing_phase" not in m:

@@ -1,5 +1,5 @@
 """The blog's claims, each with a verdict computed from the rows: the first section of the
-Findings (analysis.findings), and what ``findings_v1`` judges again on v1's rows. No torch."""
+Findings (analysis.findings), and what ``changes.since_unpaired`` judges again on v1's rows. No torch."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def math_slowdown(runs, kernels, src) -> str:
 def fused_kernels(runs, kernels, src) -> str:
     """One rule for every "launches N kernels" claim: every kernel a step counts, a Memset or
     Memcpy included (``kernels_per_step``), as naive's extra Memset makes its claim differ; so
-    cuDNN's Memset beside its fused kernel makes it 2 (issue 55: it was left out here alone)."""
+    cuDNN's Memset beside its fused kernel makes it 2, counted as every other claim counts."""
     fused, off = [], []
     for v in ("efficient", "flash", "cudnn"):
         row = _cell(runs, v, src)
@@ -217,7 +217,7 @@ def cudnn_cpu_cost(runs, kernels, src) -> str:
             pairs.append((source, c["cpu_us_per_step"], f["cpu_us_per_step"]))
     more = [c >= CPU_COST * f for _, c, f in pairs if c == c and f == f]
     word = verdict(all(more)) if all(more) or not any(more) else "**varies** between sweeps"
-    # no colon before the verdict: findings_v1 and findings_summary cut a claim's name there
+    # no colon before the verdict: since_unpaired and summary cut a claim's name there
     return (
         f"- cuDNN has a CPU-side cost (about 214 µs of CPU a step in the blog, its plan chosen at "
         f"run time; counted here at {CPU_COST:g}x flash's or more): {word} in the trace — "

@@ -73,7 +73,7 @@ def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
 def phase_note(row) -> str:
     """' (host slow)', ' (host mixed)', ' (host contended)' for a figure not timed in the host's
     fast phase, '' for a fast one or a row that records no phase: a slow or mixed row's figure
-    is never quoted without it (issue 55)."""
+    is never quoted without it."""
     phase = row.get("timing_phase") if hasattr(row, "get") else None
     return f" (host {phase})" if isinstance(phase, str) and phase and phase != "fast" else ""
 

@@ -200,7 +200,7 @@ def _by_variant(g: pd.DataFrame) -> list[str]:
     once, each figure with its source (``g`` sorted by ``sp``, fastest first)."""
     out = []
     for v, x in g.groupby("variant", sort=False):
-        # fast rows first: a slow or mixed row's figure follows, its phase said (issue 55)
+        # fast rows first: a slow or mixed row's figure follows, its phase said
         x = x.assign(_slow=[bool(phase_note(r)) for _, r in x.iterrows()])
         x = x.sort_values("_slow", kind="stable")
         one = len(x) == 1 or "source" not in x

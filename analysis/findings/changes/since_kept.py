@@ -1,7 +1,7 @@
 """The previous study against this one (v2 → v3, from the CSVs kept in ``DIR/v2``): per cell,
 what changed and why, by ``analysis.compare`` itself (its loading, matching, thresholds and
 causes, so the Findings and ``python -m analysis.compare DIR/v2 DIR`` say the same). Where only
-v1's CSVs are kept, ``findings_v1`` says v1 → v2 instead. Part of ``python -m analysis.findings``.
+v1's CSVs are kept, ``since_unpaired`` says v1 → v2 instead. Part of ``python -m analysis.findings``.
 """
 
 from __future__ import annotations

@@ -13,11 +13,11 @@ launches, hidden under it), so the host time a compiled call adds is:
   least ``E - C``.
 
 A slower cell whose device time rose by less than a quarter of the latency it added
-(``findings_causes.slow_cause``) is slower because of the host, and the table says so. A CUDA-graph
+(``analysis.slowdown.slow_cause``) is slower because of the host, and the table says so. A CUDA-graph
 mode's own host side (its graph's bookkeeping) is set against the wrapper's after the rule.
 
 The rule, over every cell host-bound on both sides under Inductor without CUDA graphs (those
-that kept eager's kernels said apart; issue 55: three Linear rows once stood for all): what a
+that kept eager's kernels said apart, each a cell named, never one cell for all): what a
 compiled call adds to eager's dispatch (``C - E``, a range, its median and how many cells), and
 the host time a call over every forward cell host-bound when compiled, of any source
 (``host_side``: flex too, which has no eager twin): a cell with less GPU work per call than that is
@@ -86,7 +86,7 @@ def host_text(x) -> str:
 def cause(x) -> str:
     if x["dev_c"] != x["dev_c"] or x["dev_e"] != x["dev_e"]:
         return f"{x['verdict']} (device time not recorded)"
-    if x["verdict"] == "slower":  # findings_causes decides, as for the compile table
+    if x["verdict"] == "slower":  # analysis.slowdown decides, as for the compile table
         why = slow_cause(x)
         if why.startswith("the device"):
             return "slower: the device too" + why.removeprefix("the device")
@@ -151,7 +151,7 @@ def near(runs: pd.DataFrame, every: pd.DataFrame | None = None) -> str:
     """The slower forward cells under Inductor's wrappers that are not host-bound by the 10%
     rule on either side, yet run eager's kernels in eager's device time (timed with the
     lead-in): their GPU work a call is about the wrapper's host side, so the GPU waits on the
-    host part of the time (``findings_causes.host_only``)."""
+    host part of the time (``analysis.slowdown.host_only``)."""
     rs = every if every is not None else pd.DataFrame(forward.rows(runs))
     if rs.empty or "host_only" not in rs:
         return ""
@@ -226,7 +226,7 @@ def rule(rs: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
     """What a compiled call's host side costs under Inductor without CUDA graphs: over every
     cell host-bound on both sides (C - E, a range and its median, with the ones that kept
     eager's kernels apart), and the host time a call over every cell host-bound compiled; a
-    range over named cells, never one cell's figure (issue 55)."""
+    range over named cells, never one cell's figure."""
     both = rs[rs["mode"].isin(WRAPPERS) & (rs["kind"] == "=")]
     if both.empty:
         return (

@@ -328,7 +328,7 @@ def _crossings(rows: pd.DataFrame, d) -> list[str]:
 
 
 def draw(d) -> str | None:
-    """Draw the measured layer's speedup against host speed (``fig_host_speed``: a predicted
+    """Draw the measured layer's speedup against host speed (``analysis.figures.host_speed``: a predicted
     curve per cell, each machine's row a point) into ``d/FIGURE`` .png and .svg; its
     sentence, or None without the layer."""
     # matplotlib only here: the section's text needs none

@@ -95,8 +95,9 @@ def fused(runs: pd.DataFrame, kernels: pd.DataFrame) -> list[str]:
 def _device(r: pd.DataFrame, s) -> str:
     """The speed claim from device time (``device_time_us``: a CUDA-graph replay of the step,
     the figure the paired speedup agrees with), and the trace's kernel sums beside it, called
-    what they are (issue 55: 724 -> 518 µs of kernel sums read 1.40x against 1.12x of device
-    time and the paired 1.14x)."""
+    what they are: kernel sums overlap and leave out the gaps, so their ratio is not the speedup
+    (the block's 724 -> 518 µs of kernel sums read 1.40x against 1.12x of device time and the
+    paired 1.14x)."""
     dev = pd.to_numeric(r.set_index("compile")["device_time_us"], errors="coerce")
     how = r.set_index("compile").get("device_time_method")
     kern = f"sum of the trace's kernel durations a step {sig(s['us_eager'])} → " \
