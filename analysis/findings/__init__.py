@@ -26,14 +26,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analysis.findings import cost, predicted, scope, summary
+from analysis.findings import cost, markers, predicted, scope, summary
 from analysis.findings.changes import since_kept
 from analysis.findings.claims import claims
 from analysis.findings.common import read
 from analysis.findings.host import effects, machines, startup, two_sweeps
 from analysis.findings.speed import flex, forward, layers, models, scaling, training, transformer
 
-START, END = "<!-- findings:start -->", "<!-- findings:end -->"
+START, END = markers.pair("findings")
 FILE = "FINDINGS.md"  # in the results dir: results/h200/FINDINGS.md
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE, README = ROOT / "results" / "h200", ROOT / "README.md"  # --write: its summary too
@@ -78,10 +78,7 @@ def findings(d: Path) -> str:
 
 def block(path: Path) -> str:
     """The generated block between the markers of ``path`` (results/h200/FINDINGS.md)."""
-    text = Path(path).read_text()
-    if START not in text or END not in text:
-        raise ValueError(f"{path}: no {START} ... {END} markers")
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    return markers.between(path, START, END)
 
 
 HEADER = f"""# Findings on the H200
@@ -99,12 +96,7 @@ Generated: the block between the markers is written by
 def write(path: Path, text: str) -> None:
     """Put ``text`` between the markers of ``path``, keeping the rest of the file; a missing
     file starts from a short header."""
-    path = Path(path)
-    old = path.read_text() if path.exists() else HEADER
-    if START not in old or END not in old:
-        raise ValueError(f"{path}: no {START} ... {END} markers")
-    head, rest = old.split(START, 1)
-    path.write_text(f"{head}{START}\n{text}{END}{rest.split(END, 1)[1]}")
+    markers.put(path, START, END, text, new=HEADER)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,8 +7,6 @@ Each line is one question: what of the blog held, where compiling pays, where it
 what training keeps of it, and what real models get. A line whose rows are missing is left out.
 """
 
-# Long: one short function per line of the README's summary, and the reader and writer of
-# its block.
 from __future__ import annotations
 
 import re
@@ -17,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import sources
+from analysis.findings import markers
 from analysis.findings.claims import claims, claims_source, eager_attention
 from analysis.findings.common import is_fast, of, phase_note, sp_text
 from analysis.findings.host import effects, machines
@@ -27,7 +26,7 @@ from analysis.slowdown import slow_cause
 from analysis.tables import training
 
 MAX_LINES = 15
-START, END = "<!-- summary:start -->", "<!-- summary:end -->"
+START, END = markers.pair("summary")
 LINK = "results/h200/FINDINGS.md"
 MODELS = sources.one("models")  # real models: a section of their own, not the blog's cells
 ALSO = (
@@ -290,17 +289,9 @@ def flex_line(data: dict) -> str:
 
 def block(path: Path) -> str:
     """The summary between the markers of ``path`` (README.md)."""
-    text = Path(path).read_text()
-    if START not in text or END not in text:
-        raise ValueError(f"{path}: no {START} ... {END} markers")
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+    return markers.between(path, START, END)
 
 
 def write(path: Path, lines: list[str]) -> None:
     """Put the summary between the markers of ``path``, keeping the rest of the file."""
-    path = Path(path)
-    old = path.read_text()
-    if START not in old or END not in old:
-        raise ValueError(f"{path}: no {START} ... {END} markers")
-    head, rest = old.split(START, 1)
-    path.write_text(f"{head}{START}\n" + "\n".join(lines) + f"\n{END}{rest.split(END, 1)[1]}")
+    markers.put(path, START, END, "\n".join(lines) + "\n")
