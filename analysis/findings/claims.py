@@ -237,8 +237,9 @@ def claims(data: dict) -> list[str]:
     src = claims_source(runs) if "source" in runs and len(runs) else None
     if src is None:
         return [
-            "_The blog's claims: need source `part3` (or `core`) with every eager attention "
-            f"variant ok ({', '.join(sorted(CLAIM_VARIANTS))}), not in these results._"
+            f"_The blog's claims: need a source of {sources.quoted(sources.blog_forward())} with "
+            f"every eager attention variant ok ({', '.join(sorted(CLAIM_VARIANTS))}), not in "
+            "these results._"
         ]
     env = runs[runs["source"] == src].iloc[0]
     return [
