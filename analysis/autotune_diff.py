@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.autotune_picks import NEAR, NEED, normalised
 from analysis.load import cell_id
 from analysis.measures import sig
+from analysis.tables.autotune_picks import NEAR, NEED, normalised
 
 OP_KEY = ["op_id", "op", "input_shapes"]
 TIE = NEAR  # one threshold for a tie, here and in the report's table

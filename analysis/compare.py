@@ -93,7 +93,7 @@ COMPILE_FLOOR_S = 1.0
 # reads +25% there. Peak memory changes under MEMORY_FLOOR_BYTES are not judged.
 MEMORY_FLOOR_BYTES = 1 << 20
 # What timing outside the host's fast phase can explain: the H200 host's slow phase ran Python
-# x1.7 and tiny tensor ops x2.0 slower (the field notes' host phases), so a latency or speedup
+# x1.7 and tiny tensor ops x2.0 slower (docs/method.md, the host's two phases), so a latency or speedup
 # that moved further than x2 either way is judged as in the fast phase (an eager cell 27.4 ->
 # 364 µs, both sides contended, read "within noise" before).
 HOST_PHASE = 2.0
@@ -204,8 +204,8 @@ def match(
     da: dict, db: dict, every_status: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(matched cells, only in A, only in B): every cell whatever its status with
-    ``every_status`` (what this module reports), else ok cells only (``findings_v1``'s
-    speedups)."""
+    ``every_status`` (what this module reports), else ok cells only (the speedups
+    ``analysis.findings.changes.since_unpaired`` sets side by side)."""
     ra, rb = da["runs"], db["runs"]
     if not every_status:
         ra, rb = ra[ra["status"] == "ok"], rb[rb["status"] == "ok"]
@@ -315,7 +315,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     up, down = m["latency"] > 1 + lat_t, m["latency"] < 1 - lat_t
     above = column(m, "lat_lo_b") > column(m, "lat_hi_a")
     below = column(m, "lat_hi_b") < column(m, "lat_lo_a")
-    # Timing from a slow or mixed host phase on either side is not compared (issue 32): two
+    # Timing from a slow or mixed host phase on either side is not compared: two
     # identical CPU quickstarts read +18% latency, 0.72x -> 0.61x, with B 99% slow-phase.
     host = (_off_phase(m, "a") | _off_phase(m, "b")) & _excusable(m)
     sp_worse, sp_better = sp_b_hi < SPEEDUP * sp_a_lo, sp_b_lo > sp_a_hi / SPEEDUP
@@ -560,9 +560,9 @@ def compare(
         drop = [c for c in m.columns if c.startswith("_")]
         m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
         if len(m) and m["latency"].notna().any():  # a cell ok on both sides
-            from analysis import fig_compare
+            from analysis.figures.compare import changes
 
-            fig, _ = fig_compare.changes(m, la, lb)
+            fig, _ = changes(m, la, lb)
             from analysis.style import DPI
 
             fig.savefig(out / "compare.png", dpi=DPI)

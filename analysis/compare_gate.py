@@ -102,8 +102,8 @@ BUCKETS = ("regressed", "improved", "within noise", "now ok", "still not ok", "u
 
 
 def verdicts(m: pd.DataFrame) -> list[str]:
-    """Each matched cell in exactly one of BUCKETS (issue 59: 4 matched cells read "0
-    regressions, 1 improved, 2 within noise", the fourth in none): the first that applies."""
+    """Each matched cell in exactly one of BUCKETS, the first that applies, so the
+    counts add up to the matched cells."""
     out = []
     for i in range(len(m)):
         x = m.iloc[i]

@@ -41,7 +41,7 @@ from study.rows import revealed
 from study.rows.schema import NON_NUMERIC, columns
 
 NUMERIC = [c for c in columns("runs") if c not in NON_NUMERIC]
-# Columns the runtime is adding (issue 20/21); numeric when present, absent in older results.
+# Newer columns: numeric when present, absent in older results.
 NEWER_NUMERIC = [
     "repeat",
     "repeats",

@@ -30,10 +30,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import autotune_picks, causes, cudagraphs, figures, kdiff, page, startup
+from analysis import figures, page
 from analysis.load import check_out, expand, load, newest_sweep, stop
 from analysis.measures import host_bound_of, latency_methods, order, sig, speedups
 from analysis.style import DPI
+from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup
 from study.rows.schema import SHAPE_KEYS
 
 ENV_COLS = [
@@ -312,7 +313,7 @@ def _write_csvs(d: dict, out: Path) -> None:
 
 
 def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
-    """The first screen (analysis.causes): per compiled cell the verdict, its interval, the one
+    """The first screen (analysis.tables.causes): per compiled cell the verdict, its interval, the one
     cause the rows support and a link to the figure that shows it ((source, key) in ``made``:
     the figure's path), as report.md's lines and report.html's section."""
     a = causes.answer(d["runs"], d["kernels"], d["autotune"])

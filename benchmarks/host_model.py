@@ -8,7 +8,7 @@ Each DIR holds one machine's runs.csv (benchmarks/host_machines.sh writes it) an
 machine.md (boot id) and survey.md (python -m study.cell.host_gauge: the host's fast level). Prints,
 per machine, its boot id and host speed; per cell, its host units on each machine and their
 spread; and per machine and cell, the paired speedup predicted from the other machines (leave
-one machine out, analysis.host_model) against the measured one, with the crossover host speed.
+one machine out, analysis.tables.host_model) against the measured one, with the crossover host speed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis import host_model  # noqa: E402
+from analysis.tables import host_model  # noqa: E402
 
 
 def machine(d: Path) -> dict:

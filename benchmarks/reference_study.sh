@@ -224,7 +224,7 @@ case $stage in
       [ "$n" -eq 1 ] || { echo "assemble: $d holds $n sweeps, not one: keep the one to report"; exit 2; }
       cp -r "$d"/*/ "$src/$name"
     done
-    python3 -m analysis.audit "$src"/*; echo "audit exit $?"
+    python3 -m analysis.findings.audit "$src"/*; echo "audit exit $?"
     python3 -m analysis.report "$src"/* --out "$new"
     ;;
   land)  # land NEW RESULTS [KEEP] (NEW: assemble's report dir; RESULTS: results/h200; KEEP: vN,
@@ -256,7 +256,7 @@ case $stage in
     python3 -m analysis.report "$3" --out "$3" >/dev/null && rm -f "$res/report.html"  # its
     # sources named as results/h200, not as the assembled copies on this machine
     python3 -m analysis.findings "$res" --write
-    python3 -m analysis.audit "$res"; echo "audit exit $?"
+    python3 -m analysis.findings.audit "$res"; echo "audit exit $?"
     python3 -m analysis.compare "$prev" "$res" --out "$res.compare"
     echo "landed $out in $res (the old study: $prev${keep:+, its CSVs in $res/$keep}; compare:"
     echo "$res.compare). Rewrite $res/README.md's table of sources, then remove $prev and"

@@ -1,8 +1,8 @@
-"""analysis.audit: rows whose figures disagree with each other (issue 38's audit)."""
+"""analysis.findings.audit: rows whose figures disagree with each other (issue 38's audit)."""
 
 import pandas as pd
 
-from analysis import audit
+from analysis.findings import audit
 
 
 def _cell(compile, lat, dev, sp=None, phase="fast", lead_in=1, run_id=None, **kw):

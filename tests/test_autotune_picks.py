@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from analysis.autotune_picks import table
 from analysis.load import load
+from analysis.tables.autotune_picks import table
 from tests.conftest import ROOT
 
 H200 = ROOT / "results" / "h200" / "v2"  # one repeat a cell at part3: v2 kept its rows

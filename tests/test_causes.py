@@ -1,11 +1,11 @@
-"""analysis.causes on synthetic rows: each cause where the rows support it, the verdict from the
+"""analysis.tables.causes on synthetic rows: each cause where the rows support it, the verdict from the
 interval, the figure that shows it, and the CPU's reading (host and device are one)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis import causes
+from analysis.tables import causes
 
 
 def _cell(variant, compile, sp=None, lo=None, hi=None, device="cuda", **kw):
@@ -210,7 +210,7 @@ def test_the_answer_gives_the_paired_blocks_us_and_the_host_phase():
     """A contended quickstart read 'faster 1.12x' beside '608 eager → 645 compiled': per-call
     latencies of two cells against a paired speedup. Beside a paired speedup the µs are the
     paired blocks', and a row timed outside the fast phase says its phase."""
-    from analysis.causes import per_call
+    from analysis.tables.causes import per_call
 
     c = {"eager_latency_paired_us": 560.0, "sp": 1.12, "sp_kind": "paired",
          "latency_median_us": 645.0}  # fmt: skip

@@ -10,8 +10,8 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from analysis import cudagraphs as table_of
 from analysis import report
+from analysis.tables import cudagraphs as tables_cudagraphs
 from study.observe import cudagraphs as cg
 from study.observe import trace
 from tests.conftest import FIXTURES
@@ -79,10 +79,10 @@ def trace_event(name, cat, ts, dur, tid, **args):
 def test_the_share_from_kernels_csv_for_rows_older_than_the_column():
     for name in ("h200_flash_reduce_overhead", "h200_naive_reduce_overhead"):
         k = pd.read_csv(FIXTURES / f"{name}.kernels.csv")
-        (got,) = table_of.kernel_share(k).values()
+        (got,) = tables_cudagraphs.kernel_share(k).values()
         assert got == pytest.approx(_share_from_kernels_csv(name))
     flash = pd.read_csv(FIXTURES / "h200_flash_reduce_overhead.kernels.csv")
-    (got,) = table_of.kernel_share(flash).values()
+    (got,) = tables_cudagraphs.kernel_share(flash).values()
     assert got < 0.75  # the foreach copy of the inputs ran outside the graph
 
 
@@ -202,7 +202,7 @@ def test_the_report_table_says_whether_cuda_graphs_applied():
     kernels = pd.read_csv(FIXTURES / "h200_flash_reduce_overhead.kernels.csv").assign(
         source="s", run_id="f"
     )
-    t = table_of.table(_runs(), kernels)
+    t = tables_cudagraphs.table(_runs(), kernels)
     by = {(v, m): x for v, m, x in zip(t["variant"], t["mode"], t.to_dict("records"), strict=True)}
     assert set(by) == {("naive", "reduce-overhead"), ("flex", "max-autotune"),
                        ("naive", "cudagraphs"), ("flash", "reduce-overhead")}  # fmt: skip

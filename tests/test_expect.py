@@ -126,7 +126,7 @@ def test_revealed_puts_broken_predictions_first():
 def test_the_report_and_findings_open_with_what_broke():
     import pandas as pd
 
-    from analysis import findings_predicted
+    from analysis.findings import predicted
     from analysis.report import surprises
 
     rows = pd.DataFrame(expect.check(
@@ -137,16 +137,16 @@ def test_the_report_and_findings_open_with_what_broke():
     said, broke = surprises(rows)
     assert said.startswith("2 predictions checked") and "1 broken in 1 rows" in said
     assert list(broke["variant"]) == ["cudnn"]
-    text = "\n".join(findings_predicted.section({"runs": rows}))
+    text = "\n".join(predicted.section({"runs": rows}))
     assert text.index("cudnn") < text.index("| naive")  # broken first
     assert "| cudnn | off | fwd | `kernels_per_step 1` | 2 | **broke** |" in text
     # the same predictions in a second sweep: each row names its source, side by side
     twice = pd.concat([rows, rows.assign(source="targets")], ignore_index=True)
-    text = "\n".join(findings_predicted.section({"runs": twice}))
+    text = "\n".join(predicted.section({"runs": twice}))
     assert "| cudnn | off | fwd | `s` | `kernels_per_step 1` | 2 | **broke** |\n" in text
     assert "| cudnn | off | fwd | `targets` | `kernels_per_step 1` | 2 | **broke** |\n" in text
-    long = findings_predicted._measured("void pytorch_flash::flash_fwd_kernel<" + "x" * 300)
-    assert len(long) == findings_predicted.MEASURED_CHARS and long.endswith("…")
+    long = predicted._measured("void pytorch_flash::flash_fwd_kernel<" + "x" * 300)
+    assert len(long) == predicted.MEASURED_CHARS and long.endswith("…")
 
 
 def test_the_blog_predictions_ship_with_the_attention_variants():

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 
-from analysis.fig_roofline import roofline  # noqa: E402
+from analysis.figures.roofline import roofline  # noqa: E402
 
 
 def _quickstart():

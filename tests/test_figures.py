@@ -207,7 +207,7 @@ def _runs(rows):
 
 
 def test_flex_figure_plots_useful_rates_per_mask_and_marks_what_did_not_run():
-    from analysis.fig_flex import flex
+    from analysis.figures.flex import flex
     from analysis.style import DPI, MAX_PX
 
     rows = [{"variant": v, "mask": m, "seq_len": s, "tflops_useful": t, "status": st}
@@ -228,7 +228,7 @@ def test_flex_figure_plots_useful_rates_per_mask_and_marks_what_did_not_run():
 
 
 def test_training_figure_spans_sources_and_gives_each_pass():
-    from analysis.fig_training import training
+    from analysis.figures.training import training
     from analysis.style import DPI, MAX_PX
 
     rows = [{"source": src, "variant": "naive", "pass": p, "compile": "default", "seq_len": 1024,
@@ -259,7 +259,7 @@ def test_cpu_vs_gpu_rings_only_the_cells_host_bound_by_their_latency():
     """Above the line is the profiled host side, which the profiler slows: flash's eager forward
     sits there (130 µs of CPU against 92 of GPU) while its latency is its device time. Only the
     cells whose per-call latency is host-bound get the ring."""
-    from analysis.fig_host import RING, cpu_gpu
+    from analysis.figures.host import RING, cpu_gpu
 
     rows = [{"variant": v, "compile": c, "cpu_us_per_step": cpu, "gpu_us_per_step": gpu,
              "latency_median_us": lat}

@@ -98,7 +98,7 @@ def test_compile_table_keeps_shapes_apart_and_compares_within_one_sweep(tmp_path
 
 
 def test_payback_is_a_range_over_the_interval_and_not_quoted_when_it_spans_over_2x():
-    from analysis.findings_compile import _payback, payback_text
+    from analysis.findings.speed.forward import _payback, payback_text
 
     # eager 100 us, 1 s of compile: at 2x, 50 us saved a call, 20,000 calls
     def row(sp, lo, hi):
@@ -150,7 +150,7 @@ def test_no_scaling_section_without_a_scaling_source(tmp_path):
 def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():
     import pandas as pd
 
-    from analysis.findings_claims import claims_source
+    from analysis.findings.claims import claims_source
 
     runs = pd.read_csv(V1 / "runs.csv")
     assert claims_source(runs) == "part3"
@@ -197,7 +197,7 @@ def test_a_claims_name_comes_out_whole_where_its_verdict_changed_or_differs():
 
     import pandas as pd
 
-    from analysis.findings_claims import cudnn_cpu_cost
+    from analysis.findings.claims import cudnn_cpu_cost
 
     runs = pd.read_csv(V1 / "runs.csv")
     line = cudnn_cpu_cost(runs, None, "part3")
@@ -274,7 +274,7 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
 def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
     import pandas as pd
 
-    from analysis import findings_scope
+    from analysis.findings import scope
 
     runs = pd.DataFrame(
         [
@@ -286,21 +286,21 @@ def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
              "triton_version": "3.6.0", "source": "c", "gauge_fast_us": None},
         ]
     )  # fmt: skip
-    (line, _) = findings_scope.section({"runs": runs})
+    (line, _) = scope.section({"runs": runs})
     assert "3 cells measured on NVIDIA H200 (torch 2.11.0+cu130, 2.12.0; Triton 3.6.0)" in line
     assert "read 13.1–16.1 µs in the 2 rows that record it (`a`, `b`)" in line
     assert "of the other rows, 1 ok rows predate the gauge" in line
     # a row that failed has no timing, so no gauge: it is not timed, not old
     failed = runs.assign(status=["ok", "ok", "oom"])
     failed = pd.concat([failed, failed.iloc[[2]].assign(status="unsupported")])
-    (line, _) = findings_scope.section({"runs": failed})
+    (line, _) = scope.section({"runs": failed})
     assert "of the other rows, 2 were not timed (1 oom, 1 unsupported)." in line
     assert "predate" not in line
 
 
 def test_the_readmes_summary_matches_committed_results_in_at_most_15_lines():
-    from analysis import findings_summary
-    from analysis.findings_common import read
+    from analysis.findings import summary as findings_summary
+    from analysis.findings.common import read
 
     want = findings_summary.summary(read(ROOT / "results" / "h200"))
     assert findings_summary.block(ROOT / "README.md") == "\n".join(want) + "\n"
@@ -309,7 +309,7 @@ def test_the_readmes_summary_matches_committed_results_in_at_most_15_lines():
 
 
 def test_the_summary_write_replaces_only_its_block(tmp_path):
-    from analysis import findings_summary
+    from analysis.findings import summary as findings_summary
 
     f = tmp_path / "README.md"
     f.write_text(f"intro\n{findings_summary.START}\nold\n{findings_summary.END}\nafter\n")
@@ -335,7 +335,7 @@ def test_version_facts_are_scoped_inline():
 def test_a_cells_spread_names_the_runs_it_covers():
     """v3's cuDNN max-autotune-no-cudagraphs: a third process timed in the slow phase read
     0.452x; load leaves it out, and the spread says so instead of '3 runs'."""
-    from analysis.findings_common import spread_text
+    from analysis.findings.common import spread_text
 
     row = {"n_repeats": 3, "n_repeats_ok": 3, "n_repeats_fast": 2, "sp_kind": "paired",
            "speedup_paired_min": 0.968, "speedup_paired_max": 0.994}  # fmt: skip

@@ -52,7 +52,7 @@ def test_the_findings_quote_the_t_interval_over_processes():
     sp, lo, hi = across_processes(c.speedup_paired, c.speedup_ci_low, c.speedup_ci_high)
     assert sp == pytest.approx(np.exp(np.log(c.speedup_paired).mean()))
     assert lo < c.speedup_paired.min() and hi > c.speedup_paired.max()
-    from analysis.findings_common import sp_text
+    from analysis.findings.common import sp_text
 
     quoted = sp_text({"sp": sp, "sp_lo": lo, "sp_hi": hi, "sp_kind": "paired"})
     assert f"| {quoted} |" in _row("cudnn", "default")
@@ -62,12 +62,12 @@ def test_a_layers_interval_combines_the_two_targets_not_their_envelope():
     """Dynamo +10 [8, 12] under AOTAutograd +15 [13, 18]: the layer is +5, its interval from
     the facing half-widths in quadrature, [5 - sqrt(2^2 + 2^2), 5 + sqrt(3^2 + 2^2)], not the
     envelope [1, 10]; the committed FINDINGS quote the same rule on the rows."""
-    from analysis import targets
+    from analysis.tables import layers as tables_layers
 
-    d, lo, hi = targets.minus((15.0, 13.0, 18.0), (10.0, 8.0, 12.0))
+    d, lo, hi = tables_layers.minus((15.0, 13.0, 18.0), (10.0, 8.0, 12.0))
     assert (d, lo, hi) == pytest.approx((5, 5 - 8**0.5, 5 + 13**0.5))
     raw = pd.read_csv(REF / "runs.csv", low_memory=False)
-    lay = targets.layers(raw[raw.source == "targets"])
+    lay = tables_layers.layers(raw[raw.source == "targets"])
     x = lay[(lay.variant == "cudnn") & (lay.layer == "Inductor")].iloc[0]
     quoted = f"{x.us:+.1f} [{x.lo:+.1f}, {x.hi:+.1f}]"
     (row,) = [r for r in FINDINGS.read_text().splitlines() if r.startswith("| cudnn | 58.8 |")]
@@ -84,8 +84,8 @@ def test_a_slow_or_mixed_rows_figure_is_quoted_with_its_phase():
     """The README's training line quoted cudnn 0.550x/0.497x, sdpa 0.499x and '626 µs a
     fwd_bwd step for 289 µs of GPU work', all from rows timed in the slow phase (0 fast
     pairs), unmarked; the flex table had 12 figures from mixed or slow rows, unmarked."""
-    from analysis import findings_common
-    from analysis.findings_common import phase_note, read
+    from analysis.findings import common as findings_common
+    from analysis.findings.common import phase_note, read
     from analysis.measures import sig
 
     (train,) = [x for x in _summary().splitlines() if x.startswith("- Training keeps less")]
@@ -111,8 +111,8 @@ def test_the_host_cost_headline_is_over_every_host_bound_cell_and_names_how_many
     is host-bound in the rows themselves (fast-block host µs over device µs)."""
     import re
 
-    from analysis import findings_hostcost
-    from analysis.findings_common import read
+    from analysis.findings.common import read
+    from analysis.findings.host import machines as host_machines
     from study.rows.metrics import device_us
 
     (costs,) = [x for x in _summary().splitlines() if x.startswith("- It costs")]
@@ -122,7 +122,7 @@ def test_the_host_cost_headline_is_over_every_host_bound_cell_and_names_how_many
                   rf"\(median over (\d+) cells, {num} to {num};", costs)  # fmt: skip
     assert m, costs
     machines, med, n, lo, hi = (float(g) for g in m.groups())
-    h = findings_hostcost.headline(read(REF))
+    h = host_machines.headline(read(REF))
     assert machines >= 3 and n > 3 and med == round(h["median"], 1)
     assert (lo, hi) == (round(h["lo"], 1), round(h["hi"], 1)) and lo < med < hi
     readme = " ".join((ROOT / "README.md").read_text().split())
@@ -166,7 +166,8 @@ def test_every_kernel_count_claim_counts_a_memset_as_naives_does():
 def test_the_method_doc_says_how_far_per_call_and_paired_agree_in_the_reference_rows():
     """docs/method.md said they 'agreed within 4.5% in every compiled row'; in results/h200
     many fast rows differ by more than 5%, the worst scaling flash 512."""
-    from analysis.findings_common import read, with_eager
+    from analysis.findings.common import read
+    from analysis.pairs import with_eager
 
     w = with_eager(read(REF)["runs"])
     w = w[w["speedup_paired"].notna() & (w["timing_phase"] == "fast") & (w["pass"] == "fwd")]
@@ -191,10 +192,10 @@ def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tm
     another code hash named and left out; without machines' rows, one line says so."""
     import re
 
-    from analysis import findings_hostcost
-    from analysis.findings_common import read
+    from analysis.findings.common import read
+    from analysis.findings.host import machines as host_machines
 
-    lines = findings_hostcost.section(read(REF))
+    lines = host_machines.section(read(REF))
     text = "\n".join(lines)
     assert "## Host cost measured" in text and "one code hash (c5868f884bfd)" in text
     assert all(b in text for b in ("d2a61ac1", "35c008fd", "1b2aa016"))
@@ -215,22 +216,22 @@ def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tm
     assert 10 < g < 20  # at the line: the machines' G (12.6-16 µs) straddle it
     both = cross.split("host-bound on both sides throughout")[1]
     assert "linear default `part2`" in both and "cudnn" not in both
-    assert "needs `host_machines" in findings_hostcost.section({"dir": tmp_path})[1]
+    assert "needs `host_machines" in host_machines.section({"dir": tmp_path})[1]
 
 
 def test_machines_of_another_code_hash_are_left_out_of_the_measured_layer(tmp_path):
     """Two machines at one code hash and one at another: the layer is the two; the third's
     rows change nothing in the table and are named as left out."""
-    from analysis import findings_hostcost
+    from analysis.findings.host import machines as host_machines
 
     src = pd.read_csv(REF / "host_machines" / "m5" / "runs.csv", low_memory=False)
     for name, code, scale in (("a", "aaa", 1.0), ("b", "aaa", 1.0), ("c", "bbb", 10.0)):
         d = tmp_path / "host_machines" / name
         d.mkdir(parents=True)
         src.assign(code_hash=code, host_us=src.host_us * scale).to_csv(d / "runs.csv")
-    machines = findings_hostcost._machines(tmp_path)
-    assert findings_hostcost.layer(machines) == ("aaa", ["a", "b"], ["c"])
-    text = "\n".join(findings_hostcost.section({"dir": tmp_path}))
+    machines = host_machines._machines(tmp_path)
+    assert host_machines.layer(machines) == ("aaa", ["a", "b"], ["c"])
+    text = "\n".join(host_machines.section({"dir": tmp_path}))
     assert "Left out, other code hashes than the layer's: c" in text
     assert "2 H200 machines" in text
     (lin,) = [x for x in text.splitlines() if x.startswith("| linear default | `part2` |")]
@@ -242,5 +243,5 @@ def test_machines_of_another_code_hash_are_left_out_of_the_measured_layer(tmp_pa
         newer.to_csv(tmp_path / "host_machines" / name / "runs.csv")
     (tmp_path / "host_machines" / "e").mkdir()
     src.assign(code_hash="aaa").to_csv(tmp_path / "host_machines" / "e" / "runs.csv")
-    code, names, rest = findings_hostcost.layer(findings_hostcost._machines(tmp_path))
+    code, names, rest = host_machines.layer(host_machines._machines(tmp_path))
     assert (code, names, sorted(rest)) == ("bbb", ["c", "d"], ["a", "b", "e"])

@@ -1,11 +1,11 @@
-"""analysis.findings_sweeps: the same compiled cell in two sweeps, and why two intervals that do
+"""analysis.findings.host.two_sweeps: the same compiled cell in two sweeps, and why two intervals that do
 not overlap differ (v3's rows on the H200, reduced to the columns that decide it)."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from analysis import findings_sweeps
+from analysis.findings.host import two_sweeps as host_two_sweeps
 from analysis.load import cells
 
 BASE = {"status": "ok", "device": "cuda", "family": "attention", "variant": "flash",
@@ -27,7 +27,7 @@ def _pair(source, lat, gpu, sp, lo, hi, level, eager=(446.0, 437.0), **kw):
 
 def _section(rows) -> str:
     raw = pd.DataFrame(rows)
-    return "\n".join(findings_sweeps.section({"dir": Path("."), "raw": raw, "runs": cells(raw)}))
+    return "\n".join(host_two_sweeps.section({"dir": Path("."), "raw": raw, "runs": cells(raw)}))
 
 
 def test_a_step_at_the_line_follows_the_hosts_speed():

@@ -1,13 +1,13 @@
-"""Speedup against host speed (analysis.host_model, analysis.fig_host_speed) on made-up rows
+"""Speedup against host speed (analysis.tables.host_model, analysis.figures.host_speed) on made-up rows
 whose host time follows a known law: the model must give back what was put in. No torch."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import host_model
-from analysis.fig_host_speed import host_speed
+from analysis.figures.host_speed import host_speed
 from analysis.style import Skip
+from analysis.tables import host_model
 
 
 def rows(alpha=1.0, speeds=(13.0, 16.0, 26.0)):

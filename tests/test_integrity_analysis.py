@@ -273,16 +273,16 @@ def test_the_figure_colours_a_variant_by_its_cells_verdicts(tmp_path):
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
-    from analysis import fig_compare
+    from analysis.figures import compare as figures_compare
 
     a, b = cpu_rows(0.15), cpu_rows(0.15)
     for c in LATENCY:
         b.loc[b["variant"] == "flash", c] *= 1.1  # inside both sides' p10–p90: within noise
     line, m = build(results(a, tmp_path / "a"), results(b, tmp_path / "b"), None)
     assert "0 regressions" in line
-    fig, _ = fig_compare.changes(m, "A", "B")
+    fig, _ = figures_compare.changes(m, "A", "B")
     (bars,) = fig.axes[0].containers  # the per-variant bars
-    grey = mcolors.to_rgba(fig_compare.COLORS["within"])
+    grey = mcolors.to_rgba(figures_compare.COLORS["within"])
     assert len(bars) > 1 and all(p.get_facecolor() == grey for p in bars)
     plt.close(fig)
 

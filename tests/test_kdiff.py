@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from analysis import kdiff
 from analysis.load import load
+from analysis.tables import kdiff
 from tests import synth
 
 pytestmark = pytest.mark.xdist_group("kdiff")  # its module fixture, once

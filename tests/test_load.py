@@ -82,7 +82,7 @@ def test_a_paired_interval_inside_1pct_is_no_change_in_every_figure():
     assert list(s["sp_kind"]) == ["paired", "cross-process"]
     assert list(s["sp_same"]) == [True, False]
     assert speedup_words(s.iloc[0].to_dict()).startswith("within ±1% (1.00x, 95% CI 1.00–1.00x")
-    from analysis.findings_common import verdict
+    from analysis.pairs import verdict
 
     assert [verdict(x) for x in s.to_dict("records")] == ["within ±1%", "faster"]
 

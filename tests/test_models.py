@@ -111,7 +111,7 @@ def test_token_inputs_are_keywords_with_a_padded_mask():
 
 
 def test_the_models_table_and_pass_rate_read_rows():
-    from analysis import models as amodels
+    from analysis.tables import models as tables_models
 
     raw = pd.DataFrame(
         [
@@ -130,7 +130,7 @@ def test_the_models_table_and_pass_rate_read_rows():
              "status": "ok", "run_id": "d"},
         ]
     )  # fmt: skip
-    t = amodels.table(raw).set_index(["model", "mode"])
+    t = tables_models.table(raw).set_index(["model", "mode"])
     fwd = t[t["pass"] == "fwd"]
     assert fwd.loc[("gpt2", "default"), "paired speedup"] == "1.50x [1.40-1.60]"
     step = t[t["pass"] == "train_step"]
@@ -138,7 +138,7 @@ def test_the_models_table_and_pass_rate_read_rows():
     assert fwd.loc[("gpt2", "default"), "kernels eager → here"] == "40 → 20"
     assert t.loc[("vit", "default"), "why not ok"] == "needs timm"
     assert "naive" not in set(t.index.get_level_values(0))
-    pr = amodels.pass_rate(raw).set_index(["compile", "pass"])
+    pr = tables_models.pass_rate(raw).set_index(["compile", "pass"])
     assert pr.loc[("default", "fwd"), "pass rate"] == "50%"
     assert pr.loc[("off", "fwd"), "pass rate"] == "100%"
 

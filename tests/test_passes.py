@@ -126,8 +126,8 @@ def test_backward_kernels_launched_from_autograds_thread_belong_to_their_step():
 
 
 def test_the_training_tables_read_a_sweep(tmp_path):
-    """analysis.training on rows as a sweep writes them (runs.csv, shapes.csv), CSVs alone."""
-    from analysis import training
+    """analysis.tables.training on rows as a sweep writes them (runs.csv, shapes.csv), CSVs alone."""
+    from analysis.tables import training
     from study.rows import io
 
     base = {"status": "ok", "device": "cuda", "dtype": "bf16", "variant": "naive"}

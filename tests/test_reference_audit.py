@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from analysis import audit
+from analysis.findings import audit
 from tests.conftest import ROOT
 
 RESULTS = ROOT / "results" / "h200"
@@ -25,7 +25,7 @@ def test_the_committed_study_passes_the_audit_and_the_audit_judged_it():
 def test_the_audit_fails_the_committed_study_with_v2s_pairing_gap_put_back():
     """The test above can fail: scale every GPU-bound compiled forward paired speedup down to
     v2's median gap (0.968x of the per-call ratio) and the lead-in check names them."""
-    from analysis.findings_common import read
+    from analysis.findings.common import read
 
     runs = read(RESULTS)["runs"]
     m = audit.with_twin(runs)

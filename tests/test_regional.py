@@ -185,12 +185,12 @@ def test_regional_on_a_workload_with_no_repeated_block_is_unsupported_with_the_r
 
 
 def test_the_regional_figure_joins_each_workload_whole_to_regional_and_skips_without_one():
-    """analysis/fig_regional.py on made-up rows: one line per workload and way, the depth from
+    """analysis/figures/regional.py on made-up rows: one line per workload and way, the depth from
     layers (or the blocks a model's regional row compiled), no figure without regional rows."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from analysis.fig_regional import regional
+    from analysis.figures.regional import regional
     from analysis.style import Skip
 
     base = dict(status="ok", compile="default", family="block", device_name="CPU", dtype="bf16",

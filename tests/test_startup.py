@@ -108,7 +108,7 @@ def _rows():
 
 
 def test_the_start_table_sets_each_start_beside_its_cold_start_in_order():
-    from analysis import startup
+    from analysis.tables import startup
 
     t = startup.start_table(_rows())
     assert list(t["start"]) == ["cold", "warm", "artifacts"]
@@ -121,7 +121,7 @@ def test_the_start_table_sets_each_start_beside_its_cold_start_in_order():
 def test_the_guard_table_gives_what_guards_cost_in_units_at_the_guarded_rows_host_speed():
     """Two processes in different host phases: µs alone would not subtract (the skipped row
     could even read slower); units do, times the guarded row's G."""
-    from analysis import startup
+    from analysis.tables import startup
 
     t = startup.guard_table(_rows())
     assert len(t) == 1 and t.iloc[0]["cell"] == "linear default"
@@ -133,7 +133,7 @@ def test_the_guard_table_gives_what_guards_cost_in_units_at_the_guarded_rows_hos
 def test_the_regional_table_sets_each_regional_row_beside_its_whole_model():
     import pandas as pd
 
-    from analysis import startup
+    from analysis.tables import startup
 
     base = {
         "variant": "block",
@@ -161,7 +161,7 @@ def test_the_regional_table_sets_each_regional_row_beside_its_whole_model():
 
 
 def test_no_start_or_stance_rows_no_tables():
-    from analysis import startup
+    from analysis.tables import startup
 
     r = _rows()
     r = r[(r["start"] == "cold") | r["start"].isna()].drop(columns="compile_stance")
@@ -173,13 +173,13 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     cell's, per row; a guard share under NOISE is called noise, not a cost."""
     import pandas as pd
 
-    from analysis import findings_startup
+    from analysis.findings.host import startup as host_startup
     from tests.conftest import ROOT
 
     rows = pd.read_csv(ROOT / "results" / "h200" / "startup" / "runs.csv", low_memory=False)
     (tmp_path / "startup").mkdir()
     rows.to_csv(tmp_path / "startup" / "runs.csv", index=False)
-    text = "\n".join(findings_startup.section({"dir": tmp_path}))
+    text = "\n".join(host_startup.section({"dir": tmp_path}))
     art = rows[rows["start"] == "artifacts"]
     cut = art["cold_first_call_s"] / art["first_call_s"]
     assert f"cut the first call {cut.min():.1f}–{cut.max():.1f}x" in text
@@ -187,8 +187,8 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     g = rows[rows["source"] == "guards"].set_index(["variant", "compile_stance"])["host_units"]
     small = [v for v in ("cudnn", "linear", "gpt2")
              if (g[v, "default"] - g[v, "skip_guard_eval_unsafe"]) / g[v, "default"]
-             < findings_startup.NOISE]  # fmt: skip
+             < host_startup.NOISE]  # fmt: skip
     for v in small:
         assert f"{v} " in text.split("Under 15% (")[1].split(")")[0]
-    empty = "\n".join(findings_startup.section({"dir": tmp_path / "none"}))
+    empty = "\n".join(host_startup.section({"dir": tmp_path / "none"}))
     assert "needs `startup/runs.csv`" in empty

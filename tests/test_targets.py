@@ -5,7 +5,7 @@ No compile, no process: the CPU runs are in tests/test_targets_cpu.py (slow)."""
 import pandas as pd
 import pytest
 
-from analysis import targets as atargets
+from analysis.tables import layers as tables_layers
 from study.config import compile_targets
 from study.config.rules import validate
 from study.errors import ConfigError
@@ -176,7 +176,7 @@ RAW = pd.DataFrame(
 
 
 def test_layers_subtract_targets_within_their_intervals():
-    lay = atargets.layers(RAW).set_index("layer")
+    lay = tables_layers.layers(RAW).set_index("layer")
     assert lay.loc["Dynamo", "us"] == pytest.approx(10)
     assert lay.loc["AOTAutograd", "us"] == pytest.approx(20)
     assert lay.loc["Inductor", "us"] == pytest.approx(-10)
@@ -190,7 +190,7 @@ def test_processes_give_the_interval_over_processes_every_table_uses():
     from study.observe.stats import across_processes
 
     raw = pd.concat([RAW, pd.DataFrame([_row("dynamo_eager", 0.4, 0.3, 0.45)])])
-    a = atargets.added(raw).set_index("compile")
+    a = tables_layers.added(raw).set_index("compile")
     sp, lo, hi = across_processes([0.5, 0.4], [0.5, 0.3], [0.5, 0.45])
     assert a.loc["dynamo_eager", "processes"] == 2
     assert a.loc["dynamo_eager", "added_us"] == pytest.approx(10 * (1 / sp - 1))
@@ -199,24 +199,24 @@ def test_processes_give_the_interval_over_processes_every_table_uses():
 
 
 def test_the_verdict_says_whether_a_deployment_path_removes_the_slowdown():
-    (v,) = atargets.verdicts(RAW)
+    (v,) = tables_layers.verdicts(RAW)
     assert "default is slower than eager" in v
     assert "cpp_wrapper removes it" in v and "aot_inductor was not run" in v
     failed = {**_row("aot_inductor", 1.0, 1.0, 1.0), "status": "error"}
-    (v,) = atargets.verdicts(pd.concat([RAW, pd.DataFrame([failed])]).assign(n=float("nan")))
+    (v,) = tables_layers.verdicts(pd.concat([RAW, pd.DataFrame([failed])]).assign(n=float("nan")))
     assert "aot_inductor has no ok row (error)" in v  # a shape key no row has (NaN) too
     unpaired = {**_row("aot_inductor", float("nan"), float("nan"), float("nan"))}
-    (v,) = atargets.verdicts(pd.concat([RAW, pd.DataFrame([unpaired])]))
+    (v,) = tables_layers.verdicts(pd.concat([RAW, pd.DataFrame([unpaired])]))
     assert "aot_inductor has no paired speedup (its rows: ok)" in v
-    (v,) = atargets.verdicts(RAW[RAW["compile"] != "cpp_wrapper"].assign(**{"pass": "fwd_bwd"}))
+    (v,) = tables_layers.verdicts(RAW[RAW["compile"] != "cpp_wrapper"].assign(**{"pass": "fwd_bwd"}))
     assert v.startswith("linear (fwd_bwd): default is slower") and "no deployment path ran" in v
     fine = RAW.assign(speedup_ci_high=1.2, speedup_ci_low=0.9, speedup_paired=1.0)
-    (v,) = atargets.verdicts(fine)
+    (v,) = tables_layers.verdicts(fine)
     assert "nothing to remove" in v
 
 
 def test_the_table_marks_a_slow_phase_figure():
-    t = atargets.table(RAW)
+    t = tables_layers.table(RAW)
     assert t.loc[0, "cpp_wrapper"].endswith("*")
     assert not t.loc[0, "default"].endswith("*")
 
@@ -236,7 +236,7 @@ def test_the_figure_says_what_its_star_means():
     alone (without the report's sentence) says what * is."""
     import matplotlib.pyplot as plt
 
-    from analysis.fig_targets import where_time_goes
+    from analysis.figures.layers import where_time_goes
 
     raw = RAW.assign(family="linear", device_name="NVIDIA H200", torch_version="2.11")
     fig, _ = where_time_goes({"runs": raw})
@@ -256,7 +256,7 @@ def test_the_figure_draws_bars_to_scale_unless_they_span_two_decades():
     drawn linear, so their lengths compare; symlog only where a few µs sit beside hundreds."""
     import matplotlib.pyplot as plt
 
-    from analysis.fig_targets import scale, where_time_goes
+    from analysis.figures.layers import scale, where_time_goes
 
     assert scale([76.6, 105.6, -3.0]) == "linear"
     assert scale([2.0, 500.0]) == "symlog"

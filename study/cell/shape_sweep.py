@@ -5,7 +5,7 @@ its first shape as usual; then, for each further shape, the same compiled functi
 seeded inputs (marked dynamic under ``compile.dynamic=mark``): the first call's seconds (a
 recompile, or none with symbolic shapes), whether Dynamo compiled, the graphs and recompiles so
 far with the latest reason, and the steady-state latency under the no-recompile guard. One row
-per shape in ``shapes.csv``; ``python -m analysis.training`` compares the modes.
+per shape in ``shapes.csv``; ``python -m analysis.tables training`` compares the modes.
 """
 
 from __future__ import annotations

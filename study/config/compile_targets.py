@@ -6,7 +6,7 @@ the paths people deploy with. A target's name is the row's ``compile`` column an
 rounds, profiled and proven like any compiled cell.
 
 Taking torch.compile apart (each adds one layer to the one before; the analysis subtracts them,
-``analysis/targets.py``):
+``analysis/tables/layers.py``):
 
 - ``dynamo_eager``: Dynamo captures the graph and guards it, then runs it with eager's kernels
   (``backend="eager"``): the cost of the frame evaluation and guards only.
@@ -96,7 +96,7 @@ TARGETS: dict[str, Target] = {
         ),
     )
 }
-# The ladder of layers the decomposition subtracts, in order (analysis/targets.py).
+# The ladder of layers the decomposition subtracts, in order (analysis/tables/layers.py).
 LAYERS = ("off", "dynamo_eager", "aot_eager", "default")
 DEPLOY = ("cpp_wrapper", "aot_inductor")
 

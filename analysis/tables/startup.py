@@ -1,0 +1,213 @@
+"""What compiling costs before the first fast call: ``python -m analysis.tables startup SWEEP...``
+
+Prints, from runs.csv alone (no torch):
+
+- **Start-up** (``start=cold|warm|artifacts``, study.cell.start): per cell and start, the first
+  call's seconds, the cold start of the same cell in the primer process beside it, the compile
+  seconds and how much of the first call was still Dynamo, and the cache hits by kind.
+- **Regional compilation** (``compile.regional``): the whole model against its repeated block
+  compiled by region, per workload and depth: compile and first-call seconds, the paired
+  speedup, graphs, FX nodes traced and kernels a step.
+- **Guards** (``compile.stance=default|skip_guard_eval_unsafe``): per cell, the host cost a
+  call with Dynamo's guards evaluated and skipped. The two are different processes, often in
+  different host phases, so what the guards cost is the difference of host units (host µs over
+  the gauge's µs, study.cell.host_cost), which carry across phases, times the guarded row's host
+  speed G.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+from analysis.measures import sig
+from analysis.pairs import table as md_table
+
+START_ORDER = {"cold": 0, "warm": 1, "artifacts": 2}
+CELL = ["variant", "compile", "pass", "dtype", "layers", "source"]  # what one start-up cell is
+START_NOTE = (
+    "start=warm: a primer process compiled the cell into its caches first (a restart); "
+    "start=artifacts: the cell loaded a primer's torch.compiler.save_cache_artifacts() into "
+    "empty caches (a service's cold start). The primer's own first call is the cold start of the "
+    "same cell. The Dynamo share is what caches cannot save: Dynamo traces again in every "
+    "new process."
+)
+GUARD_NOTE = (
+    "compile.stance=skip_guard_eval_unsafe skips Dynamo's guards while timed: the difference "
+    "is what they cost a call (two processes, so also in host units, which carry across host "
+    "phases). Skipping guards is unsafe: a changed input is not caught."
+)
+
+
+def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
+    r = runs[(runs["compile"] != "off") & (runs["status"] == "ok")]
+    return r.copy()
+
+
+def _num(row, col):
+    v = row.get(col)
+    return None if v is None or pd.isna(v) or v == "" else float(v)
+
+
+def _s(v) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def start_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One line per compiled cell with a ``start`` (cold, warm, artifacts), in that order."""
+    if "start" not in runs.columns:
+        return pd.DataFrame()
+    r = _ok_compiled(runs)
+    if "compile_stance" in r:  # guards skipped change the steady state, not the start
+        r = r[r["compile_stance"].fillna("default") == "default"]
+    r = r[r["start"].isin(list(START_ORDER))]
+    keys = [k for k in CELL if k in r.columns]
+    if keys and not r.empty:  # only cells that started warm or from artifacts, and their cold
+        started = r[r["start"] != "cold"]
+        r = r.merge(started[keys].drop_duplicates(), on=keys) if len(started) else started
+    if r.empty:
+        return pd.DataFrame()
+    r = r.assign(_o=r["start"].map(START_ORDER)).sort_values(["variant", "compile", "_o"])
+    out = []
+    for _, x in r.iterrows():
+        first, dyn = _num(x, "first_call_s"), _num(x, "first_call_dynamo_share")
+        hits = ", ".join(
+            f"{name} {int(_num(x, col) or 0)}"
+            for name, col in (("FX graph", "fxgraph_cache_hits"), ("AOTAutograd", "aot_cache_hits"))
+        )
+        load = _num(x, "artifacts_load_s")
+        out.append(
+            {
+                "cell": f"{x['variant']} {x['compile']}",
+                "start": x["start"],
+                "first call s": _s(first),
+                "primer's cold first call s": _s(_num(x, "cold_first_call_s")),
+                "compile s": _s(_num(x, "compile_s")),
+                "Dynamo share of the first call": "–" if dyn is None else f"{dyn:.0%}",
+                "cache hits": hits,
+                "artifacts": (
+                    f"{sig((_num(x, 'artifacts_bytes') or 0) / 1e6)} MB, loaded in {load:.3f} s"
+                    if load is not None
+                    else ""
+                ),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: host units (and µs) a call with guards evaluated and skipped, and what the
+    guards cost: the units' difference times the guarded row's host speed G. The two rows are
+    two processes, often in different host phases, so their µs alone do not subtract."""
+    if "compile_stance" not in runs.columns or "host_units" not in runs.columns:
+        return pd.DataFrame()
+    r = _ok_compiled(runs)
+    out = []
+    keys = [k for k in ("variant", "compile", "pass", "layers", "source") if k in r.columns]
+    for key, g in r.groupby(keys, dropna=False):  # one sweep's rows: a start's are not these
+        v, m = key[0], key[1]
+        on = g[g["compile_stance"] == "default"]
+        off = g[g["compile_stance"] == "skip_guard_eval_unsafe"]
+        if on.empty or off.empty:
+            continue
+        uu, us = on["host_units"].median(), off["host_units"].median()
+        if pd.isna(uu) or pd.isna(us):
+            continue
+        gauge = on["host_gauge_us"].median()
+        out.append(
+            {
+                "cell": f"{v} {m}",
+                "guards evaluated: host units (µs, G)": _units(on),
+                "guards skipped: host units (µs, G)": _units(off),
+                "guards: host units": f"{uu - us:.2f}",
+                "guards µs a call (units x G)": f"{(uu - us) * gauge:.1f}",
+                "device µs": sig(on["device_time_us"].median()),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _units(x: pd.DataFrame) -> str:
+    return (f"{x['host_units'].median():.2f} ({sig(x['host_us'].median())} µs, "
+            f"G {x['host_gauge_us'].median():.1f})")  # fmt: skip
+
+
+def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The whole model against its repeated block compiled by region (compile.regional), per
+    workload and depth: compile and first-call seconds, the paired speedup with its 95% interval
+    over the cell's pairs, graphs, FX nodes traced and kernels a step."""
+    if "regional" not in runs.columns:
+        return pd.DataFrame()
+    r = _ok_compiled(runs)
+    reg = r["regional"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    if not reg.any():
+        return pd.DataFrame()
+    r = r.assign(_reg=reg, _depth=r["layers"] if "layers" in r else None)
+    out = []
+    keys = [k for k in ("variant", "compile", "pass", "_depth") if k in r.columns]
+    for _, g in r.groupby(keys, dropna=False):
+        if not g["_reg"].any():
+            continue
+        for _, x in g.sort_values("_reg").iterrows():
+            lo, hi = _num(x, "speedup_ci_low"), _num(x, "speedup_ci_high")
+            sp = _num(x, "speedup_paired")
+            out.append(
+                {
+                    "workload": f"{x['variant']} x{int(x['_depth'])}" if pd.notna(x["_depth"])
+                    else str(x["variant"]),
+                    "compiled": (x.get("regional_method") or "regional") if x["_reg"]
+                    else "whole model",
+                    "compile s": _s(_num(x, "compile_s")),
+                    "first call s": _s(_num(x, "first_call_s")),
+                    "paired speedup [95%, pairs]": "–" if sp is None
+                    else f"{sp:.2f}x [{lo:.2f}–{hi:.2f}]" + _phase(x),
+                    "graphs": int(_num(x, "graphs") or 0),
+                    "FX nodes traced": int(_num(x, "graph_ops") or 0),
+                    "kernels a step": int(_num(x, "kernels_per_step") or 0),
+                }
+            )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def _phase(x) -> str:
+    p = x.get("timing_phase")
+    return "" if not isinstance(p, str) or p in ("", "fast") else f" (host {p})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from analysis.load import expand, load, stop
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
+    a = p.parse_args(argv)
+    try:
+        raw = load(expand(a.dirs))["repeats"]
+    except FileNotFoundError as e:
+        stop("startup", e)
+    printed = False
+    for title, t in (
+        ("Start-up: the first call after a cold start, a warm restart and cache artifacts",
+         start_table(raw)),
+        ("Regional compilation: the whole model against its repeated block",
+         regional_table(raw)),
+        ("Guards: host cost a call with Dynamo's guards evaluated and skipped", guard_table(raw)),
+    ):  # fmt: skip
+        if t.empty:
+            continue
+        print(f"{title}\n")
+        print("\n".join(md_table(list(t.columns), t.values.tolist())))
+        print()
+        printed = True
+    if not printed:
+        print(
+            "no compiled rows with start=warm|artifacts or compile.stance=skip_guard_eval_unsafe: "
+            "sweep start=cold,warm,artifacts or compile.stance=default,skip_guard_eval_unsafe"
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

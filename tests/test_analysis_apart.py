@@ -1,0 +1,65 @@
+"""The generic analysis (any sweep -> report, figures, comparison, tables) and the reference
+study's narrative (``analysis.findings``) stay apart: the narrative may import the generic
+modules, never the other way round, and a user's report loads nothing of the narrative."""
+
+from __future__ import annotations
+
+import ast
+import sys
+
+from tests import synth
+from tests.conftest import ROOT
+
+NARRATIVE = "analysis.findings"
+
+
+def _imports(path) -> set[str]:
+    """Every module a file names in an import, at any depth (inside functions too)."""
+    out = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom) and n.module:
+            out.add(n.module)
+            out.update(f"{n.module}.{a.name}" for a in n.names)
+        elif isinstance(n, ast.Import):
+            out.update(a.name for a in n.names)
+    return out
+
+
+def test_no_generic_module_imports_the_narrative():
+    generic = [p for p in sorted((ROOT / "analysis").rglob("*.py"))
+               if "findings" not in p.relative_to(ROOT / "analysis").parts]  # fmt: skip
+    assert len(generic) > 20
+    bad = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m.startswith(NARRATIVE))
+           for p in generic}  # fmt: skip
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def test_the_report_of_a_sweep_loads_nothing_of_the_narrative(tmp_path, monkeypatch):
+    from analysis.report import main
+
+    for name in [m for m in sys.modules if m.startswith(NARRATIVE)]:  # loaded by other tests
+        monkeypatch.delitem(sys.modules, name)
+    sweep = synth.write(synth.with_new_columns("part3"), tmp_path / "sweep")
+    main([str(sweep), "--out", str(tmp_path / "report")])
+    assert (tmp_path / "report" / "report.md").exists()
+    assert not [m for m in sys.modules if m.startswith(NARRATIVE)]
+
+
+def test_source_names_sit_in_one_table():
+    """A source name (part3, targets_bwd, ...) is written in analysis/sources.py alone: every other
+    module of analysis/ reads it from there."""
+    from analysis import sources
+
+    shared = {"flex", "autotune", "ncu", "dynamic", "models", "block", "targets", "oom"}  # also a
+    # variant's, a column's, a status's, a CSV's or a table topic's name
+    quoted = {f'"{n}"' for n in sources.BY_NAME if n not in shared}
+    skip = {"sources.py", "tables", "figures"}  # topic and figure names share a few words
+    hits = {
+        str(p.relative_to(ROOT)): sorted(q for q in quoted if q in p.read_text())
+        for p in sorted((ROOT / "analysis").rglob("*.py"))
+        if not skip & set(p.relative_to(ROOT / "analysis").parts)
+    }
+    assert not {k: v for k, v in hits.items() if v}
+    assert sources.training("blog", "block") == (
+        "part3", "part3_bwd", "part2", "part2_train", "block", "block_bwd"
+    )  # fmt: skip
