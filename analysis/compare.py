@@ -34,7 +34,7 @@ cell has 2 or more usable repeats there, else the row's per-call spread ``latenc
 else its median alone (old rows). A change past the threshold whose intervals overlap is
 "within noise": neither regressed nor improved, counted apart in the summary. So is a latency
 or speedup change of a cell timed outside the host's fast phase on either side (its
-``timing_phase`` is mixed, slow or contended: study.cell.host_gauge), within what a phase can cause
+``timing_phase`` is mixed, slow or contended: study.measure.host_gauge), within what a phase can cause
 (``HOST_PHASE``: x2 either way; further, it is judged as in the fast phase), and a compile time
 change under ``COMPILE_FLOOR_S``. A change of kernels per step or of device time is flagged
 whatever the host's phase: the host changes neither. A call's host cost (``host_us``, CUDA rows)
@@ -507,6 +507,7 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
 
 
 def _md(df: pd.DataFrame) -> str:
+    # deferred: matplotlib (report imports it; compare's text needs none)
     from analysis.report import md_table
 
     return md_table(df)
@@ -560,10 +561,11 @@ def compare(
         drop = [c for c in m.columns if c.startswith("_")]
         m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
         if len(m) and m["latency"].notna().any():  # a cell ok on both sides
+            # deferred: matplotlib, only when there is a figure to draw
             from analysis.figures.compare import changes
+            from analysis.style import DPI
 
             fig, _ = changes(m, la, lb)
-            from analysis.style import DPI
 
             fig.savefig(out / "compare.png", dpi=DPI)
             fig.savefig(out / "compare.svg", metadata={"Date": None})

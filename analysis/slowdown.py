@@ -11,7 +11,7 @@ comes from (``latencies``): the paired blocks' for a paired row, both in one pro
 from __future__ import annotations
 
 from analysis.measures import GRAPHS, number
-from analysis.pairs import device_pair
+from analysis.pairs import SHAPE_COLS, device_pair, host_bound, one_core, with_eager
 
 # a slower cell's device time that rose by at least this share of the latency it added
 # counts as a cause beside the host (CUDA graphs' copies)
@@ -121,8 +121,6 @@ def host_effects(runs) -> list[str]:
     eager twin in the same source, pass and shape, and training rows not timed on one core
     (``timing_core``: with the threads spread, the backward ran on other cores in other
     phases). Rows as ``analysis.load`` gives them (one per cell, with ``source``)."""
-    from analysis.pairs import SHAPE_COLS, host_bound, one_core, with_eager
-
     if runs.empty or "source" not in runs or not (runs["compile"] == "off").any():
         return []
     m = with_eager(runs.assign(**{"pass": runs.get("pass", "fwd")}))

@@ -61,9 +61,9 @@ def main() -> None:
 
     from omegaconf import OmegaConf
 
-    from study.cell import pinning
     from study.cell.compiling import cache_env
     from study.config.cores import allowed
+    from study.measure import pinning
     from study.sweep.scheduler import gpu_id, kill_groups
     from study.sweep.warm_parent import Server
 

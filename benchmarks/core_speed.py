@@ -3,7 +3,7 @@
     python benchmarks/core_speed.py [ROUNDS] [--cores 0-3]
 
 One process pins itself to each allowed core in turn, ROUNDS times over, and times the study's
-host probe there (``study.cell.host_load.host_probe_us``: 50 tiny CPU tensor additions, the kind of
+host probe there (``study.measure.host_load.host_probe_us``: 50 tiny CPU tensor additions, the kind of
 work a host-bound cell does). A row per round, a column per core, then each core's range.
 On a quiet machine with dedicated cores every column reads the same and stays put; where a
 core's reading moves between rounds (a virtual CPU sharing its physical core with someone
@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from study.cell.host_load import host_probe_us  # noqa: E402
 from study.config.cores import parse_cores  # noqa: E402
+from study.measure.host_load import host_probe_us  # noqa: E402
 
 
 def main() -> None:

@@ -26,13 +26,13 @@ Q='HYDRA|USDT|W11|debug trace'
 run() { local lim=$1; shift; timeout "$lim" python3 -m study.run -m "$@" "$CAL" 2>&1 | grep -v -E "$Q"; }
 case $stage in
   training)
-    t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
+    t python3 -m study.measure.calibrate dtypes=[bf16] "$CAL"
     t timeout 60 python3 benchmarks/throughput.py quickstart --out "$out/tp" -- "$CAL" 2>&1 | grep -v -E "$Q|\] \["
     t run 240 +experiment=part3 pass=fwd_bwd variant=flash,cudnn,efficient,math,naive out_root="$out/p3bwd"
     t run 120 +experiment=part2 pass=train_step out_root="$out/p2train"
     ;;
   rungs)
-    [ -s "$C" ] || t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
+    [ -s "$C" ] || t python3 -m study.measure.calibrate dtypes=[bf16] "$CAL"
     t run 75 variant=block compile=off,default,reduce-overhead,max-autotune,max-autotune-no-cudagraphs out_root="$out/block"
     t run 40 variant=block pass=fwd_bwd compile=off,default out_root="$out/blockbwd"
     t run 60 +experiment=dynamic variant=naive,flash out_root="$out/dynamic"
@@ -40,13 +40,13 @@ case $stage in
     t run 30 +experiment=flex shape.seq_len=16384,4096,1024 family.mask=sliding_window variant=flex out_root="$out/flexsw"
     ;;
   lifecycle)
-    t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
+    t python3 -m study.measure.calibrate dtypes=[bf16] "$CAL"
     t python3 benchmarks/throughput.py quickstart --out "$out/tp" -- "$CAL" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
     t python3 benchmarks/stability.py --repeats 5 --out "$out/stab" -- "$CAL" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace'
     t python3 benchmarks/throughput.py part3 --out "$out/tp" -- "$CAL" 2>&1 | grep -v -E 'HYDRA|USDT|W11|debug trace|\[study\] \['
     ;;
   features)
-    t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
+    t python3 -m study.measure.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=$ATT \
       compile=off,default,reduce-overhead out_root=$out/attn timeout_s=300 "$CAL" | grep '\[study\]'
     t python3 -m study.run -m hydra/launcher=gpus hydra.launcher.n_jobs=2 variant=naive,mlp \

@@ -45,8 +45,9 @@ def compose(*overrides: str):
 def fidelity(variant: str, mode: str) -> None:
     import torch
 
-    from study.cell import compiling, timing
+    from study.cell import compiling
     from study.cell.build import build_workload, resolve_device, sdpa_pin
+    from study.measure import timing
     from study.observe import trace
 
     cfg = compose(f"variant={variant}", f"compile={mode}")  # the family's shapes for this device

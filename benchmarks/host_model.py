@@ -5,7 +5,7 @@ Prints tables; asserts nothing.
     python benchmarks/host_model.py results/h200/host_machines/m1 m2 m3 ...
 
 Each DIR holds one machine's runs.csv (benchmarks/host_machines.sh writes it) and its
-machine.md (boot id) and survey.md (python -m study.cell.host_gauge: the host's fast level). Prints,
+machine.md (boot id) and survey.md (python -m study.measure.host_gauge: the host's fast level). Prints,
 per machine, its boot id and host speed; per cell, its host units on each machine and their
 spread; and per machine and cell, the paired speedup predicted from the other machines (leave
 one machine out, analysis.tables.host_model) against the measured one, with the crossover host speed.

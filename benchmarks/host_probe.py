@@ -7,7 +7,7 @@ is the host's), each setting runs REPEATS fresh processes. A process pins itself
 sets torch's threads, compiles with Inductor's async-compile pool on or off, and prints the
 compile time, the eager and compiled per-call medians (CUDA events around each call), and the
 paired ratio from alternating blocks. The settings that matter become study's defaults
-(study.cell.host_load); the figures are in benchmarks/README.md.
+(study.measure.host_load); the figures are in benchmarks/README.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The host-cost layer of results/h200: the reference experiments again, on one machine, with
-# every row's host us and host units measured (study.cell.host_cost), to restate FINDINGS.md's
+# every row's host us and host units measured (study.measure.host_cost), to restate FINDINGS.md's
 # host-bound claims from measured host time instead of latency differences.
 #   bash benchmarks/host_reference.sh OUTDIR SET...
 # SETs: parts (part1, part2, part3 under off, default and max-autotune-no-cudagraphs: every fwd
@@ -43,7 +43,7 @@ fi
   python3 -c "from study.config.env import code_hash; print('code_hash', code_hash())"
 } > "$out/machine.md"
 cat "$out/machine.md"
-python3 -m study.cell.host_gauge 10 | tee "$out/survey.md"
+python3 -m study.measure.host_gauge 10 | tee "$out/survey.md"
 q='^\[study\]|Error|error:'
 sweep() {  # NAME OVERRIDES...: one sweep into OUTDIR/NAME, cut at the deadline
   local name=$1; shift
@@ -92,4 +92,4 @@ for set in "$@"; do
     *) echo "unknown SET $set"; exit 2 ;;
   esac
 done
-python3 -m study.cell.host_gauge 5 | tee -a "$out/survey.md"  # the host after the cells
+python3 -m study.measure.host_gauge 5 | tee -a "$out/survey.md"  # the host after the cells

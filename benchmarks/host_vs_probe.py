@@ -11,8 +11,8 @@ For nn.Linear 1024x1024 on 256 rows and cuDNN SDPA (B8 H16 S1024 D64, causal, bf
   about 3 ms of ``torch.cuda._sleep`` queued first, then 20 calls timed on the host clock,
   a pure-Python gauge (best of 3 runs of a 300-iteration loop) read around each round; its
   figure is the median over rounds whose gauge read within 1.3x of the lowest;
-- the study's way: ``study.cell.host_cost.measure`` and ``figures`` (a sleep that must still be
-  running when the block ends, the study's gauge of ``study.cell.host_gauge``, fast blocks against the
+- the study's way: ``study.measure.host_cost.measure`` and ``figures`` (a sleep that must still be
+  running when the block ends, the study's gauge of ``study.measure.host_gauge``, fast blocks against the
   level that gauge held for 5 readings).
 
 The cuDNN rows pin the backend outside the callable, as a cell does; a last row pins it inside
@@ -61,7 +61,7 @@ def probe_round(fn, calls: int = 20) -> tuple[float, float]:
 def both(fn, rounds: int) -> tuple[tuple[float, float, int], dict]:
     """The probe's round and the study's block in turn, ``rounds`` times, so that both see the
     same host phases: ((probe us, probe units, rounds kept), the study's figures)."""
-    from study.cell import host_cost, host_gauge
+    from study.measure import host_cost, host_gauge
 
     rows, b = [], host_cost.Blocks(*host_cost.block_calls(50.0, 5.0, 20))
     cycles = host_cost.cycles_per_ms()

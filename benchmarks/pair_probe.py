@@ -4,7 +4,7 @@ v3's part3 pass=fwd_bwd on the H200 (flash, cuDNN): eager alone 437-448 µs a st
 the compiled cells' paired blocks 549-876 µs, while the compiled step reads the same both ways.
 This times eager flash-attention fwd_bwd (B8 H16 S1024 D64 bf16, causal; forward,
 (out * g).sum(), backward, as study.cell.passes does) with study's own block timer
-(study.cell.timing.block: synchronise, lead-in calls, events around N calls), in round-robin
+(study.measure.timing.block: synchronise, lead-in calls, events around N calls), in round-robin
 rounds so that every condition sees the same host phases:
 
     python benchmarks/pair_probe.py [--rounds 40] [--compile default]
@@ -38,8 +38,8 @@ def main() -> None:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from study.cell.pinning import OneCore
-    from study.cell.timing import block
+    from study.measure.pinning import OneCore
+    from study.measure.timing import block
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=40)

@@ -3,7 +3,7 @@
     python benchmarks/phase_policy.py                 # CUDA: nn.Linear and cuDNN SDPA, compiled
     python benchmarks/phase_policy.py --secs 20
 
-Prints figures; asserts nothing. ``skip`` is what the study does (study.cell.timing.rounds): time
+Prints figures; asserts nothing. ``skip`` is what the study does (study.measure.timing.rounds): time
 every round between two gauges and keep the fast ones. ``wait`` polls the gauge (every 0.5 ms)
 until it reads fast, then times the round, and keeps it if its closing gauge still reads fast.
 For each policy, alternated over several tries: the seconds to 30 fast pairs, the share of
@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from study.cell import host_gauge as phase  # noqa: E402
-from study.cell import timing  # noqa: E402
+from study.measure import host_gauge as phase  # noqa: E402
+from study.measure import timing  # noqa: E402
 from study.observe import stats  # noqa: E402
 
 

@@ -20,7 +20,7 @@
 #        (repeats=3: every cell in 3 fresh processes), block block_bwd part3_bwd part2_train
 #        dynamic flex scaling targets (no aot_inductor: it segfaults in its loader on this
 #        image) targets_bwd (fwd_bwd of flash, cuDNN and the block under eager, dynamo_eager,
-#        aot_eager and default) models. It runs python -m study.cell.host_gauge first, and calibrates when OUTDIR has no
+#        aot_eager and default) models. It runs python -m study.measure.host_gauge first, and calibrates when OUTDIR has no
 #        ceilings.json. Carry the unpacked SNAP of the last command as OUTDIR to go on.
 #   bash benchmarks/reference_study.sh v3-check OUTDIR  # part3 fwd_bwd, flash and cuDNN, 4 modes,
 #        2 processes each: are training rows' paired and per-call ratios within 3%? (~1.5 min)
@@ -91,7 +91,7 @@ sweep() {  # NAME EXTRA...
 # calibrates first) calibrates when OUTDIR has none, e.g. a resume on a fresh machine (~15 s).
 if [ "$stage" != parts ] && [ "$stage" != v2-parts ] && [ "$stage" != probe ] && [ "$GPUS" -gt 0 ] && [ ! -s "$C" ]; then
   echo "no $C: calibrating first (copy one in to keep an earlier calibration)"
-  t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
+  t python3 -m study.measure.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
 fi
 full_speed() {  # survey the host; stop where its fast level is not full speed, or unknown
   local s='' lvl='' try
@@ -103,7 +103,7 @@ full_speed() {  # survey the host; stop where its fast level is not full speed, 
   # 13.1 survey), so a 16 us stretch later passes as fast (docs/method.md).
   [[ ${SURVEYS:-4} =~ ^[1-9][0-9]*$ ]] || { echo "SURVEYS must be 1 or more, not ${SURVEYS}"; exit 2; }
   for ((try = 1; try <= ${SURVEYS:-4}; try++)); do
-    s=$(python3 -m study.cell.host_gauge "$CAL" 2>&1); printf '%s\n' "$s" | tee -a "$out/phase.txt"
+    s=$(python3 -m study.measure.host_gauge "$CAL" 2>&1); printf '%s\n' "$s" | tee -a "$out/phase.txt"
     lvl=$(grep -o 'fast level [0-9.]*' <<<"$s" | awk '{print $3}')
     [ -n "$lvl" ] && awk -v l="$lvl" -v f="${FULL_US:-14.5}" 'BEGIN { exit !(l <= f) }' && break
   done
@@ -117,7 +117,7 @@ full_speed() {  # survey the host; stop where its fast level is not full speed, 
 }
 case $stage in
   parts)
-    t python3 -m study.cell.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
+    t python3 -m study.measure.calibrate dtypes=[bf16,fp16,fp32] "$CAL"
     # Pinning check: 4 tiny cells on the GPUs; a cell that saw every GPU fails loudly.
     # With one GPU every cell is on it anyway (each still checks its device's UUID).
     [ "$GPUS" -gt 1 ] && sweep pin variant=naive,flash compile=off,default +experiment=tiny
@@ -136,7 +136,7 @@ case $stage in
     sweep scaling +experiment=scaling
     ;;
   v2-parts)
-    t python3 -m study.cell.calibrate dtypes=[bf16] "$CAL"
+    t python3 -m study.measure.calibrate dtypes=[bf16] "$CAL"
     sweep part3 +experiment=part3
     sweep part1 +experiment=part1
     sweep part2 +experiment=part2
@@ -176,7 +176,7 @@ case $stage in
     for name in "$@"; do
       # each later experiment's host, recorded (phase.txt, host_gauge.txt), not gated: ~12 s
       [ $first = 1 ] || [ $((deadline - SECONDS)) -le 60 ] ||
-        python3 -m study.cell.host_gauge "$CAL" 2>&1 | grep 'fast level' | sed "s/^/before $name: /" >>"$out/phase.txt"
+        python3 -m study.measure.host_gauge "$CAL" 2>&1 | grep 'fast level' | sed "s/^/before $name: /" >>"$out/phase.txt"
       first=0
       case $name in
         part1|part2|part3) sweep "$name" +experiment="$name" repeats=3 resume=true ;;
@@ -194,7 +194,7 @@ case $stage in
     done
     ;;
   v3-preflight)  # before v3's freeze: timing.one_core (every thread on one core while timed)
-    t python3 -m study.cell.host_gauge "$CAL" | tee -a "$out/phase.txt"
+    t python3 -m study.measure.host_gauge "$CAL" | tee -a "$out/phase.txt"
     for args in "--backend flash" "--backend flash --one-core" "--backend cudnn --one-core" \
       "--backend flash --one-core --compile max-autotune-no-cudagraphs"; do
       t python3 benchmarks/pair_probe.py $args 2>&1 | grep -v Warning | tee -a "$out/pair_probe.txt"

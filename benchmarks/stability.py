@@ -4,16 +4,16 @@
     python benchmarks/stability.py --cells naive/default,flash/default --repeats 2 -- +experiment=tiny
     python benchmarks/stability.py --from outputs/sweeps/<time>     # re-read a finished sweep
 
-Surveys the host first (``python -m study.cell.host_gauge``'s line: it says when the host is mostly slow
+Surveys the host first (``python -m study.measure.host_gauge``'s line: it says when the host is mostly slow
 or never held its fast phase, so the figures below are read as that host's), then runs one
 sweep of the cells with ``repeats=N`` (each repeat of each cell in a fresh process,
 every cell once before any cell twice), then prints per cell: the per-call median of each
 repeat, how far the worst one sits from the median of the N (the target is +-5% on the H200),
-the host probe of each repeat (study.cell.host_load.host_probe_us: did the host itself
+the host probe of each repeat (study.measure.host_load.host_probe_us: did the host itself
 slow down?) and its correlation with the cell's latency, the paired speedup of each repeat and
 its spread (+-5%), and the widest 95% interval relative
 to its speedup (narrower than +-10%); then which host phase each repeat's figures come from
-(study.cell.host_gauge: ``fast`` and the share of rounds that ran fast), the gauge's fast and slow levels,
+(study.measure.host_gauge: ``fast`` and the share of rounds that ran fast), the gauge's fast and slow levels,
 and the speedup over the slow-phase pairs alone (how far the slow phase would have moved it). Eager cells that are GPU-bound are compared with the
 same cells in ``--ref`` (results/h200, source part3/part2; target within 2%). Extra arguments
 after ``--`` go to ``python -m study.run``.
@@ -43,9 +43,9 @@ def sweep(cells: list[tuple[str, str]], repeats: int, out: Path, extra: list[str
     cmd = [sys.executable, "-m", "study.run", "-m", f"variant={variants}", f"compile={modes}"]
     cmd += [f"repeats={repeats}", f"out_root={out}", *extra]
     t = time.perf_counter()
-    # the host's fast level first, so that the sweep's first cells know it too (study.cell.host_gauge)
+    # the host's fast level first, so that the sweep's first cells know it too (study.measure.host_gauge)
     cal = [x for x in extra if x.startswith("calibration_file=")][-1:]
-    subprocess.run([sys.executable, "-m", "study.cell.host_gauge", *cal], cwd=ROOT, check=False)
+    subprocess.run([sys.executable, "-m", "study.measure.host_gauge", *cal], cwd=ROOT, check=False)
     subprocess.run(cmd, cwd=ROOT, check=False)
     print(f"sweep: {len(cells)} cells x {repeats} repeats in {time.perf_counter() - t:.0f} s")
     return sorted((out / "sweeps").iterdir())[-1]
@@ -173,11 +173,11 @@ def report(sweep_dir: Path, cells, ref: Path | None) -> None:
 
 
 def survey(seconds: float, calibration_file: str | None = None) -> str:
-    """The host's survey (``python -m study.cell.host_gauge``), recorded beside the ceilings the
+    """The host's survey (``python -m study.measure.host_gauge``), recorded beside the ceilings the
     sweep's cells read (``calibration_file``) as the study does: its line says when the host is
     mostly slow or never held its fast phase."""
-    from study.cell import host_gauge
-    from study.cell.calibrate import cache_path
+    from study.measure import host_gauge
+    from study.measure.calibrate import cache_path
 
     where = cache_path(calibration_file).with_name(host_gauge.HOST_LEVEL_FILE)
     ph, why = host_gauge.survey_and_record(where, seconds)

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from study.cell import calibrate, phases
+from study.cell import phases
+from study.measure import calibrate
 
 
 @pytest.mark.slow

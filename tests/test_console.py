@@ -52,7 +52,7 @@ def test_the_cpu_line_says_where_the_shapes_came_from():
 def test_more_slots_than_cores_is_said():
     """hydra/launcher=gpus hydra.launcher.n_jobs=4 on 2 CPU cores timed two cells on the same
     cores with no word."""
-    from study.cell import pinning
+    from study.measure import pinning
     from study.sweep.scheduler import shared_cores
 
     _, groups = pinning.plan([0, 1], 4, "0,1")

@@ -63,7 +63,8 @@ def test_a_cuda_cells_threads_stay_on_one_core_while_timed_profiled_and_swept(ru
     import functools
     import os
 
-    from study.cell import phases, pinning
+    from study.cell import phases
+    from study.measure import pinning
 
     seen = {}
 

@@ -1,10 +1,10 @@
-"""study.cell.gpu_power: the power cap's share and the mean power around the timed rounds, from
+"""study.measure.gpu_power: the power cap's share and the mean power around the timed rounds, from
 NVML's counters read before and after (a fake NVML here; the H200 has nvidia-ml-py)."""
 
 import sys
 import types
 
-from study.cell import gpu_power
+from study.measure import gpu_power
 
 
 def _fake_nvml(monkeypatch, energy_mj, capped_ns, fail=None):

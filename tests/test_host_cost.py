@@ -1,4 +1,4 @@
-"""Host time per call behind a GPU sleep (study.cell.host_cost), with a fake CUDA: the blocks'
+"""Host time per call behind a GPU sleep (study.measure.host_cost), with a fake CUDA: the blocks'
 order, the check that the sleep covered each block, and the figures from the fast ones.
 No compile, no subprocess; the real thing runs on the H200 (benchmarks/host_machines.sh)."""
 
@@ -6,8 +6,8 @@ import types
 
 import pytest
 
-from study.cell import host_cost
 from study.errors import ConfigError
+from study.measure import host_cost
 from tests.test_config import compose, validate
 
 
@@ -138,7 +138,8 @@ def test_a_host_time_far_above_the_calls_latency_gives_no_verdict():
 def test_a_failure_of_the_host_time_blocks_costs_their_columns_only(monkeypatch):
     """Failures are rows, not crashes: the host-time blocks are an extra measurement, and a
     cell whose blocks fail keeps every other figure, with a note."""
-    from study.cell import phases, timing
+    from study.cell import phases
+    from study.measure import timing
 
     cell = phases.Cell.__new__(phases.Cell)
     cell.cfg = types.SimpleNamespace(timing=types.SimpleNamespace(

@@ -64,13 +64,11 @@ def house() -> dict:
     }
 
 
-@pytest.mark.xfail(strict=False, reason="set after the 58 merge")
 def test_no_two_folders_of_study_import_each_other():
     pairs = house()["pairs"]
     assert len(pairs) <= TWO_WAY_PAIRS_MAX, pairs
 
 
-@pytest.mark.xfail(strict=False, reason="set after the 58 merge")
 def test_imports_inside_functions_say_why():
     bare = house()["unexplained"]
     assert len(bare) <= UNEXPLAINED_MAX, (
@@ -79,7 +77,6 @@ def test_imports_inside_functions_say_why():
     )
 
 
-@pytest.mark.xfail(strict=False, reason="set after the 58 merge")
 def test_no_folder_over_the_limit():
     assert house()["big folders"] == {}
 

@@ -32,7 +32,7 @@ def test_noise_widens_the_interval_until_it_holds_one():
 def test_a_block_times_its_calls_after_the_lead_in(monkeypatch):
     """A block's first call pays a start-up (from an idle device: its launch; here a fake clock
     advanced by the step). The lead-in takes that call out of the timed ones."""
-    from study.cell import host_gauge, timing
+    from study.measure import host_gauge, timing
 
     clock = {"ns": 0, "calls": 0}
 
@@ -59,9 +59,9 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
     row, _, _ = run_inline("variant=naive", "compile=default", "timing.pairs=12", name="paired")
     assert row["status"] == "ok", row["reason"]
     assert row["pair_calls"] >= 3 and row["pair_lead_in"] == 1  # a block is a steady state
-    from study.cell import host_gauge, timing
+    from study.measure import host_gauge, timing
 
-    # the cell's own rule (study.cell.timing_figures.settle): enough fast rounds for the latency's samples
+    # the cell's own rule (study.measure.timing_figures.settle): enough fast rounds for the latency's samples
     enough = min(host_gauge.MIN_FAST_PAIRS, timing.latency_rounds(5))  # +experiment=tiny: repeat=5
     if row["pairs_fast"] >= enough:  # the fast rounds: timing.pairs of them unless max_s came first
         assert row["pairs"] == row["pairs_fast"]
@@ -83,7 +83,7 @@ def test_a_compiled_cell_times_eager_beside_itself(run_inline):
 def test_a_recompile_while_timing_makes_the_row_invalid(run_inline, monkeypatch):
     import torch
 
-    from study.cell import timing
+    from study.measure import timing
 
     real = timing.per_call
 

@@ -224,7 +224,7 @@ def test_the_float64_reference_is_gone_before_the_steady_state_memory(
 
     import torch
 
-    from study.cell import memory
+    from study.measure import memory
 
     def float64() -> int:  # alive in this process now (other tests' leave a baseline)
         gc.collect()
@@ -268,7 +268,7 @@ def test_the_steps_own_peak_leaves_out_what_earlier_calls_left_allocated(monkeyp
     the paired rounds before. The step's own peak leaves it out (a faked CUDA allocator)."""
     import torch
 
-    from study.cell import memory
+    from study.measure import memory
 
     live = {"now": 32 * 2**20 + 4096, "peak": 0}  # the workspace and the inputs, already there
     fake = {

@@ -1,12 +1,12 @@
 """The host's phase: a gauge around every timed round, a fast level, and only fast rounds
-counted (study.cell.host_gauge, study.cell.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
+counted (study.measure.host_gauge, study.measure.timing.rounds). Fake gauges and steps: no compile, no subprocess."""
 
 import itertools
 from pathlib import Path
 
 import pytest
 
-from study.cell import host_gauge, timing
+from study.measure import host_gauge, timing
 
 
 def fake(readings, ratio=1.3, host_level=None, host_dip=None):
@@ -114,10 +114,10 @@ TIMING = {"pairs": 10, "max_s": 4.0, "lead_in": 1, "calls": 30}  # 10 rounds of 
 
 
 def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
-    """A cell's figures (study.cell.timing_figures.settle) over fake rounds: compiled host-bound
+    """A cell's figures (study.measure.timing_figures.settle) over fake rounds: compiled host-bound
     (100 us fast, 200 slow), eager barely moving (110, 120)."""
-    from study.cell import timing_figures
     from study.cell.phases import Cell
+    from study.measure import timing_figures
 
     cell = Cell.__new__(Cell)
     cell.row, cell.notes, cell.pair_calls = {"host_loaded": loaded}, [], 4

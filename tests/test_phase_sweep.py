@@ -7,7 +7,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from study.cell import host_gauge, timing
+from study.measure import host_gauge, timing
 from study.rows import io
 from tests.conftest import ROOT, TINY, cli
 from tests.test_sweep import sweep_dir
@@ -37,7 +37,7 @@ def test_the_quickstarts_rows_say_which_rounds_their_figures_come_from(tmp_path)
         assert (share == 0) == (fast == 0)
         every = fast + int(float(x["pairs_slow"]))
         # the fast rounds where there are enough of them (10, or as many rounds as the per-call
-        # latency takes: 5 at tiny's timing.calls=5), else all (study.cell.timing_figures.settle);
+        # latency takes: 5 at tiny's timing.calls=5), else all (study.measure.timing_figures.settle);
         # "fast >= 10" failed a fresh-clone CI run with 9 fast pairs of 28
         enough = min(host_gauge.MIN_FAST_PAIRS, timing.latency_rounds(calls))
         assert int(float(x["pairs"])) == (fast if fast >= enough else every)

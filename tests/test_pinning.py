@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from study.cell import host_load, pinning
 from study.config import cores
+from study.measure import host_load, pinning
 
 
 def test_core_lists_parse_and_print():

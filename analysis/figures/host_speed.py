@@ -1,5 +1,5 @@
 """At what host speed does compiling stop paying? One curve per compiled CUDA cell: the paired
-speedup predicted at host speed G (the gauge's µs, study.cell.host_gauge) by latency ~ max(device µs,
+speedup predicted at host speed G (the gauge's µs, study.measure.host_gauge) by latency ~ max(device µs,
 host µs at G) (analysis.tables.host_model.curve: host units x G, or host µs scaled as G ** alpha where
 the rows span enough host speeds to fit alpha), each machine's measured speedup as a point at
 the host speed its paired rounds ran at (``g_timed``), and the crossover where the curve falls

@@ -1,5 +1,5 @@
 """How close to the hardware's ceilings does each cell run? Achieved TFLOP/s against
-arithmetic intensity, under the calibrated roofs (``study.cell.calibrate``). Uses the useful FLOPs
+arithmetic intensity, under the calibrated roofs (``study.measure.calibrate``). Uses the useful FLOPs
 (``flops_useful``: what a causal or sparse kernel really computes) where the rows have them,
 else the full count, over device time where measured, else per-call latency. Returns
 ``(figure, sentence)`` or raises ``Skip``."""
@@ -85,7 +85,7 @@ def roofline(d) -> tuple:
     legend_right(fig, handles, names, title="compile")
     finish(fig, "How close to the hardware's ceiling does each cell run?",
            context(r, fig.get_figwidth())
-           + ("" if len(ceil) else "\nno calibrated ceilings: run python -m study.cell.calibrate"),
+           + ("" if len(ceil) else "\nno calibrated ceilings: run python -m study.measure.calibrate"),
            right_in=leg)  # fmt: skip
     label_points(
         ax, r["ai"], r["achieved"], r["label"] + " · " + r["compile"], priority=r["achieved"]
@@ -127,6 +127,6 @@ def _above_the_roof(r: pd.DataFrame, ceil: pd.DataFrame) -> str:
         s += (
             f" {len(other)} other cells ({', '.join(sorted(set(other['variant'])))}) read up "
             f"to {sig(100 * (worst - 1), 2)}% above it: the ceiling is one calibration run "
-            "(python -m study.cell.calibrate), not the hardware's limit."
+            "(python -m study.measure.calibrate), not the hardware's limit."
         )
     return s

@@ -13,7 +13,7 @@ counted, not judged:
    timed without a lead-in call before each block, read a median 0.968x of it.
 2. **Agreement.** A compiled row's per-call ratio and paired speedup differ by at most
    ``AGREE`` (20%), unless either cell was timed outside the host's fast phase (``slow``,
-   ``mixed`` or ``contended``: study.cell.host_gauge). The per-call ratio sets two processes' latencies
+   ``mixed`` or ``contended``: study.measure.host_gauge). The per-call ratio sets two processes' latencies
    side by side, so a host phase between them shows there; the paired speedup times both in
    one process, in the same phase. The exempt rows are counted, not hidden.
 3. **Flex counts elements.** A masked flex row made by the element-counting code (it records

@@ -1,8 +1,8 @@
 """Speedup against host speed: latency ~ max(device us, host units x G), from measured rows.
 
 A call's latency is the larger of its device time and its host time, and its host time is its
-host cost in units of the host's speed (``host_units``, study.cell.host_cost) times the host's
-speed G (the gauge's us, study.cell.host_gauge). So a compiled cell's paired speedup on a host of speed G
+host cost in units of the host's speed (``host_units``, study.measure.host_cost) times the host's
+speed G (the gauge's us, study.measure.host_gauge). So a compiled cell's paired speedup on a host of speed G
 is predicted as
 
     speedup(G) = max(dev_eager, u_eager x G) / max(dev_compiled, u_compiled x G)

@@ -33,6 +33,7 @@ import sys
 
 import pandas as pd
 
+from analysis.load import expand, load, stop
 from analysis.measures import column, sig
 from analysis.pairs import table as md_table
 from study.observe.stats import across_processes
@@ -256,8 +257,6 @@ def verdicts(raw: pd.DataFrame) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.load import expand, load, stop
-
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
     p.add_argument("--source", help="only the rows of this source (a results dir's column)")

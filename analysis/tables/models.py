@@ -14,6 +14,7 @@ import sys
 
 import pandas as pd
 
+from analysis.load import expand, load, stop
 from analysis.measures import MODES, column, count, sig
 from analysis.pairs import table as md_table
 
@@ -50,7 +51,7 @@ def top_fused(kernels: pd.DataFrame, run_id: str, n: int = 2) -> str:
 
 
 def _phase_note(ok: pd.DataFrame) -> str:
-    """', host slow' when a row was not timed in the host's fast phase (study.cell.host_gauge), as the
+    """', host slow' when a row was not timed in the host's fast phase (study.measure.host_gauge), as the
     Findings' other tables say it: eager beside it ran in the same phase, so the ratio holds,
     but its latencies are the slow phase's."""
     phases = set(ok.get("timing_phase", pd.Series(dtype=str)).dropna().astype(str)) - {"fast", ""}
@@ -98,8 +99,6 @@ def table(raw: pd.DataFrame, kernels: pd.DataFrame | None = None) -> pd.DataFram
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.load import expand, load, stop
-
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
     a = p.parse_args(argv)

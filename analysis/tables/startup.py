@@ -11,7 +11,7 @@ Prints, from runs.csv alone (no torch):
 - **Guards** (``compile.stance=default|skip_guard_eval_unsafe``): per cell, the host cost a
   call with Dynamo's guards evaluated and skipped. The two are different processes, often in
   different host phases, so what the guards cost is the difference of host units (host µs over
-  the gauge's µs, study.cell.host_cost), which carry across phases, times the guarded row's host
+  the gauge's µs, study.measure.host_cost), which carry across phases, times the guarded row's host
   speed G.
 """
 
@@ -22,6 +22,7 @@ import sys
 
 import pandas as pd
 
+from analysis.load import expand, load, stop
 from analysis.measures import sig
 from analysis.pairs import table as md_table
 
@@ -177,8 +178,6 @@ def _phase(x) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.load import expand, load, stop
-
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", help="sweep dirs (or a results dir with runs.csv)")
     a = p.parse_args(argv)

@@ -10,7 +10,7 @@
    and what compiling cost (study.observe.inductor).
 4. check: the output against a float64 reference (study.cell.correctness); FLOPs counted on it.
 5. measure, with no garbage collection, nothing recompiling and the host's load sampled:
-   per-call latency, device time (study.cell.timing), and for a compiled cell the paired speedup
+   per-call latency, device time (study.measure.timing), and for a compiled cell the paired speedup
    against eager in the same process, with its 95% interval (study.observe.stats).
 6. profile: one profiler pass; kernels attributed per step (study.observe.trace) and joined to the
    generated code; the pinned SDPA backend proven from the trace (study.observe.proof).
@@ -34,29 +34,23 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from study.cell import (
-    build,
-    calibrate,
-    compiling,
-    gpu_power,
-    host_cost,
-    host_gauge,
-    host_load,
-    memory,
-    passes,
-    pinning,
-    regional,
-    shape_sweep,
-    start,
-    timing,
-    timing_figures,
-    verdict,
-)
+from study.cell import build, compiling, passes, regional, shape_sweep, start, verdict
 from study.cell.failures import classify_error, exited
 from study.config import compile_targets
 from study.config import env as envinfo
 from study.config.cell_config import plain, to_plain
 from study.errors import Unsupported, WorkloadError
+from study.measure import (
+    calibrate,
+    gpu_power,
+    host_cost,
+    host_gauge,
+    host_load,
+    memory,
+    pinning,
+    timing,
+    timing_figures,
+)
 from study.observe import compile_log, proof
 from study.observe import cudagraphs as cg
 from study.observe import inductor as ind
@@ -266,7 +260,9 @@ class Cell:
         t = time.perf_counter()
         load = host_load.HostLoad(cores)
         probe = [host_load.host_probe_us()]
-        self.levels = calibrate.cache_path(cfg.calibration_file).with_name(host_gauge.HOST_LEVEL_FILE)
+        self.levels = calibrate.cache_path(cfg.calibration_file).with_name(
+            host_gauge.HOST_LEVEL_FILE
+        )
         level, why = host_gauge.host_level(
             self.levels, host_gauge.SURVEY_S if self.device == "cuda" else 0.0
         )  # the CPU's cells judge by their own readings when none is recorded (CI: every cell)
@@ -318,7 +314,7 @@ class Cell:
         row["measure_s"] = time.perf_counter() - t
 
     def _host_cost(self) -> None:
-        """Host µs per call, eager's twin too, timed behind a GPU sleep (study.cell.host_cost)."""
+        """Host µs per call, eager's twin too, timed behind a GPU sleep (study.measure.host_cost)."""
         t = self.cfg.timing
         why = host_cost.available(self.device) if t.host_blocks > 0 else "timing.host_blocks=0"
         if why:
@@ -345,7 +341,7 @@ class Cell:
                 self.notes.append(("eager twin: " if k else "") + note)
 
     def _peak_memory(self) -> None:
-        """The steady step's peak memory (study.cell.memory.steady), and what CUDA graphs hide."""
+        """The steady step's peak memory (study.measure.memory.steady), and what CUDA graphs hide."""
         peak = memory.steady(self.step, self.device)
         self.row.update(
             peak_mem_alloc_bytes=peak.allocated,
@@ -362,7 +358,7 @@ class Cell:
 
     def _rounds(self, warm: int, paired: bool) -> None:
         """Per-call chunks, and for a compiled cell eager/compiled block pairs in the same
-        rounds, each round between two gauges of the host's phase (study.cell.timing.rounds)."""
+        rounds, each round between two gauges of the host's phase (study.measure.timing.rounds)."""
         t = self.cfg.timing
         est = timing.per_call(self.step, self.device, warm, max(3, t.calls // timing.CHUNKS))
         self.pair_calls = timing.pair_calls(est["median"], t.block_ms, t.calls, self.device)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 
-from study.cell import build, compiling, passes, timing
+from study.cell import build, compiling, passes
 from study.cell.failures import classify_error
+from study.measure import timing
 from study.observe import inductor as ind
 from study.rows import io
 

@@ -84,8 +84,8 @@ def bounds(c: DictConfig) -> None:
 
 
 def _host_timing(t) -> None:
-    """timing.host_*: the blocks that measure host time per call (study.cell.host_cost)."""
-    lo, hi = 0.5, 1000.0  # study.cell.host_cost.MIN_SLEEP_MS, MAX_SLEEP_MS (no torch here)
+    """timing.host_*: the blocks that measure host time per call (study.measure.host_cost)."""
+    lo, hi = 0.5, 1000.0  # study.measure.host_cost.MIN_SLEEP_MS, MAX_SLEEP_MS (no torch here)
     ms = t.host_sleep_ms
     if not (math.isfinite(ms) and lo <= ms <= hi):
         raise ConfigError(

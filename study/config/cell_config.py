@@ -148,8 +148,8 @@ class TimingConf:
     lead_in: int = 1  # untimed calls before each paired block: it is timed from a busy device
     max_s: float = 8.0  # seconds the rounds may go on for fast-phase ones (slow phases: up to 4 s)
     fast_ratio: float = 1.3  # a block is fast when its gauge is at most this x the fast level
-    one_core: bool = True  # CUDA: every thread on one core while timed (study.cell.pinning)
-    host_blocks: int = 20  # CUDA: host-time blocks per callable (study.cell.host_cost; 0: none)
+    one_core: bool = True  # CUDA: every thread on one core while timed (study.measure.pinning)
+    host_blocks: int = 20  # CUDA: host-time blocks per callable (study.measure.host_cost; 0: none)
     host_calls: int = 20  # calls per host-time block, at most
     host_sleep_ms: float = 5.0  # GPU sleep queued ahead of each block, so the host never waits
 
@@ -226,7 +226,7 @@ class CellConf:
     resume: bool = False
     # CPU cores the cells may use: auto (all this process may use, one group per slot, the
     # first core kept for the sweep itself, or one per slot with 4+ cores per slot) or a list
-    # like 0-7 or 2,3,5 (study.cell.pinning).
+    # like 0-7 or 2,3,5 (study.measure.pinning).
     cores: str = "auto"
     # Predictions checked against every row (study.rows.expect): a runs.csv column and a value
     # ('=', '<', '<=', '>', '>=', 'a..b', '~regex'), or a scope (eager, compiled, a mode, a pass)
@@ -235,7 +235,7 @@ class CellConf:
     repeats: int = 1  # run every cell this many times, each in a fresh process
     repeat: int = 0  # which repetition this is (set by the sweep when repeats > 1)
     out_root: str = "outputs"
-    # ceilings (study.cell.calibrate); null: ~/.cache/study/ceilings.json
+    # ceilings (study.measure.calibrate); null: ~/.cache/study/ceilings.json
     calibration_file: str | None = None
     fault: Fault = Fault.none  # harness self-test only: inject a crash or hang into the cell
 

@@ -1,5 +1,5 @@
 """The ``cores=`` setting: a core list read and written (``0-3,8``), and checked against the cores
-this process may use. The cell's pinning (study.cell.pinning) and the sweep's slots use it."""
+this process may use. The cell's pinning (study.measure.pinning) and the sweep's slots use it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Intervals for ratios of medians, and what a claim may say. Pure: numbers in, numbers out.
 
 A paired speedup is median(eager blocks) / median(compiled blocks), from blocks timed in
-alternation in one process (study.cell.timing.rounds). Its 95% interval is a percentile bootstrap
+alternation in one process (study.measure.timing.rounds). Its 95% interval is a percentile bootstrap
 over pairs: resample the pairs with replacement, recompute the ratio of medians, take the
 2.5th and 97.5th percentiles (seeded, so a row is reproducible from its samples). A claim
 that the interval does not support is not made: an interval that holds 1.0 reads "no

@@ -54,7 +54,7 @@ HOST_BOUND = 1.10  # rows without host_us: per-call latency above this x the GPU
 
 def host_bound(host_us: float | None, device_us: float | None) -> bool | None:
     """The one definition of host-bound (SCHEMA.md, ``host_bound``): the host time per call,
-    measured behind a GPU sleep (``host_us``, study.cell.host_cost), exceeds the device time
+    measured behind a GPU sleep (``host_us``, study.measure.host_cost), exceeds the device time
     per call (``device_time_us``; the profiler's GPU busy time per step where there is none), so
     the GPU waits on the host. None where either is unknown. analysis/ applies the same rule;
     for rows measured before ``host_us`` existed it falls back to ``inferred_host_bound``."""
@@ -138,7 +138,7 @@ def payback_calls(
 
 def rates(row: dict, peaks: dict) -> dict:
     """A row's rates from its FLOPs, bytes and times, and its place against ``peaks``
-    ({'tflops', 'gbps'} from study.cell.calibrate; empty: unknown, never guessed)."""
+    ({'tflops', 'gbps'} from study.measure.calibrate; empty: unknown, never guessed)."""
     out = {
         "arith_intensity": arith_intensity(row.get("flops"), row.get("bytes_min")),
         "tflops": rate(row.get("flops"), row.get("latency_median_us"), 1e12),

@@ -257,7 +257,7 @@ RUN = (
             "latency_median_us",
             "us",
             "per-call latency, median, calls back to back, timed in the host's fast phase "
-            "(timing_phase; study.cell.host_gauge). CUDA: events around chunks of timing.calls/10 calls, "
+            "(timing_phase; study.measure.host_gauge). CUDA: events around chunks of timing.calls/10 calls, "
             "one sample per chunk (events around each call add host time of their own: "
             "compiled cuDNN read 80 us against 60 back to back on the H200 host); CPU: a "
             "monotonic clock around each call",
@@ -317,7 +317,7 @@ RUN = (
             "backward and for train_step the optimizer) queued behind each other, not one step "
             "from an idle device",
         ),
-        Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.cell.host_gauge)"),
+        Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.measure.host_gauge)"),
         Col(
             "pairs_slow",
             "",
@@ -348,7 +348,7 @@ RUN = (
             "gauge_fast_us",
             "us",
             "the host gauge's fast level the rounds were judged by: the lowest level 5 "
-            "consecutive gauge readings held (study.cell.host_gauge), this cell's own or the lowest this "
+            "consecutive gauge readings held (study.measure.host_gauge), this cell's own or the lowest this "
             "boot of this host recorded (host_gauge.txt), whichever is lower; the dip instead "
             "when the host never held its fast phase (gauge_held). The gauge: best of 3 runs of "
             "a 300-iteration Python loop plus one CPU tensor add, before and after every round",
@@ -384,7 +384,7 @@ RUN = (
         Col(
             "gauge_held",
             "bool",
-            "the fast level was one the gauge held for 5 readings in a row (study.cell.host_gauge). False: "
+            "the fast level was one the gauge held for 5 readings in a row (study.measure.host_gauge). False: "
             "the gauge dipped more than timing.fast_ratio below the best level it held, so the "
             "host has a faster phase it did not hold; the rounds are judged against the dip, "
             "and the row says the host never held its fast phase",
@@ -392,7 +392,7 @@ RUN = (
         Col(
             "host_us",
             "us",
-            "CUDA: host time per call, measured directly (study.cell.host_cost): blocks of "
+            "CUDA: host time per call, measured directly (study.measure.host_cost): blocks of "
             "back-to-back calls issued while a GPU sleep queued ahead keeps the host from ever "
             "waiting for the GPU (a block the sleep did not cover is left out); the median over "
             "the fast-phase blocks (every covered block when fewer than 5 ran fast). Blank on "
@@ -741,12 +741,12 @@ RUN = (
         Col(
             "peak_tflops",
             "TFLOP/s",
-            "measured matmul ceiling for this device, dtype and torch (study.cell.calibrate)",
+            "measured matmul ceiling for this device, dtype and torch (study.measure.calibrate)",
         ),
         Col(
             "peak_gbps",
             "GB/s",
-            "measured device copy bandwidth, read + write (study.cell.calibrate)",
+            "measured device copy bandwidth, read + write (study.measure.calibrate)",
         ),
         Col("pct_peak_compute", "%", "achieved TFLOP/s (device time when measured) / peak_tflops"),
         Col("pct_peak_bw", "%", "achieved GB/s (device time when measured) / peak_gbps"),
@@ -819,7 +819,7 @@ RUN = (
             "host_probe_us",
             "us",
             "the host's own speed while the cell was timed: median time of 50 tiny CPU tensor "
-            "additions, probed before and after the timed phases (study.cell.host_load); it moves "
+            "additions, probed before and after the timed phases (study.measure.host_load); it moves "
             "between processes when the host's own speed does (on the H200's VM: 2.3x over one "
             "session), and host-bound latencies move with it",
         ),

@@ -88,7 +88,7 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
 
 
 def phase_lines(rows: list[dict]) -> list[str]:
-    """What the sweep says about the host's phase (study.cell.host_gauge): how many rows were not timed in
+    """What the sweep says about the host's phase (study.measure.host_gauge): how many rows were not timed in
     its fast phase, and what to do; and when the host never held its fast phase at all."""
     timed = [r for r in rows if r.get("timing_phase")]
     off = Counter(r["timing_phase"] for r in timed if r["timing_phase"] != "fast")

@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from study.cell import compiling, pinning
+from study.cell import compiling
 from study.config import compile_targets
 from study.config.cell_config import plain
 from study.config.cores import allowed
+from study.measure import pinning
 from study.rows import io
 from study.sweep import rundir
 from study.sweep.warm_parent import Server, ServerError

@@ -10,7 +10,7 @@ newest code hash (the latest ``started_at`` of its rows); machines of other code
 named and left out.
 
 Every host figure is measured (``host_us``: blocks of calls issued behind queued GPU sleep,
-study.cell.host_cost) and kept only from rows with at least ``MIN_FAST`` fast-phase blocks
+study.measure.host_cost) and kept only from rows with at least ``MIN_FAST`` fast-phase blocks
 (``fast_only``); a compiled row's eager figure is its eager twin's, timed in the same rounds.
 Host units are host µs over the gauge's µs around the same blocks; G is that gauge (the host's
 speed). A cell is host-bound compiled where its host µs exceed its device µs
@@ -33,7 +33,7 @@ from analysis.pairs import table
 from analysis.tables import host_model
 from study.rows.metrics import device_us
 
-MIN_FAST = 5  # study.cell.host_cost.MIN_FAST_BLOCKS (that module imports torch)
+MIN_FAST = 5  # study.measure.host_cost.MIN_FAST_BLOCKS (that module imports torch)
 WRAPPERS = ("default", "max-autotune-no-cudagraphs", "cpp_wrapper")  # Inductor, no CUDA graphs
 WAITED = "did not cover any block"  # host_cost's note: a call waited for the GPU (a sync)
 FIGURE = "host_machines/host_speed"  # .png and .svg, drawn by ``draw`` (findings --write)
@@ -334,6 +334,7 @@ def draw(d) -> str | None:
     # matplotlib only here: the section's text needs none
     import matplotlib.pyplot as plt
 
+    # deferred: matplotlib, the figure's alone (the section's text needs none)
     from analysis.figures.host_speed import host_speed
     from analysis.style import DPI, Skip
 

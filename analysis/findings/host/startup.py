@@ -185,6 +185,7 @@ def draw(d) -> str | None:
     .png and .svg; its sentence, or None without them."""
     import matplotlib.pyplot as plt
 
+    # deferred: matplotlib, the figure's alone (the section's text needs none)
     from analysis.figures.regional import regional
     from analysis.style import DPI, Skip
 

@@ -24,7 +24,7 @@ p10-p90 stayed narrow: the spread is between processes, not calls. So every cell
   (benchmarks/pair_probe.py, 2026-12-02); the cells' eager step moved by up to 31% between its
   own cell and the pairs.
 
-How busy the host was meanwhile: study.cell.host_load.
+How busy the host was meanwhile: study.measure.host_load.
 """
 
 from __future__ import annotations

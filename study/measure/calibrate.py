@@ -1,8 +1,8 @@
 """Device ceilings, measured: dense matmul rate per dtype and device copy bandwidth.
 
-    python -m study.cell.calibrate                 # this machine's device (cuda if present)
-    python -m study.cell.calibrate device=cpu dtypes=[fp32]
-    python -m study.cell.calibrate calibration_file=OUT/ceilings.json
+    python -m study.measure.calibrate                 # this machine's device (cuda if present)
+    python -m study.measure.calibrate device=cpu dtypes=[fp32]
+    python -m study.measure.calibrate calibration_file=OUT/ceilings.json
 
 Results are cached per device name, dtype and torch version in ~/.cache/study/ceilings.json,
 or the file given as ``calibration_file`` (the cells' config key of that name). Cells read them for ``pct_peak_*`` and ``bound``; with no entry those
@@ -174,7 +174,7 @@ def main(argv: list[str]) -> None:
             path = a.split("=", 1)[1] or None
         else:
             sys.exit(
-                f"unknown argument {a!r}; usage: python -m study.cell.calibrate "
+                f"unknown argument {a!r}; usage: python -m study.measure.calibrate "
                 "[device=cuda|cpu|auto] [dtypes=[bf16,fp32]] [calibration_file=PATH]"
             )
     bad = [d for d in dtypes if d not in DTYPES]

@@ -1,6 +1,6 @@
 """How busy the host was while a cell was timed, and how fast it ran a fixed piece of work.
 
-A host-bound cell measures the host (study.cell.pinning says how cells are pinned), so every
+A host-bound cell measures the host (study.measure.pinning says how cells are pinned), so every
 row records what else ran on its cores and how fast the host itself was:
 
 - ``HostLoad`` samples ``/proc/stat`` for the cell's cores around the timed phases: CPU time

@@ -14,12 +14,12 @@ is timed on its own:
    time is host time alone. It has: the queue may have drained (the block took longer than the
    sleep, or a call synchronised with the GPU), so that block is not counted.
 
-The host's gauge (study.cell.host_gauge) is read right before and right after each block, so every
+The host's gauge (study.measure.host_gauge) is read right before and right after each block, so every
 block has the host's speed beside it: ``host_units`` is host µs over gauge µs, the call's host
 cost in units of this host's speed, which carries from one host to another better than µs do.
 A compiled cell times its eager twin's blocks in the same rounds, alternating (ABBA), so both
 sides see the same phases. Blocks are judged fast against the cell's fast level, as the timed
-rounds are (study.cell.host_gauge.Phases).
+rounds are (study.measure.host_gauge.Phases).
 
 On the CPU host and device are one: nothing is measured, and the columns stay blank.
 """

@@ -22,7 +22,7 @@ whether L2 was flushed between calls (``L2``): a graph replay does not flush, do
    cell moves between processes. PyTorch's dynamo benchmark harness alternates for the same
    reason ("to handle frequency scaling").
 
-5. Host phase (``study.cell.host_gauge``): with a ``Phases`` given, per-call chunks and paired blocks
+5. Host phase (``study.measure.host_gauge``): with a ``Phases`` given, per-call chunks and paired blocks
    each run between two gauges of the host's speed, and go on until enough of them ran in the
    host's fast phase (or ``timing.max_s`` passed); the cell then keeps the fast ones, so that
    eager and compiled, per-call and paired, are compared in the same phase.
@@ -202,7 +202,7 @@ def rounds(
     calls: int = 1,
 ) -> Rounds:
     """The steady-state timing of a cell, in rounds between two gauges of the host's speed
-    (``phases``: study.cell.host_gauge.Phases). A round is a pair of eager and compiled blocks (with
+    (``phases``: study.measure.host_gauge.Phases). A round is a pair of eager and compiled blocks (with
     ``eager``: ABBA order over rounds), then a chunk of ``repeat / CHUNKS`` calls of ``step``
     timed as ``_calls`` does (after ``lead_in`` untimed calls). Per-call latency and the paired
     speedup are so taken at the same moments, in the same host phase.

@@ -17,7 +17,7 @@ phase). Seen levels (fast / slow, in us):
 - H200 VM, torch 2.11: this gauge's fast level 12.3-13.5 in every cell of four sweeps on three
   machines (45 cells each), its slow readings 16.5-33.4 (the median slow reading of a cell);
   the 300-iteration loop alone read 9.3-10.1 fast. The share of rounds that ran fast went
-  from 0% to 100% between cells of one sweep; a 10 s survey (``python -m study.cell.host_gauge``)
+  from 0% to 100% between cells of one sweep; a 10 s survey (``python -m study.measure.host_gauge``)
   read 37% and 46% of its readings fast on two of the machines.
 - 2-core CPU box, torch 2.13, Python 3.11: 14.3-15.0 p1-p10, with stretches at 17-18 and
   21-25 lasting 0.1-1 s, in one process over 6 s.
@@ -34,7 +34,7 @@ is often a moment's dip inside a slow phase). The fast level is a level the gaug
 lowest level that ``SUSTAIN`` (5) consecutive readings all stayed at or under (the minimum over
 windows of 5 readings of the window's largest), over the cell's own readings and over every
 level recorded on this boot of this machine (same hostname, boot, Python and torch;
-``host_gauge.txt`` beside the device ceilings of ``study.cell.calibrate``), the lower of the two.
+``host_gauge.txt`` beside the device ceilings of ``study.measure.calibrate``), the lower of the two.
 Held, not a percentile: on an H200 host that was slow nearly all the time (2026-12-04), the 10th
 percentile of a 10 s survey was the slow level (22.7-24.0 us, 93% of the readings "within 1.3x"
 of it) while a cell's own gauge had read 16.6 us, and 49 of its 50 rows said ``fast``. A single
@@ -66,15 +66,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from study.cell import calibrate
 from study.config.env import boot_id
+from study.measure import calibrate
 
 LOOP = 300  # iterations of the gauge's Python loop (about 10 us on the H200 host, 15 on CPU)
 BEST_OF = 3
 LEVEL_QUANTILE = 0.10  # quantile() callers' default
 SUSTAIN = 5  # readings in a row the gauge must hold a level for it to be the fast level
 DIP = 3  # readings in a row that make a dip (held_level over 3 readings)
-HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.cell.calibrate): a line per cell
+HOST_LEVEL_FILE = "host_gauge.txt"  # beside the ceilings (study.measure.calibrate): a line per cell
 HOST_LEVEL_MAX_AGE_S = 24 * 3600.0
 MIN_FAST_PAIRS = 10  # fewer fast pairs than this: the paired figures use every pair
 MIN_SLOW_PAIRS = 5  # speedup_paired_slow only from at least this many slow pairs
@@ -276,7 +276,7 @@ def record_host_level(
 def host_level(path: Path, survey_s: float = 0.0) -> tuple[float | None, str | None]:
     """(The host's fast level, a note or None). Where ``path`` holds no level of the last day
     and ``survey_s`` > 0, survey the host that long first and record its level: on a fresh H200
-    machine without ``python -m study.cell.host_gauge`` first, the first cells of a sweep timed in a slow
+    machine without ``python -m study.measure.host_gauge`` first, the first cells of a sweep timed in a slow
     phase took their own 21.96-27.87 us for the fast level (the survey after: 15.0-16.1) and
     called their rounds fast."""
     level = read_host_level(path)
@@ -323,7 +323,7 @@ def survey(seconds: float, every_s: float = 0.005) -> list[float]:
 
 
 def main(argv: list[str]) -> None:
-    """python -m study.cell.host_gauge [SECONDS] [calibration_file=PATH]: survey the host's gauge
+    """python -m study.measure.host_gauge [SECONDS] [calibration_file=PATH]: survey the host's gauge
     (10 s by default) and record its fast level for the cells to come, beside the ceilings file
     the cells read (their ``calibration_file``), so that the first cells of a sweep on a new
     machine know it too (alone, a cell that spends all its timing in a slow phase takes that
@@ -337,7 +337,7 @@ def main(argv: list[str]) -> None:
     except ValueError:
         seconds = -1.0
     if len(argv) > 1 or len(given) > 1 or not seconds > 0:
-        sys.exit("usage: python -m study.cell.host_gauge [SECONDS] [calibration_file=PATH]   "
+        sys.exit("usage: python -m study.measure.host_gauge [SECONDS] [calibration_file=PATH]   "
                  "(SECONDS a positive number; default 10)")  # fmt: skip
     path = calibrate.cache_path(given[0] if given else None).with_name(HOST_LEVEL_FILE)
     ph, why = survey_and_record(path, seconds)

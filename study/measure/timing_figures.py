@@ -1,18 +1,18 @@
 """The row's timing figures from the rounds that ran in the host's fast phase, judged against one
-level for the whole cell (study.cell.host_gauge): latency, the paired speedup and its interval, the
+level for the whole cell (study.measure.host_gauge): latency, the paired speedup and its interval, the
 phase the figures come from, and the host's level for the next cells."""
 
 from __future__ import annotations
 
 import statistics
 
-from study.cell import host_gauge, timing
+from study.measure import host_gauge, timing
 from study.observe import stats
 
 
 def settle(cell) -> None:
     """The row's latency and paired figures from the rounds that ran in the host's fast
-    phase, judged against one level for the whole cell (study.cell.host_gauge): one story."""
+    phase, judged against one level for the whole cell (study.measure.host_gauge): one story."""
     # Long: one decision, which rounds count (fast, slow, contended) and what the row says about it;
     # its cases read best together.
     row, t, ph, r = cell.row, cell.cfg.timing, cell.phases, cell.timed
