@@ -5,7 +5,7 @@
 #            flash, cuDNN and naive eager, 5 fresh processes each (benchmarks/stability.py);
 #            part3's wall time and overhead (benchmarks/throughput.py).
 # training:  calibrate, the quickstart's wall time, part3's attention with pass=fwd_bwd in all
-#            five modes, part2 with pass=train_step (issue 18).
+#            five modes, part2 with pass=train_step.
 # rungs:     the transformer block (fwd in all five modes, fwd_bwd), dynamic shapes over
 #            seq_len 512-4096, and FlexAttention against flash, cuDNN and efficient (causal at
 #            1k/4k/16k; flex's sliding window over the same lengths).

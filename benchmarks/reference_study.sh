@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The reference study behind results/h200 and its FINDINGS.md (issue 8), on 1 or 2 GPUs.
+# The reference study behind results/h200 and its FINDINGS.md, on 1 or 2 GPUs.
 #   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part3, part1, part2
 #   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 32768..512
 #   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep (EXP=part3 pass=fwd_bwd for NAME=part3_bwd)
 #   bash benchmarks/reference_study.sh probe OUTDIR     # may the cell server import all it does? (fork_probe)
-# v2 (issue 22), in three device commands of under 10 minutes each, all on one H200 unless
+# v2, in three device commands of under 10 minutes each, all on one H200 unless
 # NJ says otherwise:
 #   bash benchmarks/reference_study.sh v2-parts OUTDIR  # calibrate; part3, part1, part2; then
 #        the host-bound cells of the three again in 2 more fresh processes (repeat=1,2, into
@@ -14,7 +14,7 @@
 #   bash benchmarks/reference_study.sh v2-train OUTDIR  # the block (fwd, fwd_bwd) in all five
 #        modes; part3 pass=fwd_bwd; part2 pass=train_step; the dynamic-shape sweep
 #   bash benchmarks/reference_study.sh v2-flex OUTDIR   # +experiment=flex, then scaling
-# v3 (issue 38), one code revision (every row's code_hash the same) over several sessions:
+# v3, one code revision (every row's code_hash the same) over several sessions:
 #   bash benchmarks/reference_study.sh v3 OUTDIR NAME...  # each NAME in turn, resume=true: a
 #        NAME whose cells are all ok already is skipped cell by cell; NAMEs: part3 part1 part2
 #        (repeats=3: every cell in 3 fresh processes), block block_bwd part3_bwd part2_train

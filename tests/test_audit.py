@@ -1,4 +1,4 @@
-"""analysis.findings.audit: rows whose figures disagree with each other (issue 38's audit)."""
+"""analysis.findings.audit: rows whose figures disagree with each other."""
 
 import pandas as pd
 

@@ -1,4 +1,4 @@
-"""The regression gate (issue 56): B must hold every cell of A, each ok, and be finished; a
+"""The regression gate: B must hold every cell of A, each ok, and be finished; a
 crash matches its ok cell; contention excuses what it can cause, not 13x; a change of kernels
 or device time is said whatever the host's phase; every matched cell is in one bucket."""
 

@@ -263,7 +263,7 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
     assert "speedup = paired: eager and compiled timed in alternating blocks in one process" in text
     # 1.01x the cross-process 0.933x; each repeat's interval 0.97-1.03x of it; the 3 repeats
     # agree, so the t-interval over them is their own errors alone, t_2 * se / sqrt(3) = 2.48
-    # se against one repeat's 1.96 se (issue 55: 3 processes give 2 degrees of freedom)
+    # se against one repeat's 1.96 se
     # GPU-bound, per-call latency +7%: neither the host nor the lead-in alone; plain "slower"
     flash = "| flash | default | part3 | 1 → 1 | 96.8 → 104 | 0.942x [0.907–0.979] | slower | 3 runs: 0.942–0.942x |"
     assert flash in text
@@ -320,7 +320,7 @@ def test_the_summary_write_replaces_only_its_block(tmp_path):
 
 
 def test_version_facts_are_scoped_inline():
-    # issue 38: "sdpa is fastest" (it picks cuDNN on this torch and GPU), "flex beats flash"
+    # "sdpa is fastest" (it picks cuDNN on this torch and GPU), "flex beats flash"
     # (torch's FA2 kernel, not FA3), math's slowdown (FP32 GEMMs): each names its version
     text = block(ROOT / "results" / "h200" / "FINDINGS.md")
     fastest = next(x for x in text.splitlines() if x.startswith("- flash is the fastest"))

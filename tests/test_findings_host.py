@@ -46,7 +46,7 @@ def test_one_host_bound_side_gives_a_bound_not_a_figure():
 
 
 def test_the_rule_gives_the_wrappers_host_cost_and_the_gpu_work_under_which_cells_lose():
-    """Issue 55: over every cell host-bound on both sides (not only those with eager's
+    """The defect: over every cell host-bound on both sides (not only those with eager's
     kernels), how many said, and the host time a call over every host-bound compiled cell."""
     d = _data(_rows())
     line = effects.rule(effects.frame(d["runs"]), d["runs"])

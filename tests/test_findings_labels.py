@@ -1,4 +1,4 @@
-"""Issue 55 ("host cost measured, not inferred"): what the Findings' numbers are called. An
+"""what the Findings' numbers are called. An
 outside audit recomputed the numbers of results/h200/FINDINGS.md from the CSVs and found the
 arithmetic right and these labels wrong; each test pins one label to what the rows show."""
 

@@ -63,7 +63,7 @@ def test_repeats_give_the_geometric_mean_and_the_interval_that_covers_processes(
 
 
 def test_processes_that_disagree_beyond_their_own_intervals_widen_the_cells_interval():
-    """cudnn/default in three processes of one H200 sweep (issue 32): disjoint intervals."""
+    """cudnn/default in three processes of one H200 sweep: disjoint intervals."""
     from study.observe.stats import across_processes
 
     sp, lo, hi = across_processes([0.717, 0.524, 0.424], [0.652, 0.506, 0.410],

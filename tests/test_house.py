@@ -6,8 +6,6 @@ modules. The counting itself is checked on small trees written here."""
 
 import textwrap
 
-import pytest
-
 from benchmarks import tree_facts as tf
 
 # The house's limits, checked against the tree (the last three tests).

@@ -1,7 +1,7 @@
 """An independent reader of the profiler traces: HolisticTraceAnalysis (HTA) parses the H200
 fixture traces on its own, and kernels per step counted from its events agree with
 ``study.observe.trace``. HTA's own iteration column assigns GPU events by their GPU-side time (naive
-eager: 21 kernels in one step), so the count here does what the field notes say: CPU-side
+eager: 21 kernels in one step), so the count here does what the trace shows: CPU-side
 ``ProfilerStep#N`` rows by category, each device event matched to its launch by correlation id.
 Test-only: HTA is in the ``dev`` extra."""
 

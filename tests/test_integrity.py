@@ -1,4 +1,4 @@
-"""Sweep integrity (issue 36): the red team's cases on the sweep side, each as it was found.
+"""Sweep integrity: the red team's cases on the sweep side, each as it was found.
 
 One writer per sweep dir, nothing stale left for a resumed cell, no half-written row trusted,
 exit status 2 and one line for every config mistake. (The analysis side, compare and report,

@@ -1,4 +1,4 @@
-"""Sweep integrity on the analysis side (issue 36): compare matches every cell whatever its
+"""Sweep integrity on the analysis side: compare matches every cell whatever its
 status (a cell that stopped being ok is a regression), tells noise from change, and a sweep's
 runs.csv that disagrees with its run dirs is rebuilt from them before anything reads it."""
 
@@ -295,7 +295,7 @@ def test_every_analysis_command_names_a_dir_without_rows_in_one_line(tmp_path, m
     args = [str(tmp_path / "nothing")] * (2 if module == "compare" else 1)
     (tmp_path / "empty").mkdir()
     for given, said in (
-        ("nothing", "no such dir: {}"),  # issue 56, 6: it said "has no runs.csv"
+        ("nothing", "no such dir: {}"),  # it once said "has no runs.csv"
         ("empty", "{} has no runs.csv: pass a sweep dir (outputs/sweeps/<time>)"),
     ):
         with pytest.raises(SystemExit) as e:

@@ -17,7 +17,7 @@ HF = importlib.util.find_spec("transformers") is not None
 
 @pytest.mark.skipif(not HF, reason="transformers is not installed (pip install -e '.[dev]')")
 def test_gpt2_and_bert_with_keyword_inputs_run_ok_eager_and_compiled(tmp_path):
-    # issue 34's acceptance: both models, eager and compiled, on the CPU, in one sweep (one
+    # the models' acceptance: both models, eager and compiled, on the CPU, in one sweep (one
     # warm parent). The training pass only (its forward is the same model's, traced with
     # autograd): the forward pass too took CI another 60 s. Eager's forward pass runs in
     # test_a_model_whose_library_is_absent_is_an_unsupported_row; the output and input

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing mislabelled (issue 56): a bad file costs its cell only, every planned
+"""Nothing lost, nothing mislabelled: a bad file costs its cell only, every planned
 cell is counted, runs.csv follows its run dirs, resume stays in its own sweep."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ GARBLED = "run_i\x00d,name\r\nx,y\r\n"
 
 
 def test_a_garbled_kernels_csv_costs_its_cell_only_and_is_named(tmp_path, capsys):
-    """Issue 56, 4: KeyError: 'run_id' for every later cell, and runs.csv never rebuilt."""
+    """The defect: KeyError: 'run_id' for every later cell, and runs.csv never rebuilt."""
     write_cell(tmp_path / "a", ok_row("a"), GARBLED)
     write_cell(tmp_path / "b", ok_row("b"))
     io.aggregate(tmp_path)
@@ -38,7 +38,7 @@ def test_a_garbled_kernels_csv_costs_its_cell_only_and_is_named(tmp_path, capsys
 
 
 def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cell(tmp_path, capsys):
-    """Issue 56, 4: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
+    """The defect: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
     from study.sweep.scheduler import Scheduler
     from tests.test_scheduler import cell_cfg, factory
 
@@ -64,7 +64,7 @@ def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cel
 
 
 def test_a_planned_cell_without_a_row_is_counted_and_named(tmp_path, capsys):
-    """Issue 56, 6: a full disk gave 'done: 1 cells ... 1 ok' for an 8-cell sweep."""
+    """The defect: a full disk gave 'done: 1 cells ... 1 ok' for an 8-cell sweep."""
     io.write_csv(tmp_path / "runs.csv", [ok_row("a")], "runs")
     assert summary(tmp_path, planned=["a", "b"]) == 1
     out = capsys.readouterr().out
@@ -79,7 +79,7 @@ def a_sweep(d: Path) -> Path:
 
 
 def test_a_rewritten_run_csv_rebuilds_runs_csv(tmp_path, capsys):
-    """Issue 56, 3: after study.cell.worker rewrote a run.csv, the report showed the old one."""
+    """The defect: after study.cell.worker rewrote a run.csv, the report showed the old one."""
     import os
 
     from analysis.load import check_sweep
@@ -99,7 +99,7 @@ def test_a_rewritten_run_csv_rebuilds_runs_csv(tmp_path, capsys):
 
 
 def test_every_run_csv_cut_short_leaves_no_old_rows_to_trust(tmp_path, capsys):
-    """Issue 56, 3: 'no run.csv below DIR', exit 0, the old runs.csv kept, and the report said
+    """The defect: 'no run.csv below DIR', exit 0, the old runs.csv kept, and the report said
     'Built ... from 2 cells (2 ok)'."""
     from analysis.load import check_sweep
 
@@ -117,7 +117,7 @@ def test_every_run_csv_cut_short_leaves_no_old_rows_to_trust(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_resume_stays_in_its_own_sweep_and_says_which(tmp_path):
-    """Issue 56, 5: P stopped after 1 cell; Q (same fixed overrides, other variants) ran to
+    """The defect: P stopped after 1 cell; Q (same fixed overrides, other variants) ran to
     its end; P's command with resume=true picked Q's dir (the newest) and measured P there."""
     p = ("-m", "variant=naive,linear", "compile=off", f"out_root={tmp_path}", *TINY)
     assert cli(*p).returncode == 0
@@ -135,7 +135,7 @@ def test_resume_stays_in_its_own_sweep_and_says_which(tmp_path):
 
 
 def test_an_ok_row_whose_latency_is_no_number_is_run_again(tmp_path):
-    """Issue 56, 6: a non-numeric latency_median_us was trusted on resume."""
+    """The defect: a non-numeric latency_median_us was trusted on resume."""
     from study.sweep.rundir import why_rerun
 
     for bad in ("abc", "nan", "-1"):
@@ -147,7 +147,7 @@ def test_an_ok_row_whose_latency_is_no_number_is_run_again(tmp_path):
 
 @pytest.mark.slow
 def test_a_clean_sweep_leaves_no_lock_or_pid_file(tmp_path):
-    """Issue 56, 6: .runs.lock, .sweep.lock and .cell.pid stayed after a clean finish."""
+    """The defect: .runs.lock, .sweep.lock and .cell.pid stayed after a clean finish."""
     assert cli("-m", "variant=linear", "compile=off", f"out_root={tmp_path}", *TINY).returncode == 0
     left = [p.name for p in tmp_path.rglob(".*") if p.name in (".runs.lock", ".sweep.lock",
                                                                ".cell.pid")]  # fmt: skip
@@ -156,7 +156,7 @@ def test_a_clean_sweep_leaves_no_lock_or_pid_file(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_says_what_finished_and_how_to_resume(tmp_path):
-    """Issue 56, 6: SIGTERM to the sweep gave exit 143 and no resume line."""
+    """The defect: SIGTERM to the sweep gave exit 143 and no resume line."""
     import signal
     import subprocess
     import sys
@@ -179,7 +179,7 @@ def test_sigterm_says_what_finished_and_how_to_resume(tmp_path):
 
 
 def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
-    """Issue 56, 6: a name beginning '=', '+', '-' or '@' went into CSVs as it is."""
+    """The defect: a name beginning '=', '+', '-' or '@' went into CSVs as it is."""
     row = ok_row("a", variant='=HYPERLINK("http://x")', reason="@SUM(1)", host="+h",
                  dtype="-d", latency_median_us="-1.5", seed=-3)  # fmt: skip
     io.write_csv(tmp_path / "run.csv", [row], "runs")
@@ -202,7 +202,7 @@ def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
 def test_the_report_on_an_empty_or_foreign_runs_csv_is_one_line_and_exit_2(
     tmp_path, capsys, text, said
 ):
-    """Issue 56, 6: a traceback."""
+    """The defect: a traceback."""
     from analysis import report
 
     (tmp_path / "runs.csv").write_text(text)
@@ -215,7 +215,7 @@ def test_the_report_on_an_empty_or_foreign_runs_csv_is_one_line_and_exit_2(
 def test_the_report_into_a_file_or_a_read_only_dir_is_one_line_and_exit_2(
     tmp_path, capsys, monkeypatch
 ):
-    """Issue 56, 6: '--out' naming a file, and a read-only sweep dir: tracebacks."""
+    """The defect: '--out' naming a file, and a read-only sweep dir: tracebacks."""
     import os
 
     from analysis import report

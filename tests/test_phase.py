@@ -25,7 +25,7 @@ def test_the_fast_level_is_the_level_the_cells_gauge_held_and_slow_blocks_fall_o
 
 
 def test_one_unusually_fast_reading_does_not_make_every_block_slow():
-    """The minimum as the level classed 99% of one run's blocks slow (FIELD-NOTES)."""
+    """The minimum as the level classed 99% of one run's blocks slow (seen on the H200)."""
     ph = fake([5.0] + [10.0] * 30 + [17.0] * 9)
     assert ph.level() == 10.0 and sum(ph.fast_mask()) == 31
 
@@ -140,7 +140,7 @@ def settled(readings, host=None, paired=True, loaded=False, monkeypatch=None):
 
 def test_an_unpaired_cell_needs_as_many_fast_rounds_as_its_latency_asks(monkeypatch):
     """An eager cell is the denominator of every cross-process speedup: one fast round of
-    thirty is no fast-phase latency (review of issue 32)."""
+    thirty is no fast-phase latency ."""
     cell, _ = settled([10.0] + [17.0] * 29, host=10.0, paired=False, monkeypatch=monkeypatch)
     assert cell.row["timing_phase"] == "mixed" and cell.row["latency_samples"] == 90
     assert "only 1 of 30 rounds ran in the host's fast phase" in " ".join(cell.notes)

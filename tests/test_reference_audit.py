@@ -1,5 +1,4 @@
-"""The committed reference study (results/h200, v3) passes its own audit (issue 38's
-acceptance): GPU-bound forward paired speedups not more than 3% below their per-call ratio,
+"""The committed reference study (results/h200, v3) passes its own audit: GPU-bound forward paired speedups not more than 3% below their per-call ratio,
 per-call ratio and paired speedup within 20% unless timed outside the fast phase, flex's useful
 FLOPs by element counts, one code revision, one host speed."""
 

@@ -138,7 +138,7 @@ def test_the_block_stacks_its_layers_each_with_its_own_weights():
 
 @pytest.mark.slow
 def test_a_four_layer_block_compiled_by_region_traces_one_block_where_whole_traces_four(tmp_path):
-    """The acceptance test of issue 57 item 2, from the rows: the same 4-layer block compiled
+    """Regional compilation's acceptance, from the rows: the same 4-layer block compiled
     whole and by region (auto: nested_compile_region for a forward; and per block). Each is one
     Dynamo graph, but the whole model's holds every layer's ops, and a region's one block's:
     the block's graph is traced once and reused by all four."""

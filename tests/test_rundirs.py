@@ -1,4 +1,4 @@
-"""One run dir per sweep point, named readably (issue 56, and the run-dir part of issue 59)."""
+"""One run dir per sweep point, named readably."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_predictions_stay_out_of_a_name_unless_they_tell_points_apart():
 
 
 def test_a_cell_is_never_started_into_the_dir_of_a_running_cell(tmp_path):
-    """Issue 56: the second point emptied the dir while the first ran, and the first took the
+    """The defect: the second point emptied the dir while the first ran, and the first took the
     second's row."""
     from study.sweep.rundir import Unsafe
     from study.sweep.scheduler import Scheduler

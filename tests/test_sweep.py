@@ -224,7 +224,7 @@ def test_a_cpu_cell_past_its_memory_cap_is_an_oom_row_and_the_sweep_goes_on(tmp_
 @pytest.mark.slow
 def test_the_sweeps_own_process_needs_no_torch(tmp_path):
     """The sweep's main process (sweeper, launcher, scheduler) writes the timeout or crash row
-    of a cell that wrote none; it imported study.cell.phases for that, and with it torch (issue 33)."""
+    of a cell that wrote none; it imported study.cell.phases for that, and with it torch."""
     code = (
         "import sys\n"
         "class NoTorch:\n"

@@ -186,7 +186,7 @@ def test_layers_subtract_targets_within_their_intervals():
 
 
 def test_processes_give_the_interval_over_processes_every_table_uses():
-    """Issue 55: the t-interval of study.observe.stats, not the envelope of the processes'."""
+    """The defect: the t-interval of study.observe.stats, not the envelope of the processes'."""
     from study.observe.stats import across_processes
 
     raw = pd.concat([RAW, pd.DataFrame([_row("dynamo_eager", 0.4, 0.3, 0.45)])])
