@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         failures, line = audit(a.dirs)
     except FileNotFoundError as e:
-        stop("audit", e)
+        stop("findings.audit", e)
     print(line)
     for f in failures:
         print(f"  {f}")

@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         raw = load(expand(a.dirs))["repeats"]
     except FileNotFoundError as e:
-        stop("targets", e)
+        stop("tables layers", e)
     if a.source:
         raw = raw[raw["source"] == a.source]
     t = table(raw)

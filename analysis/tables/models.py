@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         d = load(expand(a.dirs))
     except FileNotFoundError as e:
-        stop("models", e)
+        stop("tables models", e)
     t = table(d["repeats"], d["kernels"])
     if t.empty:
         print("no model rows (family custom): run +experiment=models first")

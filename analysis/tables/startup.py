@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         raw = load(expand(a.dirs))["repeats"]
     except FileNotFoundError as e:
-        stop("startup", e)
+        stop("tables startup", e)
     printed = False
     for title, t in (
         ("Start-up: the first call after a cold start, a warm restart and cache artifacts",
