@@ -214,3 +214,20 @@ def test_the_regional_figure_joins_each_workload_whole_to_regional_and_skips_wit
         plt.close(fig)
     with pytest.raises(Skip):
         regional({"runs": runs[runs["regional"] != True]})  # noqa: E712 - NaN is not True
+
+
+def test_a_list_inside_the_repeated_list_is_not_counted_again():
+    """The module itself a ModuleList of blocks, each holding a ModuleList of the same class:
+    the outer list is the one compiled by region, its blocks counted once."""
+    from torch import nn
+
+    from study.cell import regional
+
+    class Blk(nn.Module):
+        def __init__(self, inner: bool):
+            super().__init__()
+            self.sub = nn.ModuleList([Blk(False), Blk(False)]) if inner else nn.ModuleList()
+
+    root = nn.ModuleList([Blk(True) for _ in range(3)])
+    cls, paths, blocks = regional.find(root)
+    assert cls is Blk and paths == [""] and blocks == 3

@@ -20,6 +20,7 @@ from tests.conftest import TINY, compose
         (["start=artifacts", "compile=off"], "start=artifacts with compile=off"),
         (["start=warm", "compile=off"], "start=warm with compile=off"),
         (["start=warm", "compile=dynamo_eager"], "runs no Inductor"),
+        (["start=warm", "compile=default", "cache=warm"], "start=warm with cache=warm"),
         (["start=artifacts", "compile=aot_inductor"], "compile=aot_inductor"),
     ],
 )
@@ -34,6 +35,16 @@ def test_a_bad_start_lists_the_starts():
     with pytest.raises(ConfigCompositionException) as e:
         compose(*TINY, "variant=naive", "start=hot")
     assert "expected one of [cold, warm, artifacts]" in str(e.value.__cause__)
+
+
+def test_a_warm_or_artifacts_cell_divides_by_its_cold_eager_twin():
+    """eager_hash names the eager cell a compiled row's cross-process speedup divides by: an
+    eager cell is always start=cold (a warm one is refused), so a start=warm row's twin is it."""
+    from study.config.identity import eager_hash
+
+    warm = to_plain(compose(*TINY, "variant=naive", "compile=default", "start=warm"))
+    eager = to_plain(compose(*TINY, "variant=naive", "compile=off"))
+    assert eager_hash(warm) == config_hash(eager)
 
 
 def test_the_default_start_leaves_a_cells_identity_as_it_was():

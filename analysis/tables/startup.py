@@ -25,9 +25,11 @@ import pandas as pd
 from analysis.load import expand, load, stop
 from analysis.measures import sig
 from analysis.pairs import table as md_table
+from study.rows.schema import SHAPE_KEYS
 
 START_ORDER = {"cold": 0, "warm": 1, "artifacts": 2}
-CELL = ["variant", "compile", "pass", "dtype", "layers", "source"]  # what one start-up cell is
+# what one cell is, in these tables: its workload, shape and mode, in one sweep (source)
+CELL = ["variant", "compile", "pass", "dtype", *SHAPE_KEYS, "layers", "causal", "source"]
 START_NOTE = (
     "start=warm: a primer process compiled the cell into its caches first (a restart); "
     "start=artifacts: the cell loaded a primer's torch.compiler.save_cache_artifacts() into "
@@ -106,8 +108,8 @@ def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     r = _ok_compiled(runs)
     out = []
-    keys = [k for k in ("variant", "compile", "pass", "layers", "source") if k in r.columns]
-    for key, g in r.groupby(keys, dropna=False):  # one sweep's rows: a start's are not these
+    keys = [k for k in [*CELL, "start", "cache"] if k in r.columns]
+    for key, g in r.groupby(keys, dropna=False):  # one cell of one sweep: never across shapes
         v, m = key[0], key[1]
         on = g[g["compile_stance"] == "default"]
         off = g[g["compile_stance"] == "skip_guard_eval_unsafe"]
@@ -147,7 +149,7 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     r = r.assign(_reg=reg, _depth=r["layers"] if "layers" in r else None)
     out = []
-    keys = [k for k in ("variant", "compile", "pass", "_depth") if k in r.columns]
+    keys = [k for k in [*CELL, "_depth"] if k in r.columns and k != "layers"]
     for _, g in r.groupby(keys, dropna=False):
         if not g["_reg"].any():
             continue

@@ -517,6 +517,8 @@ class Cell:
     def fail(self, e: BaseException) -> None:
         if isinstance(e, compiling.Recompiled):
             self.row["status"], self.row["reason"] = "invalid", str(e)
+        elif isinstance(e, start.PrimerFailed):  # what a cold cell would have said
+            self.row["status"], self.row["reason"] = e.status, e.reason
         else:
             self.row["status"], self.row["reason"] = classify_error(e, self.caught)
         (self.run_dir / "error.txt").write_text("".join(traceback.format_exception(e)))

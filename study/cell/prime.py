@@ -15,6 +15,7 @@ from pathlib import Path
 
 from study.cell import compiling
 from study.cell import start as start_
+from study.cell.failures import classify_error
 from study.cell.phases import Cell
 from study.config.cell_config import load_cell_config
 
@@ -42,7 +43,9 @@ def main(prime_dir: Path, start: str) -> int:
             (prime_dir / start_.ARTIFACTS).write_bytes(data)
             out["saved"] = start_.kinds(info)
     except Exception as e:  # noqa: BLE001 - reported to the cell, which fails with it
-        out.update(status="error", reason=f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")
+        e = cell._whose(e, eager_again=cell.mode != "off" and hasattr(cell, "eager"))
+        status, reason = classify_error(e, cell.caught)
+        out.update(status=status, reason=reason[:400])
     out.update({k: cell.row.get(k) for k in ("first_call_s", "compile_s", "cache_hits")})
     (prime_dir / start_.PRIMED).write_text(json.dumps(out, default=str))
     print(json.dumps(out, default=str), flush=True)

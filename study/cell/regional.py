@@ -57,7 +57,8 @@ def find(module) -> tuple[type, list[str], int] | None:
         return None
     cls = max(lists, key=lambda x: x[2])[1]
     mine = [(p, n) for p, c, n in lists if c is cls]
-    outer = [p for p, _ in mine if not any(p.startswith(q + ".") for q, _ in mine if q != p)]
+    outer = [p for p, _ in mine
+             if not any(p != q and (q == "" or p.startswith(q + ".")) for q, _ in mine)]  # fmt: skip
     return cls, outer, sum(n for p, n in mine if p in outer)
 
 

@@ -44,13 +44,30 @@ def prime(cell) -> None:
     start = plain(cell.cfg.start)
     if start == "cold" or cell.mode == "off":
         return
-    from omegaconf import OmegaConf
 
     here = cell.run_dir / PRIME_DIR
+    try:
+        _prime(cell, start, here)
+    finally:  # its caches and code go with it, whatever happened
+        shutil.rmtree(here, ignore_errors=True)
+
+
+class PrimerFailed(RuntimeError):
+    """The primer's cold start failed: its own status and reason (classify_error's, in the
+    primer's process), so the cell's row says what a cold cell would have said."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _prime(cell, start: str, here: Path) -> None:
+    from omegaconf import OmegaConf
+
     shutil.rmtree(here, ignore_errors=True)
     here.mkdir(parents=True)
     cfg = OmegaConf.to_container(cell.cfg, resolve=True, enum_to_str=True)
-    cfg["start"], cfg["compile"]["trace_log"] = "cold", False
+    cfg["start"] = "cold"  # its compile log, if any, goes to .start/compile_log, as the cell's
     cfg["ncu"]["enabled"] = cfg["nsys"]["enabled"] = False
     (here / "cell.yaml").write_text(OmegaConf.to_yaml(cfg))
     env = dict(os.environ)
@@ -76,12 +93,16 @@ def prime(cell) -> None:
                            f"{done.returncode}; start.log): {tail}")  # fmt: skip
     got = json.loads(primed.read_text())
     if got.get("status") != "ok":
-        raise RuntimeError(f"start={start}: the primer's cold start failed: {got.get('reason')}")
-    cell.row["cold_first_call_s"] = got.get("first_call_s")
-    cell.row["cold_compile_s"] = got.get("compile_s")
+        raise PrimerFailed(got.get("status") or "error",
+                           f"start={start}, the primer's cold start: {got.get('reason')}")  # fmt: skip
+    if got.get("cache_hits"):  # a primer that hit a cache started warm: no cold figure
+        cell.notes.append(f"start={start}: the primer hit {got['cache_hits']} cache entries, so "
+                          "cold_first_call_s is left blank")  # fmt: skip
+    else:
+        cell.row["cold_first_call_s"] = got.get("first_call_s")
+        cell.row["cold_compile_s"] = got.get("compile_s")
     if start == "artifacts":
         _load(cell, here / ARTIFACTS)
-    shutil.rmtree(here, ignore_errors=True)
 
 
 def _load(cell, saved: Path) -> None:

@@ -201,9 +201,10 @@ def start_conflict(start: str, mode: str, cache: str, target_inductor: bool) -> 
             "start with compile=aot_inductor: an AOTInductor package is already a compiled "
             "artifact, loaded without torch.compile's caches; use start=cold."
         )
-    if start == "artifacts" and cache == "warm":
+    if cache == "warm":
         return (
-            "start=artifacts with cache=warm: a shared warm cache would serve the first call "
-            "before the artifacts could; use cache=cold (the default) with start=artifacts."
+            f"start={start} with cache=warm: a shared cache holds what earlier cells compiled, "
+            "so neither the primer's start nor the cell's would be what it names; use "
+            f"cache=cold (the default) with start={start}."
         )
     return None

@@ -21,7 +21,7 @@ Elsewhere it equals ``flops``. ``flops_scheduled`` is what a kernel is given whe
 ``tflops_useful`` over the per-call latency is the rate to hold against the calibrated peak: a
 fused kernel that skips masked tiles cannot read above it there.
 
-``cell_flops`` is pure: the counting happens in the cell's check (study.cell.phases._check).
+``cell_flops`` is pure: the counting happens in the cell's check (study.cell.verdict.check).
 """
 
 from __future__ import annotations

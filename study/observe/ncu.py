@@ -143,7 +143,9 @@ def top_kernels(kernel_rows: list[dict], n: int) -> list[str]:
 
 
 def _env() -> dict:
-    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("TORCH_TRACE", None)  # the cell's compile log is the cell's; the profilers' run adds none
+    return env
 
 
 def _message(text: str) -> str:

@@ -133,7 +133,7 @@ def read_csv(path: Path) -> list[dict]:
 
 
 # What a run.csv row must hold to be trusted: every row, and by status. (A cell writes its
-# row before the sweep adds config_hash: a resume asks for that too, study.sweep._why_rerun.)
+# row before the sweep adds config_hash: a resume asks for that too, study.sweep.rundir.why_rerun.)
 REQUIRED = ("run_id", "status", "variant", "compile")
 REQUIRED_BY_STATUS = {"ok": ("latency_median_us",)}  # any other status: ``reason``
 

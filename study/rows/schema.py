@@ -232,7 +232,9 @@ RUN = (
             "cold_first_call_s",
             "s",
             "start=warm|artifacts: the primer process's first call, a cold start of the same "
-            "cell (compile included): what first_call_s is set against",
+            "cell (compile included) in a fresh interpreter, without the warm parent's "
+            "prewarmed imports (a start=cold row of the same sweep has them); blank when the "
+            "primer hit a cache",
         ),
         Col("cold_compile_s", "s", "start=warm|artifacts: the primer's compile_s (cold)"),
         Col("prime_s", "s", "start=warm|artifacts: the primer process, start to end"),

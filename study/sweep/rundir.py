@@ -180,6 +180,7 @@ def finish(cell: Cell, failed, wall: float, waited: float | None, gpu, report_wa
     io.write_csv(cell.run_dir / "run.csv", [row], "runs")
     if cell.resolved["cache"] == "cold":
         shutil.rmtree(cell.run_dir / ".compile_cache", ignore_errors=True)
+    shutil.rmtree(cell.run_dir / ".start", ignore_errors=True)  # a killed primer's caches
     return row
 
 

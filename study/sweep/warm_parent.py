@@ -189,7 +189,7 @@ def _warm_up(prewarm_on: bool, eager: bool) -> dict:
         except ImportError as e:
             if mod.startswith("study") or mod == "torch":
                 raise
-            print(f"[study.server] optional import {mod} failed: {e}", file=sys.stderr)
+            print(f"[study.warm_parent] optional import {mod} failed: {e}", file=sys.stderr)
     import torch
 
     git_revision()  # once here, inherited by every cell
@@ -205,7 +205,7 @@ def _warm_up(prewarm_on: bool, eager: bool) -> dict:
     if torch.cuda.is_initialized() or status["cuda_driver_initialized"]:
         who = "torch" if torch.cuda.is_initialized() else "the driver (cuInit, behind torch's back)"
         sys.exit(
-            f"[study.server] CUDA is initialised in the server, by {who}: forked cells could not "
+            f"[study.warm_parent] CUDA is initialised in the server, by {who}: forked cells could not "
             "use it. An import or the prewarm did it; hydra.launcher.prewarm=false tells which "
             "(benchmarks/fork_probe.py checks each import)."
         )

@@ -347,7 +347,7 @@ def Keywords(inner, keys):  # noqa: N802 - a class made on demand (no torch at i
 
 def missing_shape_keys(keys, cfg, device: str) -> list[str]:
     """The shape keys without a value for ``device``: not in ``shape.*`` nor in the family's
-    shapes (the same lookup as study.cell.phases.resolve_shape)."""
+    shapes (the same lookup as study.cell.build.resolve_shape)."""
     shapes = cfg.family.shapes
     base = shapes.get(device) or shapes.get("cpu")
     return [k for k in keys if cfg.shape.get(k) is None and (base is None or base.get(k) is None)]

@@ -74,11 +74,13 @@ def _start_text(r: pd.DataFrame) -> str:
         f"{x['variant']} {x['cold_first_call_s']:.2f} → {x['first_call_s']:.2f} s"
         for _, x in art.sort_values("cold_first_call_s").iterrows()
     )
+    warm = r[(r["start"] == "warm") & r["cold_first_call_s"].notna()]
+    cut_w = _ratio_range(zip(warm["cold_first_call_s"], warm["first_call_s"], strict=True))
     return (
         f"Cache artifacts cut the first call {cut} against the same cell's cold start in the "
-        f"primer process ({cells}); what is left is {share.min():.0%}–{share.max():.0%} "
-        "Dynamo, which traces again in every new process. A warm restart (the caches on disk) "
-        "saves about as much."
+        f"primer process, a fresh interpreter ({cells}); what is left is "
+        f"{share.min():.0%}–{share.max():.0%} Dynamo, which traces again in every new process."
+        + (f" A warm restart (the caches on disk) cut it {cut_w}." if len(warm) else "")
     )
 
 
@@ -104,8 +106,9 @@ def _regional_text(r: pd.DataFrame) -> str:
 
 
 def _guards_text(r: pd.DataFrame) -> str:
-    on = r[r["compile_stance"] == "default"].set_index("variant")
-    off = r[r["compile_stance"] == "skip_guard_eval_unsafe"].set_index("variant")
+    cols = ["host_units", "host_gauge_us"]
+    on = r[r["compile_stance"] == "default"].groupby("variant")[cols].median()
+    off = r[r["compile_stance"] == "skip_guard_eval_unsafe"].groupby("variant")[cols].median()
     both = sorted(on.index.intersection(off.index))
     if not both:
         return ""
@@ -133,11 +136,13 @@ def _cudagraphs_text(r: pd.DataFrame) -> str:
     if share.empty:
         return ""
     out_us = (1 - r["cudagraph_kernel_share"]) * r["kernel_us_per_step"]
+    recorded = int((r["cudagraph_graphs"].fillna(0) > 0).sum())
+    whole = int((r["cudagraph_partitions_skipped"].fillna(0) == 0).sum())
     return (
-        f"Every cell recorded its graph and ran {share.min():.0%}–{share.max():.0%} of its "
-        f"device time inside it; what ran outside is the copy of the inputs into the graph's "
-        f"static buffers ({out_us.min():.0f}–{out_us.max():.0f} µs a call), which eager and "
-        "the modes without CUDA graphs do not pay."
+        f"{recorded} of {len(r)} cells recorded a CUDA graph, {whole} with no partition left "
+        f"out, and ran {share.min():.0%}–{share.max():.0%} of their device time inside it; "
+        f"{out_us.min():.0f}–{out_us.max():.0f} µs a call ran outside it (kernels.csv of the "
+        "sweep names those kernels)."
     )
 
 
