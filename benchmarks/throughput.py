@@ -137,6 +137,12 @@ def report(sweep_dir: Path, wall: float | None, ref: Path | None) -> None:
             f"  GPU-bound cells: {within} of {len(lat)} within 2% of the reference latency; worst "
             f"{worst[0]['variant']}/{worst[0]['compile']} {worst[2]:+.1f}% (source {worst[1]['source']})"
         )
+        beyond = sorted((x for x in lat if abs(x[2]) > 2), key=lambda x: -abs(x[2]))
+        for r, o, pct in beyond:
+            print(
+                f"    beyond 2%: {r['variant']}/{r['compile']} {pct:+.1f}% "
+                f"({num(o['latency_median_us']):.1f} -> {num(r['latency_median_us']):.1f} us)"
+            )
 
 
 def lanes(rows: list[dict], wall: float | None) -> list[str]:
