@@ -192,8 +192,12 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     rows.to_csv(tmp_path / "startup" / "runs.csv", index=False)
     text = "\n".join(host_startup.section({"dir": tmp_path}))
     art = rows[rows["start"] == "artifacts"]
-    cut = art["cold_first_call_s"] / art["first_call_s"]
-    assert f"cut the first call {cut.min():.1f}–{cut.max():.1f}x" in text
+    boots = list(dict.fromkeys(art["boot_id"].str[:8]))
+    for boot, said in zip(boots, ("cut the first call", "artifacts cut its first call"),
+                          strict=False):  # fmt: skip
+        a = art[art["boot_id"].str[:8] == boot]
+        cut = a["cold_first_call_s"] / a["first_call_s"]
+        assert f"(boot {boot}), " in text and f"{said} {cut.min():.1f}–{cut.max():.1f}x" in text
     assert "### The whole model against its repeated block compiled by region" in text
     g = rows[rows["source"] == "guards"].set_index(["variant", "compile_stance"])["host_units"]
     small = [v for v in ("cudnn", "linear", "gpt2")
@@ -203,3 +207,74 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
         assert f"{v} " in text.split("Under 15% (")[1].split(")")[0]
     empty = "\n".join(host_startup.section({"dir": tmp_path / "none"}))
     assert "needs `startup/runs.csv`" in empty
+
+
+def _two_machines():
+    """_rows() on two machines: the second's first calls 1.5x the first's."""
+    a = _rows().assign(device_name="NVIDIA H200", boot_id="aaaaaaaa-1", source="start")
+    b = a.assign(boot_id="bbbbbbbb-2", device_name="NVIDIA H100 80GB HBM3", source="start_b")
+    for col in ("first_call_s", "cold_first_call_s"):
+        b[col] = b[col] * 1.5
+    import pandas as pd
+
+    return pd.concat([a, b], ignore_index=True)
+
+
+def test_the_start_table_names_the_machine_only_where_rows_span_two():
+    from analysis.tables import startup
+
+    assert "machine" not in startup.start_table(_rows()).columns
+    t = startup.start_table(_two_machines())
+    assert list(t.columns[:3]) == ["cell", "machine", "start"]
+    # each machine's cold, warm, artifacts together, in the order the rows came
+    assert list(t["machine"]) == ["H200 aaaaaaaa"] * 3 + ["H100 bbbbbbbb"] * 3
+    assert list(t["start"]) == ["cold", "warm", "artifacts"] * 2
+
+
+def test_the_start_text_gives_a_second_machine_as_ratios_to_the_first():
+    from analysis.findings.host import startup as host_startup
+
+    text = host_startup._start_text(_two_machines())
+    assert text.startswith("On the H200 (boot aaaaaaaa), cache artifacts cut the first call 3.2x")
+    assert ("On the H100 80GB HBM3 (boot bbbbbbbb), the same cells' cold starts (the primer's) "
+            "took 1.5x, first calls from artifacts 1.5x") in text  # fmt: skip
+    one = host_startup._start_text(_rows())
+    assert one.startswith("Cache artifacts cut the first call 3.2x") and "On the" not in one
+
+
+def test_the_regional_text_says_how_far_one_cells_compile_moved_between_machines():
+    import pandas as pd
+
+    from analysis.findings.host import startup as host_startup
+
+    base = {
+        "variant": "block",
+        "compile": "default",
+        "status": "ok",
+        "layers": 12,
+        "device_name": "NVIDIA H100 80GB HBM3",
+        "regional_method": "nested_compile_region",
+    }
+    rows = []
+    for boot, whole, region in (("aaaaaaaa", 8.0, 4.0), ("bbbbbbbb", 12.0, 4.4)):
+        rows += [{**base, "boot_id": boot, "regional": None, "compile_s": whole,
+                  "speedup_paired": 1.12},
+                 {**base, "boot_id": boot, "regional": True, "compile_s": region,
+                  "speedup_paired": 1.14}]  # fmt: skip
+    text = host_startup._regional_text(pd.DataFrame(rows))
+    assert "(boot aaaaaaaa), compiling the repeated block by region" in text
+    assert "cut compile time 2.0x" in text and "cut compile time 2.7x" in text
+    assert "compile seconds moved 1.10–1.50x between the two machines" in text
+
+
+def test_the_surveys_are_read_by_boot():
+    from analysis.findings.host import startup as host_startup
+
+    line = "host gauge over 5 s: fast level {} us (the lowest ...), {}% of them within 1.3x"
+    two = "\n".join(["boot aaaaaaaa", line.format("13.0", 55), "boot bbbbbbbb (later)",
+                     line.format("15.2", 16), line.format("15.1", 23)])  # fmt: skip
+    assert host_startup._surveys(two) == {
+        "aaaaaaaa": [("13.0", "55")],
+        "bbbbbbbb": [("15.2", "16"), ("15.1", "23")],
+    }
+    assert host_startup._surveys(line.format("14.1", 30)) == {"": [("14.1", "30")]}

@@ -44,6 +44,28 @@ GUARD_NOTE = (
 )
 
 
+def machine(r: pd.DataFrame) -> pd.Series:
+    """Each row's machine: its GPU without the vendor and its boot id's first 8 characters
+    ("H200 b7d789e0"); a row without a boot id is its GPU alone."""
+    gpu = r["device_name"] if "device_name" in r else pd.Series("", index=r.index)
+    gpu = gpu.fillna("").astype(str).str.replace("NVIDIA ", "", regex=False).str.split().str[0]
+    boot = r["boot_id"] if "boot_id" in r else pd.Series("", index=r.index)
+    boot = boot.fillna("").astype(str).str[:8]
+    return (gpu.fillna("") + " " + boot).str.strip()
+
+
+def _with_machine(r: pd.DataFrame, out: list[dict], after: str) -> pd.DataFrame:
+    """``out`` as a table, with a ``machine`` column after ``after`` where ``r`` spans more than
+    one machine (each dict carries its row's under ``_machine``)."""
+    t = pd.DataFrame(out)
+    if t.empty:
+        return t
+    m = t.pop("_machine")
+    if r.assign(_m=machine(r))["_m"].nunique() > 1:
+        t.insert(list(t.columns).index(after) + 1, "machine", m)
+    return t
+
+
 def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
     r = runs[(runs["compile"] != "off") & (runs["status"] == "ok")]
     return r.copy()
@@ -72,7 +94,9 @@ def start_table(runs: pd.DataFrame) -> pd.DataFrame:
         r = r.merge(started[keys].drop_duplicates(), on=keys) if len(started) else started
     if r.empty:
         return pd.DataFrame()
-    r = r.assign(_o=r["start"].map(START_ORDER)).sort_values(["variant", "compile", "_o"])
+    r = r.assign(_o=r["start"].map(START_ORDER), _m=machine(r))
+    r = r.assign(_mo=r["_m"].map({m: i for i, m in enumerate(dict.fromkeys(r["_m"]))}))
+    r = r.sort_values(["variant", "compile", "_mo", "_o"], kind="stable")
     out = []
     for _, x in r.iterrows():
         first, dyn = _num(x, "first_call_s"), _num(x, "first_call_dynamo_share")
@@ -84,6 +108,7 @@ def start_table(runs: pd.DataFrame) -> pd.DataFrame:
         out.append(
             {
                 "cell": f"{x['variant']} {x['compile']}",
+                "_machine": x["_m"],
                 "start": x["start"],
                 "first call s": _s(first),
                 "primer's cold first call s": _s(_num(x, "cold_first_call_s")),
@@ -97,7 +122,7 @@ def start_table(runs: pd.DataFrame) -> pd.DataFrame:
                 ),
             }
         )
-    return pd.DataFrame(out)
+    return _with_machine(r, out, "cell")
 
 
 def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -147,10 +172,14 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
     reg = r["regional"].astype(str).str.lower().isin(["true", "1", "1.0"])
     if not reg.any():
         return pd.DataFrame()
-    r = r.assign(_reg=reg, _depth=r["layers"] if "layers" in r else None)
+    r = r.assign(_reg=reg, _depth=r["layers"] if "layers" in r else None, _m=machine(r))
     out = []
     keys = [k for k in [*CELL, "_depth"] if k in r.columns and k != "layers"]
-    for _, g in r.groupby(keys, dropna=False):
+    order = {m: i for i, m in enumerate(dict.fromkeys(r["_m"]))}
+    groups = sorted(r.groupby(keys, dropna=False), key=lambda kg: (
+        str(kg[1]["variant"].iloc[0]), pd.to_numeric(kg[1]["_depth"], errors="coerce").fillna(0).iloc[0],
+        order[kg[1]["_m"].iloc[0]]))  # fmt: skip
+    for _, g in groups:  # by workload and depth, each machine's rows together
         if not g["_reg"].any():
             continue
         for _, x in g.sort_values("_reg").iterrows():
@@ -160,6 +189,7 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
                 {
                     "workload": f"{x['variant']} x{int(x['_depth'])}" if pd.notna(x["_depth"])
                     else str(x["variant"]),
+                    "_machine": x["_m"],
                     "compiled": (x.get("regional_method") or "regional") if x["_reg"]
                     else "whole model",
                     "compile s": _s(_num(x, "compile_s")),
@@ -171,7 +201,7 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "kernels a step": int(_num(x, "kernels_per_step") or 0),
                 }
             )  # fmt: skip
-    return pd.DataFrame(out)
+    return _with_machine(r, out, "workload")
 
 
 def _phase(x) -> str:

@@ -4,7 +4,9 @@ Dynamo's guards cost a call; whether CUDA graphs applied. Part of ``python -m an
 
 Reads ``DIR/startup/runs.csv`` (``benchmarks/host_reference.sh start guards cudagraphs
 regional`` writes one sweep per set; the rows carry a ``source`` column naming it) and
-``machine.md`` / ``survey.md`` beside it. The tables are analysis.tables.startup's and
+``machine.md`` / ``survey.md`` beside it (a line ``boot XXXXXXXX`` there starts that machine's
+surveys). The rows may come from several machines: each table then names the machine of each
+row, the first machine's figures are stated in full and another's as ratios to them. The tables are analysis.tables.startup's and
 analysis.tables.cudagraphs'; each sits beside the published figures it answers.
 """
 
@@ -44,27 +46,56 @@ def _rows(d) -> pd.DataFrame | None:
     return pd.read_csv(p, dtype=TEXT, low_memory=False)
 
 
+def _surveys(text: str) -> dict[str, list[tuple[str, str]]]:
+    """survey.md's host gauge lines by boot: a line ``boot XXXXXXXX`` starts a boot's lines; a
+    file without one is one machine's, under the key ``""``."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    boot = ""
+    for line in text.splitlines():
+        if m := re.match(r"boot (\w{8})", line.strip()):
+            boot = m.group(1)
+        elif m := re.search(r"fast level ([\d.]+) us .*?(\d+)% of them", line):
+            out.setdefault(boot, []).append((m.group(1), m.group(2)))
+    return out
+
+
 def _machine(d, r: pd.DataFrame) -> str:
-    md, sv = d / DIR / "machine.md", d / DIR / "survey.md"
-    boot = re.search(r"boot_id (\w{8})", md.read_text()) if md.exists() else None
-    levels = re.findall(r"fast level ([\d.]+) us .*?(\d+)% of them", sv.read_text()) if (
-        sv.exists()) else []  # fmt: skip
-    gpu = ", ".join(sorted(r["device_name"].dropna().astype(str).unique()))
+    """Each machine the rows ran on (GPU, boot), its sources and its host gauge surveys, then
+    what they share: torch and the code hash."""
+    sv = d / DIR / "survey.md"
+    surveys = _surveys(sv.read_text()) if sv.exists() else {}
+    boots = r["boot_id"].astype(str).str[:8] if "boot_id" in r else pd.Series("?", index=r.index)
+    gpus = r.groupby([r["device_name"], boots.rename("boot")], sort=False)
+    said = []
+    for (gpu, boot), g in gpus:
+        levels = surveys.get(boot) or (surveys.get("") if len(gpus) == 1 else None) or []
+        survey = "; ".join(f"{lv} µs ({share}% within 1.3x)" for lv, share in levels)
+        code = ", ".join(sorted(g["code_hash"].dropna().astype(str).unique()))
+        said.append(
+            f"{gpu}, boot {boot} ({', '.join(sorted(g['source'].dropna().unique()))}; code "
+            f"{code}; host gauge before and after: {survey or '?'})"
+        )
     torch = ", ".join(sorted(r["torch_version"].dropna().astype(str).unique()))
-    code = ", ".join(sorted(r["code_hash"].dropna().astype(str).unique()))
-    survey = "; ".join(f"{lv} µs ({share}% within 1.3x)" for lv, share in levels)
-    return (
-        f"{gpu}, torch {torch}, one code hash ({code}), boot {boot.group(1) if boot else '?'}; "
-        f"host gauge surveys, before and after each command: {survey or '?'}"
-    )
+    return f"{'; '.join(said)}. Torch {torch}"
 
 
 def _ratio_range(pairs) -> str:
     xs = [a / b for a, b in pairs if a and b]
-    return f"{min(xs):.1f}–{max(xs):.1f}x" if xs else "–"
+    if not xs:
+        return "–"
+    lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
+    return f"{lo}x" if lo == hi else f"{lo}–{hi}x"
 
 
-def _start_text(r: pd.DataFrame) -> str:
+def _by_machine(r: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The rows by machine (GPU and boot), in the order they come: [(label, rows)]."""
+    boots = r["boot_id"].astype(str).str[:8] if "boot_id" in r else pd.Series("?", index=r.index)
+    gpu = r["device_name"] if "device_name" in r else pd.Series("?", index=r.index)
+    label = gpu.astype(str).str.replace("NVIDIA ", "", regex=False) + " (boot " + boots + ")"
+    return [(k, g) for k, g in r.groupby(label, sort=False)]
+
+
+def _start_one(r: pd.DataFrame) -> str:
     art = r[(r["start"] == "artifacts") & r["cold_first_call_s"].notna()]
     if art.empty:
         return ""
@@ -77,32 +108,87 @@ def _start_text(r: pd.DataFrame) -> str:
     warm = r[(r["start"] == "warm") & r["cold_first_call_s"].notna()]
     cut_w = _ratio_range(zip(warm["cold_first_call_s"], warm["first_call_s"], strict=True))
     return (
-        f"Cache artifacts cut the first call {cut} against the same cell's cold start in the "
+        f"cache artifacts cut the first call {cut} against the same cell's cold start in the "
         f"primer process, a fresh interpreter ({cells}); what is left is "
         f"{share.min():.0%}–{share.max():.0%} Dynamo, which traces again in every new process."
         + (f" A warm restart (the caches on disk) cut it {cut_w}." if len(warm) else "")
     )
 
 
-def _regional_text(r: pd.DataFrame) -> str:
-    reg = r["regional"].astype(str).str.lower().isin(["true", "1", "1.0"])
-    whole, region = r[~reg], r[reg]
-    keys = ["variant", "layers"]
-    m = whole.merge(region, on=keys, suffixes=("_w", "_r"))
-    if m.empty:
+def _start_text(r: pd.DataFrame) -> str:
+    """The first machine's cut in full; each other machine's first calls as ratios to the
+    first's, cell by cell, per start: how much of a start is the machine."""
+    machines = [(m, g) for m, g in _by_machine(r) if _start_one(g)]
+    if not machines:
         return ""
+    (m0, g0), rest = machines[0], machines[1:]
+    text = _start_one(g0)
+    if not rest:
+        return text[0].upper() + text[1:]
+    out = [f"On the {m0}, {text}"]
+    key = ["variant", "start"]
+    for m, g in rest:
+        j = g.merge(g0, on=key, suffixes=("", "_0"))
+        ratios = []
+        for what, col, rows in (
+            ("cold starts (the primer's) took", "cold_first_call_s", j[j["start"] == "artifacts"]),
+            ("first calls from artifacts", "first_call_s", j[j["start"] == "artifacts"]),
+            ("first calls after a warm restart", "first_call_s", j[j["start"] == "warm"]),
+        ):
+            pairs = list(zip(rows[col], rows[f"{col}_0"], strict=True))
+            if pairs:
+                ratios.append(f"{what} {_ratio_range(pairs)}")
+        cut = _start_one(g).split(" against")[0].replace("cache artifacts cut the first call ", "")
+        out.append(
+            f"On the {m}, the same cells' {', '.join(ratios)} those on the {m0}; artifacts cut its "
+            f"first call {cut}. Compiling in default mode is host work (tracing, code "
+            "generation, Triton's compiler; no autotuning), so a start moves with the host: "
+            "compare the machines' host gauges above."
+        )
+    return " ".join(out)
+
+
+def _regional_pairs(r: pd.DataFrame) -> pd.DataFrame:
+    """Each workload's whole-model row beside its regional row: columns ``*_w`` and ``*_r``."""
+    reg = r["regional"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    return r[~reg].merge(r[reg], on=["variant", "layers"], suffixes=("_w", "_r"))
+
+
+def _regional_one(m: pd.DataFrame) -> str:
     bits = [
         f"{x['variant']} x{int(x['layers'])} {x['compile_s_w']:.1f} → {x['compile_s_r']:.1f} s, "
         f"{x['speedup_paired_w']:.2f}x → {x['speedup_paired_r']:.2f}x"
         for _, x in m.sort_values(["variant", "layers"]).iterrows()
     ]
-    how = ", ".join(sorted(region["regional_method"].dropna().astype(str).unique()))
-    return (
-        f"Compiling the repeated block by region ({how}) cut compile time "
-        f"{_ratio_range(zip(m['compile_s_w'], m['compile_s_r'], strict=True))}, and the paired speedup "
-        f"moved as follows: {'; '.join(bits)}. It traces one block's FX nodes instead of "
-        "every block's, and fusion stops at block edges (more kernels a step)."
-    )
+    cut = _ratio_range(zip(m["compile_s_w"], m["compile_s_r"], strict=True))
+    return f"cut compile time {cut}, and the paired speedup moved as follows: {'; '.join(bits)}"
+
+
+def _regional_text(r: pd.DataFrame) -> str:
+    """Per machine: the compile cut and the speedups; where two machines ran the same
+    workloads, how far one cell's compile seconds moved between them."""
+    machines = [(m, _regional_pairs(g)) for m, g in _by_machine(r)]
+    machines = [(m, p) for m, p in machines if not p.empty]
+    if not machines:
+        return ""
+    how = ", ".join(sorted(r["regional_method"].dropna().astype(str).unique()))
+    (m0, p0), rest = machines[0], machines[1:]
+    head = f"Compiling the repeated block by region ({how})"
+    out = [f"{head} {_regional_one(p0)}." if not rest else f"On the {m0}, {head.lower()[0]}"
+           f"{head[1:]} {_regional_one(p0)}."]  # fmt: skip
+    for m, p in rest:
+        j = p.merge(p0, on=["variant", "layers"], suffixes=("", "_0"))
+        moved = [a / b for c in ("compile_s_w", "compile_s_r")
+                 for a, b in zip(j[c], j[f"{c}_0"], strict=True)]  # fmt: skip
+        out.append(
+            f"On the {m}, it {_regional_one(p)}. One cell's compile seconds moved "
+            f"{min(moved):.2f}–{max(moved):.2f}x between the two machines: a compile is one "
+            "sample, timed through the host's fast and slow phases, so only a cut that holds "
+            "on both is the workload's."
+        )
+    out.append("It traces one block's FX nodes instead of every block's, and fusion stops at "
+               "block edges (more kernels a step).")  # fmt: skip
+    return " ".join(out)
 
 
 def _guards_text(r: pd.DataFrame) -> str:
@@ -157,9 +243,8 @@ def section(data: dict) -> list[str]:
         "",
         "## What compiling costs before the first fast call",
         "",
-        f"{_machine(d, r)}. Sources {', '.join(sorted(r['source'].dropna().unique()))} "
-        "(`benchmarks/host_reference.sh`; `python -m analysis.tables startup` prints the same tables "
-        "for any sweep). Speedups are paired, with their 95% interval over the cell's pairs in "
+        f"{_machine(d, r)}: `benchmarks/host_reference.sh`, and `python -m analysis.tables "
+        "startup` prints the same tables for any sweep. Speedups are paired, with their 95% interval over the cell's pairs in "
         "one process; host figures are measured (host µs and units, G the host's speed). "
         "GPT-2 is at the study's 2 layers unless its row says x12.",
     ]
@@ -198,7 +283,9 @@ def draw(d) -> str | None:
     if r is None:
         return None
     try:
-        fig, sentence = regional({"runs": r[r["source"].astype(str).str.startswith("regional")]})
+        reg = r[r["source"].astype(str).str.startswith("regional")]
+        first = _by_machine(reg)[0][1] if len(reg) else reg  # one machine: a point is one sample
+        fig, sentence = regional({"runs": first})
     except Skip as e:
         return str(e)
     fig.savefig(d / f"{FIGURE}.png", dpi=DPI)
