@@ -184,7 +184,7 @@ def _regional_text(r: pd.DataFrame) -> str:
             f"On the {m}, it {_regional_one(p)}. One cell's compile seconds moved "
             f"{min(moved):.2f}–{max(moved):.2f}x between the two machines: a compile is one "
             "sample, timed through the host's fast and slow phases, so only a cut that holds "
-            "on both is the workload's."
+            "on both is the workload's (`repeats=3` gives a cell's median over fresh processes)."
         )
     out.append("It traces one block's FX nodes instead of every block's, and fusion stops at "
                "block edges (more kernels a step).")  # fmt: skip
