@@ -278,3 +278,25 @@ def test_the_surveys_are_read_by_boot():
         "bbbbbbbb": [("15.2", "16"), ("15.1", "23")],
     }
     assert host_startup._surveys(line.format("14.1", 30)) == {"": [("14.1", "30")]}
+
+
+def test_a_cell_run_in_several_processes_is_one_line_at_its_median_compile():
+    """repeats=3: the regional table and the text take each cell's median, not one sample."""
+    import pandas as pd
+
+    from analysis.findings.host import startup as host_startup
+    from analysis.tables import startup
+
+    base = {"variant": "block", "compile": "default", "status": "ok", "pass": "fwd", "layers": 4,
+            "source": "regional", "regional_method": "nested_compile_region"}  # fmt: skip
+    rows = []
+    for rep, (whole, region) in enumerate(((4.0, 2.0), (9.0, 2.2), (4.4, 2.1))):
+        rows += [{**base, "config_hash": "w", "run_id": "w", "repeat": rep, "regional": None,
+                  "compile_s": whole, "speedup_paired": 1.12},
+                 {**base, "config_hash": "r", "run_id": "r", "repeat": rep, "regional": True,
+                  "compile_s": region, "speedup_paired": 1.14}]  # fmt: skip
+    r = pd.DataFrame(rows)
+    t = startup.regional_table(r)
+    assert list(t["compile s"]) == ["4.40", "2.10"]
+    text = host_startup._regional_text(host_startup.cells(r))
+    assert "block x4 4.4 → 2.1 s" in text

@@ -22,7 +22,7 @@ import sys
 
 import pandas as pd
 
-from analysis.load import expand, load, stop
+from analysis.load import cells, expand, load, stop
 from analysis.measures import sig
 from analysis.pairs import table as md_table
 from study.rows.schema import SHAPE_KEYS
@@ -67,8 +67,13 @@ def _with_machine(r: pd.DataFrame, out: list[dict], after: str) -> pd.DataFrame:
 
 
 def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
+    """The ok compiled rows, one per cell: a cell run in several fresh processes (``repeats``)
+    gives the median of its repeats (analysis.load.cells), so a compile's seconds are a median
+    and not one sample."""
     r = runs[(runs["compile"] != "off") & (runs["status"] == "ok")]
-    return r.copy()
+    if "source" not in r:
+        r = r.assign(source="")
+    return cells(r) if "repeat" in r and len(r) else r.copy()
 
 
 def _num(row, col):
@@ -195,7 +200,8 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "compile s": _s(_num(x, "compile_s")),
                     "first call s": _s(_num(x, "first_call_s")),
                     "paired speedup [95%, pairs]": "–" if sp is None
-                    else f"{sp:.2f}x [{lo:.2f}–{hi:.2f}]" + _phase(x),
+                    else f"{sp:.2f}x" + ("" if lo is None or hi is None else f" [{lo:.2f}–{hi:.2f}]")
+                    + _phase(x),
                     "graphs": int(_num(x, "graphs") or 0),
                     "FX nodes traced": int(_num(x, "graph_ops") or 0),
                     "kernels a step": int(_num(x, "kernels_per_step") or 0),

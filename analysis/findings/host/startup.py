@@ -17,7 +17,7 @@ import re
 import pandas as pd
 
 from analysis import sources
-from analysis.load import TEXT
+from analysis.load import TEXT, cells
 from analysis.pairs import table
 from analysis.tables import cudagraphs, startup
 
@@ -43,7 +43,8 @@ def _rows(d) -> pd.DataFrame | None:
     p = d / DIR / "runs.csv" if d else None
     if p is None or not p.exists():
         return None
-    return pd.read_csv(p, dtype=TEXT, low_memory=False)
+    raw = pd.read_csv(p, dtype=TEXT, low_memory=False)
+    return cells(raw) if "repeat" in raw else raw  # repeats: one row per cell, their medians
 
 
 def _surveys(text: str) -> dict[str, list[tuple[str, str]]]:
