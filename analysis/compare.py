@@ -3,9 +3,12 @@
 A and B are sweep dirs or committed results dirs (several ``source``s), e.g. the same sweep
 under two torch versions; ``DIR:SOURCE`` picks one source of a results dir. Cells are matched
 by their configuration (variant, compile, pass, dtype, device, shape, causal, and the Inductor
-patches/fullgraph/dynamic and the attention mask/score_mod where both sides record them), never
-by run id, and within the same source name when both sides have it; every cell, whatever its
-status. A cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
+patches/fullgraph/dynamic and the attention mask/score_mod where both sides record them; the
+axes a sweep crosses, ``AXES``: layers, cache, start, compile stance, compiled autograd,
+freezing, regional and its method, compile threads and seed, a side without one at its
+default), never by run id, and within the same source name when both sides have it; every
+cell, whatever its status. Cells of one source that no column tells apart (they differ only in
+a timing.* or check.* setting) are said, and one of each such set is compared. A cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
 unsupported, ...) is a regression, said first; one not ok in A and ok in B is said "now ok"
 (not counted as an improvement); cells only in A or B are listed with their status. A crash
 row is matched on its variant's own shape keys (``compare_gate.own_shape_keys``). Every matched
@@ -104,6 +107,13 @@ HOST_SPEED = 0.10
 HOST_COST = 0.20
 HOST_SLOWER = 1.5  # host speeds further apart: a slow phase on one side, the change not judged
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
+# The axes a sweep crosses beyond CONFIG_KEY, each with the value a row without it ran at (an
+# older study's rows lack the column, an eager row leaves compile's blank): part of the key
+# wherever either side has the column, so start=cold,warm,artifacts or compile.regional=
+# false,true are three and two cells, never one.
+AXES = {"layers": "", "cache": "cold", "start": "cold", "compile_stance": "default",
+        "compiled_autograd": "0", "freezing": "0", "regional": "0", "regional_method": "",
+        "compile_threads": "1", "seed": "0"}  # fmt: skip
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
     f"latency or compile time up more than {LATENCY:.0%}, speedup below {SPEEDUP}x of A's, "
@@ -152,12 +162,35 @@ def _norm(v) -> str:
     return {"true": "1", "false": "0", "1.0": "1", "0.0": "0"}.get(s, s)
 
 
-def keyed(runs: pd.DataFrame, extra: tuple[str, ...]) -> pd.DataFrame:
-    """Cells with a configuration key ``_key`` (and the columns the comparison needs)."""
+def keyed(runs: pd.DataFrame, extra: tuple[str, ...], axes: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Cells with a configuration key ``_key`` (and the columns the comparison needs): the
+    CONFIG_KEY and ``extra`` columns the rows have, and every one of ``axes`` (AXES), a blank
+    or missing one at its default."""
     r = speedups(runs)
     cols = [c for c in (*CONFIG_KEY, *extra) if c in r]
-    r["_key"] = r[cols].apply(lambda row: "|".join(f"{c}={_norm(row[c])}" for c in cols), axis=1)
+    key = r[cols].apply(lambda row: "|".join(f"{c}={_norm(row[c])}" for c in cols), axis=1)
+    for c in axes:
+        v = r[c].map(_norm) if c in r else pd.Series("", index=r.index, dtype=object)
+        key = key + f"|{c}=" + v.where(v != "", AXES[c])
+    r["_key"] = key if len(r) else pd.Series(dtype=object)
     return r
+
+
+def keyed_sides(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both sides keyed alike: EXTRA_KEY where both have it, AXES where either has it."""
+    extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
+    axes = tuple(c for c in AXES if has(ra, c) or has(rb, c))
+    return keyed(ra, extra, axes), keyed(rb, extra, axes)
+
+
+def untold(k: pd.DataFrame) -> pd.DataFrame:
+    """Cells of one side that share a source and a key with another cell of other config_hash:
+    they differ only in what no column records (timing.*, check.*), so only one of them is
+    compared (the first ok)."""
+    if "config_hash" not in k or k.empty:
+        return k.iloc[0:0]
+    n = k.groupby(["source", "_key"])["config_hash"].transform("nunique")
+    return k[n > 1]
 
 
 def pairs(a: pd.DataFrame, b: pd.DataFrame) -> list[tuple[str, str]]:
@@ -210,8 +243,7 @@ def match(
     if not every_status:
         ra, rb = ra[ra["status"] == "ok"], rb[rb["status"] == "ok"]
     ra, rb = compare_gate.own_shape_keys(ra, rb)
-    extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
-    ka, kb = keyed(ra, extra), keyed(rb, extra)
+    ka, kb = keyed_sides(ra, rb)
     for k in (ka, kb):
         k["status"] = _status(k)
         k["lat_w"], k["cmp_w"] = _spread(k, "latency_median_us"), _spread(k, "compile_s")
@@ -226,7 +258,7 @@ def match(
             "peak_mem_step_bytes", "peak_mem_reserved_bytes", "res_w", "step_w", "lat_w",
             "cmp_w", "mem_w", "timing_phase", "device_time_us", "gpu_us_per_step", "pair_lead_in",
             "hbound", "host_us", "host_units", "host_gauge_us",
-            *[c for c in CONFIG_KEY if c not in ("variant", "compile")]]  # fmt: skip
+            *[c for c in CONFIG_KEY if c not in ("variant", "compile")], *AXES]  # fmt: skip
     out, seen_a, seen_b = [], set(), set()
     for sa, sb in pairs(ka, kb):
         xa = _one_per_key(ka[ka["source"] == sa])
@@ -296,7 +328,7 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     _statuses(m)
     for c in ("variant", "compile", "family"):
         m[c] = m[f"{c}_a"]
-    for c in CONFIG_KEY:
+    for c in (*CONFIG_KEY, *AXES):
         if f"{c}_a" in m and c not in m:
             m[c] = m[f"{c}_a"]
     m["latency"] = column(m, "latency_median_us_b") / column(m, "latency_median_us_a")
@@ -431,6 +463,9 @@ def cell_table(m: pd.DataFrame) -> pd.DataFrame:
     for c in SHAPE_KEYS:
         if c in m and m[c].nunique() > 1:
             out[c] = m[c].astype("Int64")
+    for c in AXES:  # the axes the sweep crossed (start, compile_stance, regional, ...)
+        if c in m and m[c].map(_norm).replace("", AXES[c]).nunique() > 1:
+            out[c] = m[c].map(_norm).replace("", AXES[c])
     out["latency µs A → B"] = _arrows(m["latency_median_us_a"], m["latency_median_us_b"])
     out["latency"] = m["latency"].map(_pct)
     out["speedup A → B"] = _arrows(m["sp_a"], m["sp_b"], "x")
@@ -531,6 +566,11 @@ def compare(
         m["autotune"] = [x for x, _ in at]
         m["autotune_tie"] = [t for _, t in at]
     line = summary_line(m, only_a, only_b)
+    same = [untold(k) for k in keyed_sides(da["runs"], db["runs"])]
+    if len(same[0]) or len(same[1]):
+        line += (f" {len(same[0])} cells of A and {len(same[1])} of B share their source and "
+                 "configuration with another cell, differing in no column (timing.*, check.*): "
+                 "one of each such set compared (compare.md lists them).")  # fmt: skip
     env = []
     for lab, d in ((la, da), (lb, db)):
         r = d["runs"]
@@ -551,7 +591,9 @@ def compare(
                "winner read slower in B and the torch is the same, the benchmark moved (host "
                "load, the GPU, a cell beside it), not the study's code. A tie: within "
                f"{autotune_diff.TIE:.0%} in B's benchmark.", "", _md(t)]  # fmt: skip
-    for name, x in (("Only in A", only_a), ("Only in B", only_b)):
+    for name, x in (("Only in A", only_a), ("Only in B", only_b),
+                    ("Not told apart in A: one of each configuration compared", same[0]),
+                    ("Not told apart in B: one of each configuration compared", same[1])):  # fmt: skip
         if len(x):
             md += [f"## {name}", "", _md(x[["source", "variant", "compile", "status", "run_id"]])]
     text = "\n".join(md) + "\n"
@@ -584,6 +626,8 @@ def _cell(r, m: pd.DataFrame | None = None) -> str:
         keys = [c for c in SHAPE_KEYS if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
         shape = ", ".join(f"{c}={int(r[c])}" for c in keys)
         other = [c for c in ("pass", "mask") if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
+        other += [c for c in AXES if c in m and pd.notna(r[c])
+                  and same[c].map(_norm).replace("", AXES[c]).nunique() > 1]  # fmt: skip
         shape = ", ".join([*(f"{c}={r[c]}" for c in other), *([shape] if shape else [])])
     return f"{r['source_a']}: {r['variant']}{f' ({shape})' if shape else ''} · {r['compile']}"
 

@@ -456,3 +456,62 @@ def test_host_cost_is_compared_in_units_when_the_hosts_ran_at_other_speeds(tmp_p
     assert m["regressed"].str.contains("host cost").all()
     _, m = build(a, _host_side(tmp_path, "slow_phase", speed=2.0, cost=1.3), None)
     assert set(m["host_cost_by"]) == {"not judged"}  # one side in a slow phase: said only
+
+
+def _startup_dir(tmp_path, name, edit=None):
+    """results/h200/startup's rows (start=cold,warm,artifacts; guards skipped and not; the
+    whole model against its block by region) in a results dir of their own, ``edit`` applied."""
+    out = tmp_path / name
+    out.mkdir()
+    runs = pd.read_csv(ROOT / "results" / "h200" / "startup" / "runs.csv", low_memory=False)
+    runs = edit(runs) if edit else runs
+    runs.to_csv(out / "runs.csv", index=False)
+    return out, runs
+
+
+def test_cells_that_differ_only_in_start_stance_or_region_are_cells_of_their_own(tmp_path):
+    """One key per configuration the sweep crossed: before, start=cold,warm,artifacts was one
+    cell, and only one of the three was compared (24 of 57)."""
+    a, runs = _startup_dir(tmp_path, "a")
+
+    def warm_slower(r):
+        at = (r["source"] == "start") & (r["variant"] == "mlp") & (r["start"] == "warm")
+        for c in ("latency_median_us", "latency_p10_us", "latency_p90_us"):
+            r.loc[at, c] *= 1.5
+        return r
+
+    b, _ = _startup_dir(tmp_path, "b", warm_slower)
+    line, m = build(str(a), str(b), tmp_path / "out")
+    cells = runs.groupby(["source", "config_hash"]).ngroups
+    assert line.startswith(f"{cells} cells matched (0 only in A, 0 only in B)"), line
+    reg = m[m["regressed"] != ""]
+    assert list(zip(reg["source_a"], reg["variant"], reg["start"], strict=True)) == [
+        ("start", "mlp", "warm")
+    ]
+    assert "| start | mlp | default |" in (tmp_path / "out" / "compare.md").read_text()
+
+
+def test_a_study_without_an_axis_column_matches_its_default(tmp_path):
+    """An older study's rows have no ``start`` or ``regional``: they ran cold and whole, and
+    match the new study's cold, whole cells, not its warm or regional ones."""
+    cold = lambda r: r[(r["source"] == "start") & (r["start"] == "cold")]  # noqa: E731
+    a, runs = _startup_dir(tmp_path, "a", lambda r: cold(r).drop(columns=["start", "regional"]))
+    b, _ = _startup_dir(tmp_path, "b", lambda r: r[r["source"] == "start"])
+    line, m = build(str(a), str(b), None)
+    assert line.startswith(f"{len(runs)} cells matched (0 only in A, 8 only in B)"), line
+    assert set(m["start"].map(str)) <= {"cold", "nan"}
+
+
+def test_cells_no_column_tells_apart_are_said_not_dropped(tmp_path):
+    """Two cells of one source whose rows differ only in config_hash (a timing.* setting): one
+    is compared, and the line says so."""
+
+    def twin(r):
+        r = r[r["source"] == "guards"]
+        extra = r.iloc[[0]].assign(config_hash="another", run_id="another")
+        return pd.concat([r, extra], ignore_index=True)
+
+    a, _ = _startup_dir(tmp_path, "a", twin)
+    line, _ = build(str(a), str(a), tmp_path / "out")
+    assert "2 cells of A and 2 of B share their source and configuration" in line, line
+    assert "## Not told apart in A" in (tmp_path / "out" / "compare.md").read_text()

@@ -68,3 +68,20 @@ def test_generated_kernels_are_listed_once_per_variant_and_mask_with_what_they_f
     assert set(t["source_file"]) == {"generated/kernels/triton_tem_fused_flex_attention_0.py"}
     assert "Memset" not in set(t["kernel"])
     assert kdiff.generated(runs, kernels[kernels["generated"] == "False"]).empty
+
+
+@pytest.mark.parametrize("hashes", [True, False])
+def test_a_compiled_cell_is_diffed_against_its_own_eager_twin_not_another_depths(hashes):
+    """shape.layers=4,12: the x12 compiled cell against the x12 eager cell, by eager_hash where
+    the rows have it, else by a key that holds ``layers``."""
+    base = {"source": "s", "variant": "block", "pass": "fwd", "status": "ok", "family": "mlp"}
+    runs = pd.DataFrame([
+        {**base, "run_id": "e4", "compile": "off", "layers": 4, "config_hash": "e4"},
+        {**base, "run_id": "e12", "compile": "off", "layers": 12, "config_hash": "e12"},
+        {**base, "run_id": "c12", "compile": "default", "layers": 12, "config_hash": "c12",
+         "eager_hash": "e12"},
+    ])  # fmt: skip
+    if not hashes:
+        runs = runs.drop(columns=["config_hash", "eager_hash"])
+    twin = kdiff.eager_twin(runs, runs.iloc[2])
+    assert twin is not None and twin["run_id"] == "e12"

@@ -198,19 +198,6 @@ def cause(c: dict, e: dict, diff: dict, kern: pd.DataFrame, tune: pd.DataFrame, 
     return "kernels", f"{same}; {times}"
 
 
-def _twin(runs: pd.DataFrame, c: pd.Series) -> pd.Series | None:
-    """A compiled cell's eager twin: eager_hash = config_hash where the rows have it, else the
-    same configuration (kdiff's key)."""
-    eager = runs[(runs["compile"] == "off") & (runs["source"] == c["source"])]
-    if "eager_hash" in runs and "config_hash" in runs and isinstance(c.get("eager_hash"), str):
-        hit = eager[eager["config_hash"] == c["eager_hash"]]
-        if len(hit):
-            return hit.iloc[0]
-    key = kdiff._key(runs)  # noqa: SLF001 - the same pairing kdiff uses
-    hit = eager[key.loc[eager.index] == key.loc[c.name]]
-    return hit.iloc[0] if len(hit) else None
-
-
 def per_call(c, e) -> str:
     """µs a call beside the speedup: from the compiled cell's own paired blocks where it has
     them (the same process and rounds as its speedup, so the two never disagree), else each
@@ -240,7 +227,7 @@ def answer(runs: pd.DataFrame, kernels: pd.DataFrame, autotune: pd.DataFrame) ->
     out = []
     ok = r[(r["status"] == "ok") & (r["compile"] != "off") & r["sp"].notna()]
     for _, c in order(ok).iterrows():
-        e = _twin(r, c)
+        e = kdiff.eager_twin(r, c)
         if e is None:
             continue
         said = verdict(c)

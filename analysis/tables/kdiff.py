@@ -24,9 +24,22 @@ CHANGES = ["removed", "fused", "added", "kept"]
 
 
 def _key(r: pd.DataFrame) -> pd.Series:
-    cols = [c for c in CONFIG_KEY if c in r and c != "compile"]
+    cols = [c for c in (*CONFIG_KEY, "layers") if c in r and c != "compile"]
     norm = r[cols].astype(object).where(r[cols].notna(), "")
     return norm.astype(str).agg("|".join, axis=1) if cols else pd.Series("", index=r.index)
+
+
+def eager_twin(runs: pd.DataFrame, c: pd.Series) -> pd.Series | None:
+    """A compiled cell's eager twin in ``runs``: the row whose config_hash is its eager_hash
+    where the rows have them, else the eager row of the same configuration (``_key``)."""
+    eager = runs[(runs["compile"] == "off") & (runs["source"] == c["source"])]
+    if "eager_hash" in runs and "config_hash" in runs and isinstance(c.get("eager_hash"), str):
+        hit = eager[eager["config_hash"] == c["eager_hash"]]
+        if len(hit):
+            return hit.iloc[0]
+    key = _key(runs)
+    hit = eager[key.loc[eager.index] == key.loc[c.name]]
+    return hit.iloc[0] if len(hit) else None
 
 
 def _per_kernel(k: pd.DataFrame) -> pd.DataFrame:
@@ -57,12 +70,9 @@ def diff(runs: pd.DataFrame, kernels: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     by_run = dict(tuple(kernels.groupby(["source", "run_id"])))
     summary, detail = [], []
     for _, c in order(ok[ok["compile"] != "off"]).iterrows():
-        eager = ok[
-            (ok["source"] == c["source"]) & (ok["compile"] == "off") & (ok["_key"] == c["_key"])
-        ]
-        if eager.empty:
+        e = eager_twin(ok, c)
+        if e is None:
             continue
-        e = eager.iloc[0]
         ek = _per_kernel(by_run[(e["source"], e["run_id"])])
         ck = _per_kernel(by_run[(c["source"], c["run_id"])])
         m = ek.merge(ck, on=["phase", "kernel"], how="outer", suffixes=("_e", "_c"))
