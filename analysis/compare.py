@@ -73,12 +73,15 @@ import pandas as pd
 from analysis import autotune_diff, compare_causes, compare_gate
 from analysis.load import check_out, expand, load, stop
 from analysis.measures import (
+    AXES,
     CONFIG_KEY,
     GRAPHS,
+    axis_values,
     column,
     geomean,
     has,
     host_bound_of,
+    norm_value,
     order,
     sig,
     speedups,
@@ -107,13 +110,6 @@ HOST_SPEED = 0.10
 HOST_COST = 0.20
 HOST_SLOWER = 1.5  # host speeds further apart: a slow phase on one side, the change not judged
 EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
-# The axes a sweep crosses beyond CONFIG_KEY, each with the value a row without it ran at (an
-# older study's rows lack the column, an eager row leaves compile's blank): part of the key
-# wherever either side has the column, so start=cold,warm,artifacts or compile.regional=
-# false,true are three and two cells, never one.
-AXES = {"layers": "", "cache": "cold", "start": "cold", "compile_stance": "default",
-        "compiled_autograd": "0", "freezing": "0", "regional": "0", "regional_method": "",
-        "compile_threads": "1", "seed": "0"}  # fmt: skip
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
     f"latency or compile time up more than {LATENCY:.0%}, speedup below {SPEEDUP}x of A's, "
@@ -149,29 +145,15 @@ def side(arg: str) -> tuple[dict, str]:
     return d, arg
 
 
-def _norm(v) -> str:
-    """One spelling per value: a boolean reads the same as a bool (True), a string ("True") or
-    the float a CSV column of bools and blanks becomes (1.0)."""
-    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
-        return ""
-    if isinstance(v, (bool, np.bool_)):
-        return str(int(v))
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    s = str(v).strip().lower()
-    return {"true": "1", "false": "0", "1.0": "1", "0.0": "0"}.get(s, s)
-
-
 def keyed(runs: pd.DataFrame, extra: tuple[str, ...], axes: tuple[str, ...] = ()) -> pd.DataFrame:
     """Cells with a configuration key ``_key`` (and the columns the comparison needs): the
     CONFIG_KEY and ``extra`` columns the rows have, and every one of ``axes`` (AXES), a blank
     or missing one at its default."""
     r = speedups(runs)
     cols = [c for c in (*CONFIG_KEY, *extra) if c in r]
-    key = r[cols].apply(lambda row: "|".join(f"{c}={_norm(row[c])}" for c in cols), axis=1)
+    key = r[cols].apply(lambda row: "|".join(f"{c}={norm_value(row[c])}" for c in cols), axis=1)
     for c in axes:
-        v = r[c].map(_norm) if c in r else pd.Series("", index=r.index, dtype=object)
-        key = key + f"|{c}=" + v.where(v != "", AXES[c])
+        key = key + f"|{c}=" + axis_values(r, c)
     r["_key"] = key if len(r) else pd.Series(dtype=object)
     return r
 
@@ -464,8 +446,8 @@ def cell_table(m: pd.DataFrame) -> pd.DataFrame:
         if c in m and m[c].nunique() > 1:
             out[c] = m[c].astype("Int64")
     for c in AXES:  # the axes the sweep crossed (start, compile_stance, regional, ...)
-        if c in m and m[c].map(_norm).replace("", AXES[c]).nunique() > 1:
-            out[c] = m[c].map(_norm).replace("", AXES[c])
+        if c in m and axis_values(m, c).nunique() > 1:
+            out[c] = axis_values(m, c)
     out["latency µs A → B"] = _arrows(m["latency_median_us_a"], m["latency_median_us_b"])
     out["latency"] = m["latency"].map(_pct)
     out["speedup A → B"] = _arrows(m["sp_a"], m["sp_b"], "x")
@@ -627,7 +609,7 @@ def _cell(r, m: pd.DataFrame | None = None) -> str:
         shape = ", ".join(f"{c}={int(r[c])}" for c in keys)
         other = [c for c in ("pass", "mask") if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
         other += [c for c in AXES if c in m and pd.notna(r[c])
-                  and same[c].map(_norm).replace("", AXES[c]).nunique() > 1]  # fmt: skip
+                  and axis_values(same, c).nunique() > 1]  # fmt: skip
         shape = ", ".join([*(f"{c}={r[c]}" for c in other), *([shape] if shape else [])])
     return f"{r['source_a']}: {r['variant']}{f' ({shape})' if shape else ''} · {r['compile']}"
 

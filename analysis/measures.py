@@ -42,6 +42,34 @@ FAMILIES = ["matmul", "linear", "mlp", "attention"]
 PASSES = ["fwd", "fwd_bwd", "train_step"]
 # What identifies a cell across sweeps, hosts and torch versions (analysis.compare).
 CONFIG_KEY = ("variant", "compile", "pass", "dtype", "device", *SHAPE_KEYS, "causal")
+# The axes a sweep crosses beyond CONFIG_KEY, each with the value a row without it ran at (an
+# older study's rows lack the column, an eager row leaves compile's blank): compare keys cells
+# on them wherever either side has the column, so start=cold,warm,artifacts or
+# compile.regional=false,true are three and two cells, never one; the report shows the ones
+# that vary.
+AXES = {"layers": "", "cache": "cold", "start": "cold", "compile_stance": "default",
+        "compiled_autograd": "0", "freezing": "0", "regional": "0", "regional_method": "",
+        "compile_threads": "1", "seed": "0"}  # fmt: skip
+
+
+def norm_value(v) -> str:
+    """One spelling per value: a boolean reads the same as a bool (True), a string ("True") or
+    the float a CSV column of bools and blanks becomes (1.0); 4.0 reads "4"; blank for none."""
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(int(v))
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    s = str(v).strip().lower()
+    return {"true": "1", "false": "0", "1.0": "1", "0.0": "0"}.get(s, s)
+
+
+def axis_values(r: pd.DataFrame, c: str) -> pd.Series:
+    """Column ``c`` of AXES as text (``norm_value``), a blank or missing one at its default."""
+    v = r[c].map(norm_value) if c in r else pd.Series("", index=r.index, dtype=object)
+    return v.where(v != "", AXES[c])
+
 
 KIND_TEXT = {
     "paired": "paired speedup (eager and compiled timed in alternating blocks in one process, 95% interval)",

@@ -32,7 +32,15 @@ import pandas as pd
 
 from analysis import figures, page
 from analysis.load import check_out, expand, load, newest_sweep, stop
-from analysis.measures import host_bound_of, latency_methods, order, sig, speedups
+from analysis.measures import (
+    AXES,
+    axis_values,
+    host_bound_of,
+    latency_methods,
+    order,
+    sig,
+    speedups,
+)
 from analysis.style import DPI
 from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup
 from study.rows.schema import SHAPE_KEYS
@@ -134,6 +142,9 @@ def cell_table(d: dict) -> pd.DataFrame:
             out[c] = r[c]
     if "pass" in r and r["pass"].nunique() > 1:
         out["pass"] = r["pass"]
+    for c in AXES:  # the axes the sweep crossed: start, compile stance, regional, layers, ...
+        if c in r and axis_values(r, c).nunique() > 1:
+            out[c] = axis_values(r, c)
     out["compile"], out["status"] = col("compile"), col("status")
     out["kernels per forward"] = col("kernels_per_step")
     out["latency µs"] = col("latency_median_us")

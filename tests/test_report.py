@@ -139,6 +139,26 @@ def test_the_cell_table_tells_flex_cells_of_one_length_apart_by_mask():
     assert "score_mod" not in t  # the same in every cell: no column
 
 
+def test_the_cell_table_tells_cells_apart_by_the_axes_the_sweep_crossed():
+    """start=cold,warm and compile.regional=false,true: a column each; an eager row's blank
+    start reads cold, its default, and an axis that never varies gets no column."""
+    from analysis.report import cell_table
+
+    runs = pd.DataFrame(
+        [{"source": "s", "run_id": f"r{i}", "variant": "block", "compile": mode, "status": "ok",
+          "start": start, "regional": reg, "seed": 0, "latency_median_us": 500.0,
+          "kernels_per_step": 14}
+         for i, (mode, start, reg) in enumerate((("off", None, None), ("default", "cold", None),
+                                                 ("default", "warm", None),
+                                                 ("default", "cold", True)))]
+    )  # fmt: skip
+    t = cell_table({"runs": runs, "revealed": pd.DataFrame()})
+    assert sorted(zip(t["compile"], t["start"], t["regional"], strict=True)) == [
+        ("default", "cold", "0"), ("default", "cold", "1"), ("default", "warm", "0"),
+        ("off", "cold", "0")]  # fmt: skip
+    assert "seed" not in t
+
+
 def test_a_trace_cpu_bound_cell_that_is_gpu_bound_per_call_says_both():
     """v3's block, eager: 826 µs of CPU against 724 of GPU in the trace, 639 µs a call."""
     import pandas as pd
