@@ -65,12 +65,12 @@ def main() -> None:
     from study.config.cores import allowed
     from study.measure import pinning
     from study.sweep.scheduler import gpu_id, kill_groups
-    from study.sweep.warm_parent import Server
+    from study.sweep.warm_parent import WarmParent
 
     house, groups = pinning.plan(allowed(), 1, "auto")
     out = a.out or Path(tempfile.mkdtemp(prefix="cell_profile-"))
     t = time.perf_counter()
-    srv = Server(house)
+    srv = WarmParent(house)
     st = srv.status
     warm = ", ".join(
         f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in st["prewarm_s"].items()

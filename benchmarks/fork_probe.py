@@ -2,7 +2,7 @@
 
     python benchmarks/fork_probe.py [MODULE ...]     # on a CUDA host (one GPU is enough)
 
-The sweep's cell server (study.sweep.warm_parent) imports torch, Dynamo, Inductor and Triton once and
+The sweep's warm parent (study.sweep.warm_parent) imports torch, Dynamo, Inductor and Triton once and
 forks one child per cell. That only works when none of those imports initialises CUDA in the
 parent: a forked child cannot use a CUDA context its parent made ("Cannot re-initialize CUDA in
 forked subprocess"). For each module, a fresh process imports it (with

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 # torch.cuda.is_available() asks NVML instead of initialising CUDA, in this process and in the
-# cell server it starts (a forked cell cannot use a CUDA context its parent made).
+# warm parent it starts (a forked cell cannot use a CUDA context its parent made).
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 import hydra  # noqa: E402

@@ -21,10 +21,10 @@ def _gpu():
 
 
 def test_the_warm_parent_never_initialises_cuda_and_its_cells_use_it(tmp_path):
-    from study.sweep.warm_parent import Server
-    from tests.test_server import wait
+    from study.sweep.warm_parent import WarmParent
+    from tests.test_warm_parent import wait
 
-    server = Server()
+    server = WarmParent()
     try:
         st = server.status
         assert st["device_count"] >= 1 and st["cuda_available"] is True

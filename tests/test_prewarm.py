@@ -1,4 +1,4 @@
-"""What the warm cell server does before it forks (study.sweep.prewarm) and its bytecode cache
+"""What the warm parent does before it forks (study.sweep.prewarm) and its bytecode cache
 (study.sweep.pycache). No GPU here: stand-ins record what the server asks of Triton and the driver."""
 
 import importlib.util

@@ -6,7 +6,7 @@ import pytest
 from study.config.cell_config import to_plain
 from study.rows import io
 from study.sweep.scheduler import Scheduler
-from study.sweep.warm_parent import ServerError
+from study.sweep.warm_parent import WarmParentError
 from tests.conftest import TINY
 
 
@@ -51,7 +51,7 @@ class FakeServer:
         if self.script is not None:
             self.script(self)
         if self.dead:
-            raise ServerError("the stand-in died")
+            raise WarmParentError("the stand-in died")
         return None
 
     def close(self):
@@ -175,7 +175,7 @@ def test_a_dead_warm_parent_costs_its_running_cells_and_the_next_cell_gets_a_new
         assert len(made) == 2  # b was forked by a new warm parent
         made[1].script = end_oldest
     got = rows(sweep)
-    assert got["a"]["status"] == "crash" and "cell server died" in got["a"]["reason"]
+    assert got["a"]["status"] == "crash" and "warm parent died" in got["a"]["reason"]
     assert got["b"]["status"] == "crash" and "exit code 1" in got["b"]["reason"]
 
 

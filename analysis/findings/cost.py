@@ -6,7 +6,7 @@ first_call_s (compile), check_s, measure_s, profile_s, extra_s and overhead_s (p
 setup, generated code, rows). That is the serial sweep's wall time minus Hydra's gaps between
 jobs; a phase a row lacks counts as 0 and is named.
 
-The first cell of each sweep process waits for the warm cell server's imports (torch, Dynamo,
+The first cell of each sweep process waits for the warm parent's imports (torch, Dynamo,
 Inductor: once per sweep, 4-9 s on the H200); its ``prepare_s`` shows it. The medians of
 ``overhead_s`` leave that wait out (a ``prepare_s`` above ``SERVER_START`` s) and it gets its
 own column, so a source with one eager cell does not read as if every eager cell paid it.

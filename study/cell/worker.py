@@ -46,7 +46,7 @@ def check_pinned(gpu: str | None) -> None:
         raise SystemExit(
             f"GPU pinning failed: the cell asked for GPU {gpu} (uuid {want or '?'}) but CUDA runs "
             f"on {got} and sees {torch.cuda.device_count()} GPU(s): CUDA was initialised before "
-            "CUDA_VISIBLE_DEVICES was set (in the cell server: see benchmarks/fork_probe.py)."
+            "CUDA_VISIBLE_DEVICES was set (in the warm parent: see benchmarks/fork_probe.py)."
         )
 
 

@@ -34,7 +34,7 @@ def boot_id() -> str:
 
 def git_revision() -> str | None:
     """The study's revision (``-dirty`` when modified), once per process: forked cells inherit
-    it from the cell server (two git calls per cell otherwise)."""
+    it from the warm parent (two git calls per cell otherwise)."""
     global _REV
     if _REV is None:
         _REV = (_git_revision(),)

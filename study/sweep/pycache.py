@@ -1,4 +1,4 @@
-"""A private bytecode cache for the warm cell server, where the installed torch has none."""
+"""A private bytecode cache for the warm parent, where the installed torch has none."""
 
 from __future__ import annotations
 

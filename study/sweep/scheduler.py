@@ -27,7 +27,7 @@ from study.config.cores import allowed
 from study.measure import pinning
 from study.rows import io
 from study.sweep import rundir
-from study.sweep.warm_parent import Server, ServerError
+from study.sweep.warm_parent import WarmParent, WarmParentError
 from study.workloads.variants import resolve as entry_of
 
 
@@ -120,7 +120,7 @@ class Scheduler:
     waits for the running cells, or (an exception, Ctrl-C) kills them."""
 
     def __init__(self, slots: int = 1, cores: str = "auto", prewarm: bool = True,
-                 pycache: str = "auto", total: int = 0, t0: float = 0.0, make_server=Server,
+                 pycache: str = "auto", total: int = 0, t0: float = 0.0, make_server=WarmParent,
                  eager: bool = False):  # fmt: skip
         """``make_server(cores, prewarm=, pycache=, eager=)``: the warm parent (tests give a
         stand-in); ``eager``: no cell compiles (study.sweep.sweeper.eager_only)."""
@@ -128,17 +128,17 @@ class Scheduler:
         self._make_server = make_server
         self.house, self.groups = pinning.plan(allowed(), self.slots, str(cores))
         self._server_args = {"prewarm": prewarm, "pycache": pycache, "eager": eager}
-        self._server: Server | None = None
+        self._server: WarmParent | None = None
         self.running: dict[int, Running] = {}  # request id -> cell
         self.total, self.t0, self.done = total, t0 or time.time(), 0
         self.sweep_done = None  # a job of another launcher: count the sweep's finished cells
         self.statuses: list[str] = []
 
-    def server(self) -> Server:
+    def server(self) -> WarmParent:
         """The warm parent, started on first use (the launcher asks early, so that it imports
         while the sweep is checked); a dead one is replaced, after its cells' rows."""
         if self._server is not None and not self._server.alive():
-            self._lost(f"the cell server died (exit code {self._server.proc.poll()})")
+            self._lost(f"the warm parent died (exit code {self._server.proc.poll()})")
         if self._server is None:
             self._server = self._make_server(self.house, **self._server_args)
         return self._server
@@ -226,9 +226,9 @@ class Scheduler:
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
                 cell.run_dir / "cell.log", cpu_compile=cpu_compile,
             )  # fmt: skip
-        except ServerError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
+        except WarmParentError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
             self._lost(str(e))
-            why = ("crash", f"the cell server failed to fork the cell: {e}")
+            why = ("crash", f"the warm parent failed to fork the cell: {e}")
             self._end([run], lambda _: why)
             return
         (cell.run_dir / ".cell.pid").write_text(f"{run.pid}\n")  # its process (and group) id
@@ -240,7 +240,7 @@ class Scheduler:
             return
         try:
             self._server.read(timeout)
-        except ServerError as e:
+        except WarmParentError as e:
             self._lost(str(e))
             return
         for rid in [r for r in self.running if r in self._server.exits]:
@@ -260,7 +260,7 @@ class Scheduler:
         a crash row); the next cell starts a new parent."""
         runs = list(self.running.values())
         self.running.clear()
-        self._end(runs, lambda _: ("crash", f"the cell server died while the cell ran: {why}"))
+        self._end(runs, lambda _: ("crash", f"the warm parent died while the cell ran: {why}"))
         if self._server is not None:
             self._server.close()
         self._server = None

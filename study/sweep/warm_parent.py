@@ -1,11 +1,11 @@
 """The warm parent, both ends: it imports torch once and forks a fresh child per cell.
 
-The sweep starts it (``Server``: ``python -m study.sweep.warm_parent``) on the sweep's cores and talks
-to it over one ``multiprocessing`` connection (a socket pair, the only transport). It imports
-and prewarms (study.sweep.prewarm), freezes its objects for the garbage collector, and never
-compiles, runs an op or initialises CUDA, so each forked child starts with a fresh Dynamo state,
-Inductor config, CUDA context, allocator and compile caches; it refuses to serve if an import
-initialised CUDA. Why, and what it buys: docs/method.md ("Isolation").
+The sweep starts it (``WarmParent``: ``python -m study.sweep.warm_parent``) on the sweep's
+cores and talks to it over one ``multiprocessing`` connection (a socket pair, the only
+transport). It imports and prewarms (study.sweep.prewarm), freezes its objects for the garbage
+collector, and never compiles, runs an op or initialises CUDA, so each forked child starts with a
+fresh Dynamo state, Inductor config, CUDA context, allocator and compile caches; it refuses to
+serve if an import initialised CUDA. Why, and what it buys: docs/method.md ("Isolation").
 
 Messages (dicts): ``{"ready": status}`` once; ``{"op": "spawn", "id", "target": "mod:func",
 "kwargs", "env", "cores", "log", "cpu_compile"}`` answered by ``{"spawned": id, "pid"}``;
@@ -55,11 +55,11 @@ def die_with_parent() -> None:
         libc_prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-class ServerError(RuntimeError):
+class WarmParentError(RuntimeError):
     """The warm parent could not start or stopped answering."""
 
 
-class Server:
+class WarmParent:
     """The sweep's end: the warm parent, started now (it imports while the sweep goes on)."""
 
     def __init__(self, cores=None, prewarm: bool = True, pycache: str = "auto", timeout=300.0,
@@ -80,7 +80,7 @@ class Server:
         if self._status is None:
             msg = self._read_until(lambda m: "ready" in m, self._timeout)
             if msg is None:
-                raise ServerError(f"the cell server did not start within {self._timeout:g} s")
+                raise WarmParentError(f"the warm parent did not start within {self._timeout:g} s")
             self._status = msg["ready"]
         return self._status
 
@@ -94,8 +94,8 @@ class Server:
                 return None
             msg = self.conn.recv()
         except (EOFError, OSError):
-            raise ServerError(
-                f"the cell server exited (code {self.proc.wait()}); see the sweep's stderr"
+            raise WarmParentError(
+                f"the warm parent exited (code {self.proc.wait()}); see the sweep's stderr"
             ) from None
         if "exit" in msg:  # keyed by request: a reused pid cannot answer for an earlier child
             self.exits[msg["exit"]] = msg["rc"]
@@ -114,7 +114,7 @@ class Server:
         try:
             self.conn.send(req)
         except OSError:  # BrokenPipeError
-            raise ServerError("the cell server is gone") from None
+            raise WarmParentError("the warm parent is gone") from None
 
     def spawn(self, target: str, kwargs: dict, env: dict, cores, log,
               cpu_compile: bool = False) -> tuple[int, int]:  # fmt: skip
@@ -127,7 +127,7 @@ class Server:
         limit = 300.0 if cpu_compile else 60.0  # the first ISA probe: 15 s on 2 cores
         msg = self._read_until(lambda m: m.get("spawned") == req["id"], limit)
         if msg is None:
-            raise ServerError(f"the cell server did not fork within {limit:g} s")
+            raise WarmParentError(f"the warm parent did not fork within {limit:g} s")
         return req["id"], msg["pid"]
 
     def query(self) -> dict:
@@ -205,7 +205,7 @@ def _warm_up(prewarm_on: bool, eager: bool) -> dict:
     if torch.cuda.is_initialized() or status["cuda_driver_initialized"]:
         who = "torch" if torch.cuda.is_initialized() else "the driver (cuInit, behind torch's back)"
         sys.exit(
-            f"[study.warm_parent] CUDA is initialised in the server, by {who}: forked cells could not "
+            f"[study.warm_parent] CUDA is initialised in the warm parent, by {who}: forked cells could not "
             "use it. An import or the prewarm did it; hydra.launcher.prewarm=false tells which "
             "(benchmarks/fork_probe.py checks each import)."
         )
@@ -295,5 +295,5 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
             conn.send({"spawned": req.get("id"), "pid": pid})
 
 
-if __name__ == "__main__":  # started by Server: its end's fd, then serve's options as JSON
+if __name__ == "__main__":  # started by WarmParent: its end's fd, then serve's options as JSON
     serve(Connection(int(sys.argv[1])), **json.loads(sys.argv[2]))

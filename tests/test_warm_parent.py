@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from study.sweep.warm_parent import Server
+from study.sweep.warm_parent import WarmParent
 
 pytestmark = [
     pytest.mark.slow,
@@ -16,7 +16,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def server():
-    s = Server()  # puts the repository first on the server's PYTHONPATH, keeps the rest
+    s = WarmParent()  # puts the repository first on the server's PYTHONPATH, keeps the rest
     yield s
     s.close()
 
@@ -125,7 +125,7 @@ def test_the_cpu_isa_probe_runs_once_in_the_parent_for_the_first_compiled_cpu_ce
 def test_an_eager_sweeps_warm_parent_leaves_inductor_out_and_its_cells_run(tmp_path):
     """No cell of the sweep compiles (study.sweep.sweeper.eager_only): the parent imports what
     an eager cell needs, not Dynamo or Inductor (2.4 s of its start on 2 cores)."""
-    s = Server(eager=True)
+    s = WarmParent(eager=True)
     try:
         assert s.status["eager_only"] is True and s.status["cuda_initialized"] is False
         got = run(s, tmp_path, "modules")
@@ -152,7 +152,7 @@ def test_the_sweeps_process_hears_the_parent_without_importing_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from study.sweep.warm_parent import Server; s = Server(prewarm=False, eager=True); "
+    code = ("import sys; from study.sweep.warm_parent import WarmParent; s = WarmParent(prewarm=False, eager=True); "
             "s.status; s.query(); "
             "s.close(); print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
