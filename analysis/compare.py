@@ -2,13 +2,15 @@
 
 A and B are sweep dirs or committed results dirs (several ``source``s), e.g. the same sweep
 under two torch versions; ``DIR:SOURCE`` picks one source of a results dir. Cells are matched
-by their configuration (variant, compile, pass, dtype, device, shape, causal, and the Inductor
-patches/fullgraph/dynamic and the attention mask/score_mod where both sides record them; the
-axes a sweep crosses, ``AXES``: layers, cache, start, compile stance, compiled autograd,
-freezing, regional and its method, compile threads and seed, a side without one at its
-default), never by run id, and within the same source name when both sides have it; every
-cell, whatever its status. Cells of one source that no column tells apart (they differ only in
-a timing.* or check.* setting) are said, and one of each such set is compared. A cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
+by their configuration (variant, compile, pass, dtype, device, shape, causal; the Inductor
+patches, fullgraph, dynamic, the attention mask and score_mod, and the timing settings changed
+(``timing_overrides``) where both sides record them; and the axes a sweep crosses, ``AXES``:
+layers, cache, start, compile stance, compiled autograd, freezing, regional and its method,
+compile threads and seed, a side without one at its default), never by run id, and within the
+same source name when both sides have it; every cell, whatever its status. Cells of one source
+that no column tells apart (they differ only in a check.* or profile.* setting, or in timing
+against a side that does not record it) are said, and one of each such set is compared. A
+cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
 unsupported, ...) is a regression, said first; one not ok in A and ok in B is said "now ok"
 (not counted as an improvement); cells only in A or B are listed with their status. A crash
 row is matched on its variant's own shape keys (``compare_gate.own_shape_keys``). Every matched
@@ -109,7 +111,9 @@ HOST_PHASE = 2.0
 HOST_SPEED = 0.10
 HOST_COST = 0.20
 HOST_SLOWER = 1.5  # host speeds further apart: a slow phase on one side, the change not judged
-EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod")
+# Keys only where both sides record them: an older study lacks the column, and an experiment's
+# own timing (flex, scaling, tiny) would otherwise read as a change against it.
+EXTRA_KEY = ("inductor_patches", "fullgraph", "dynamic", "mask", "score_mod", "timing_overrides")
 RULE = (
     "Regression: a cell ok in A and not in B (crash, error, timeout, oom, ...), said first; "
     f"latency or compile time up more than {LATENCY:.0%}, speedup below {SPEEDUP}x of A's, "
@@ -161,13 +165,13 @@ def keyed(runs: pd.DataFrame, extra: tuple[str, ...], axes: tuple[str, ...] = ()
 def keyed_sides(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both sides keyed alike: EXTRA_KEY where both have it, AXES where either has it."""
     extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
-    axes = tuple(c for c in AXES if has(ra, c) or has(rb, c))
+    axes = tuple(c for c in AXES if c not in EXTRA_KEY and (has(ra, c) or has(rb, c)))
     return keyed(ra, extra, axes), keyed(rb, extra, axes)
 
 
 def untold(k: pd.DataFrame) -> pd.DataFrame:
     """Cells of one side that share a source and a key with another cell of other config_hash:
-    they differ only in what no column records (timing.*, check.*), so only one of them is
+    they differ only in what no column records (check.*, profile.*), so only one of them is
     compared (the first ok)."""
     if "config_hash" not in k or k.empty:
         return k.iloc[0:0]
@@ -523,6 +527,15 @@ def summary_line(m: pd.DataFrame, only_a, only_b) -> str:
     return "; ".join(parts) + "."
 
 
+def _untold_line(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """What the summary line adds for cells no column tells apart (``untold``), or nothing."""
+    if not len(a) and not len(b):
+        return ""
+    return (f" {len(a)} cells of A and {len(b)} of B share their source and configuration with "
+            "another cell, differing in no column both sides record: one of each such set "
+            "compared (compare.md lists them).")  # fmt: skip
+
+
 def _md(df: pd.DataFrame) -> str:
     # deferred: matplotlib (report imports it; compare's text needs none)
     from analysis.report import md_table
@@ -549,10 +562,7 @@ def compare(
         m["autotune_tie"] = [t for _, t in at]
     line = summary_line(m, only_a, only_b)
     same = [untold(k) for k in keyed_sides(da["runs"], db["runs"])]
-    if len(same[0]) or len(same[1]):
-        line += (f" {len(same[0])} cells of A and {len(same[1])} of B share their source and "
-                 "configuration with another cell, differing in no column (timing.*, check.*): "
-                 "one of each such set compared (compare.md lists them).")  # fmt: skip
+    line += _untold_line(*same)
     env = []
     for lab, d in ((la, da), (lb, db)):
         r = d["runs"]

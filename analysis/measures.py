@@ -49,7 +49,7 @@ CONFIG_KEY = ("variant", "compile", "pass", "dtype", "device", *SHAPE_KEYS, "cau
 # that vary.
 AXES = {"layers": "", "cache": "cold", "start": "cold", "compile_stance": "default",
         "compiled_autograd": "0", "freezing": "0", "regional": "0", "regional_method": "",
-        "compile_threads": "1", "seed": "0"}  # fmt: skip
+        "compile_threads": "1", "seed": "0", "timing_overrides": ""}  # fmt: skip
 
 
 def norm_value(v) -> str:

@@ -515,3 +515,23 @@ def test_cells_no_column_tells_apart_are_said_not_dropped(tmp_path):
     line, _ = build(str(a), str(a), tmp_path / "out")
     assert "2 cells of A and 2 of B share their source and configuration" in line, line
     assert "## Not told apart in A" in (tmp_path / "out" / "compare.md").read_text()
+
+
+def test_cells_of_a_sweep_over_a_timing_setting_are_told_apart_where_both_sides_say_it(tmp_path):
+    """timing.host_sleep_ms=5,40: two cells whose rows differ in timing_overrides alone."""
+
+    def sleeps(r):
+        r = r[r["source"] == "guards"].copy()
+        other = r.assign(config_hash=r["config_hash"] + "-40", run_id=r["run_id"] + "-40",
+                         timing_overrides="host_sleep_ms=40.0")  # fmt: skip
+        return pd.concat([r.assign(timing_overrides=None), other], ignore_index=True)
+
+    a, runs = _startup_dir(tmp_path, "a", sleeps)
+    line, m = build(str(a), str(a), None)
+    assert line.startswith(f"{len(runs)} cells matched (0 only in A, 0 only in B)"), line
+    assert "share their source" not in line
+    # against a study without the column: matched at the configuration, the twins said
+    b, _ = _startup_dir(tmp_path, "b", lambda r: r[r["source"] == "guards"])
+    line, _ = build(str(b), str(a), None)
+    assert line.startswith("6 cells matched (0 only in A, 0 only in B)"), line
+    assert "0 cells of A and 12 of B share their source" in line

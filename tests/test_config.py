@@ -267,3 +267,14 @@ def test_a_resume_may_change_exactly_the_keys_a_cells_identity_leaves_out():
     # a sweep.yaml written before the one list kept calibration_file, which changes nothing
     saved = {**old, "calibration_file": ["/tmp/c.json"]}
     assert changed_overrides(saved, old) == []
+
+
+def test_a_row_names_the_timing_settings_its_cell_changed():
+    """timing.host_sleep_ms=5,40 makes two cells whose other columns match: the row's
+    timing_overrides tells them apart, and reads empty at the defaults."""
+    from study.config.cell_config import first_row
+
+    row = first_row(compose(*TINY, "variant=naive", "timing.host_sleep_ms=40", "timing.pairs=12"),
+                    "r")  # fmt: skip
+    assert row["timing_overrides"] == "calls=5;host_sleep_ms=40.0;max_s=0.25;pairs=12;warmup=1"
+    assert first_row(compose("variant=naive"), "r")["timing_overrides"] == ""  # the defaults

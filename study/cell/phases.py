@@ -38,7 +38,7 @@ from study.cell import build, compiling, passes, regional, shape_sweep, start, v
 from study.cell.failures import classify_error, exited
 from study.config import compile_targets
 from study.config import env as envinfo
-from study.config.cell_config import plain, to_plain
+from study.config.cell_config import first_row, plain
 from study.errors import Unsupported, WorkloadError
 from study.measure import (
     calibrate,
@@ -55,7 +55,7 @@ from study.observe import compile_log, proof
 from study.observe import cudagraphs as cg
 from study.observe import inductor as ind
 from study.observe import trace as tr
-from study.rows import io, metrics
+from study.rows import metrics
 
 
 class Cell:
@@ -64,7 +64,7 @@ class Cell:
     def __init__(self, cfg: DictConfig, run_dir: Path):
         self.cfg, self.run_dir = cfg, Path(run_dir)
         self.t0 = time.perf_counter()
-        self.row = io.base_row(to_plain(cfg), self.run_dir.name)
+        self.row = first_row(cfg, self.run_dir.name)
         self.row["started_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         self.mode = cfg.compile.mode
         self.kind = cfg["pass"].kind

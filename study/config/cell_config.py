@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from study.config import compile_targets
+from study.rows import io
 
 # Every compile target (study.config.compile_targets): the five Inductor modes, the layers of torch.compile
 # taken apart and the deployment paths.
@@ -287,6 +288,20 @@ def to_plain(cfg: DictConfig) -> dict:
     d = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     d.pop("hydra", None)
     return d
+
+
+def timing_overrides(timing: dict) -> str:
+    """The timing.* settings of a plain config that differ from TimingConf's defaults, as
+    ``k=v;...`` sorted by key (empty: every one at its default)."""
+    default = OmegaConf.to_container(OmegaConf.structured(TimingConf), enum_to_str=True)
+    return ";".join(f"{k}={v}" for k, v in sorted(timing.items()) if default.get(k, v) != v)
+
+
+def first_row(cfg: DictConfig, run_id: str) -> dict:
+    """A cell's row before it is measured (study.rows.io.base_row: from its config alone, no
+    torch), with its ``timing_overrides``."""
+    p = to_plain(cfg)
+    return {**io.base_row(p, run_id), "timing_overrides": timing_overrides(p.get("timing", {}))}
 
 
 def load_cell_config(path: str) -> DictConfig:

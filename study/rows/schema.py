@@ -87,6 +87,13 @@ RUN = (
             "inductor_patches", "", "Inductor config patches given by compile.inductor, as k=v;..."
         ),
         Col(
+            "timing_overrides",
+            "",
+            "the timing.* settings that differ from their defaults, as k=v;... (empty: the "
+            "defaults): what tells apart cells of a sweep over a timing setting "
+            "(timing.host_sleep_ms=5,40), whose other columns match",
+        ),
+        Col(
             "cache",
             "",
             "compile cache policy: cold (private per cell) or warm (shared, keyed by cell)",
@@ -1095,6 +1102,7 @@ NON_NUMERIC = frozenset(
         "fullgraph",
         "dynamic",
         "inductor_patches",
+        "timing_overrides",
         "cache",
         "start",
         "artifacts_loaded",

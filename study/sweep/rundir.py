@@ -17,7 +17,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from study.config.cell_config import to_plain
+from study.config.cell_config import first_row, to_plain
 from study.config.env import boot_id
 from study.config.identity import config_hash, eager_hash
 from study.rows import io
@@ -162,7 +162,7 @@ def finish(cell: Cell, failed, wall: float, waited: float | None, gpu, report_wa
     for a slot (``gpu_wait_s`` when ``report_wait``: with several slots)."""
     waited = waited or 0.0
     if failed is not None:
-        row = io.base_row(to_plain(OmegaConf.create(cell.resolved)), cell.name)
+        row = first_row(OmegaConf.create(cell.resolved), cell.name)
         row.update(status=failed[0], reason=failed[1], wall_s=wall - waited)
         row["host"] = socket.gethostname()
         row["boot_id"] = boot_id()
