@@ -5,8 +5,8 @@ under two torch versions; ``DIR:SOURCE`` picks one source of a results dir. Cell
 by their configuration (variant, compile, pass, dtype, device, shape, causal; the Inductor
 patches, fullgraph, dynamic, the attention mask and score_mod, and the timing settings changed
 (``timing_overrides``) where both sides record them; and the axes a sweep crosses, ``AXES``:
-layers, cache, start, compile stance, compiled autograd, freezing, regional and its method,
-compile threads and seed, a side without one at its default), never by run id, and within the
+layers, cache, start, compile stance, compiled autograd, freezing, regional, compile threads
+and seed, a side without one at its default), never by run id, and within the
 same source name when both sides have it; every cell, whatever its status. Cells of one source
 that no column tells apart (they differ only in a check.* or profile.* setting, or in timing
 against a side that does not record it) are said, and one of each such set is compared. A
@@ -165,6 +165,8 @@ def keyed(runs: pd.DataFrame, extra: tuple[str, ...], axes: tuple[str, ...] = ()
 def keyed_sides(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both sides keyed alike: EXTRA_KEY where both have it, AXES where either has it."""
     extra = tuple(c for c in EXTRA_KEY if has(ra, c) and has(rb, c))
+    # timing_overrides blank is the defaults where a side writes the column at all
+    extra += tuple(c for c in ("timing_overrides",) if c in ra and c in rb and c not in extra)
     axes = tuple(c for c in AXES if c not in EXTRA_KEY and (has(ra, c) or has(rb, c)))
     return keyed(ra, extra, axes), keyed(rb, extra, axes)
 
@@ -618,9 +620,10 @@ def _cell(r, m: pd.DataFrame | None = None) -> str:
         keys = [c for c in SHAPE_KEYS if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
         shape = ", ".join(f"{c}={int(r[c])}" for c in keys)
         other = [c for c in ("pass", "mask") if c in m and same[c].nunique() > 1 and pd.notna(r[c])]
-        other += [c for c in AXES if c in m and pd.notna(r[c])
+        other += [c for c in AXES if c in m and norm_value(r[c])
                   and axis_values(same, c).nunique() > 1]  # fmt: skip
-        shape = ", ".join([*(f"{c}={r[c]}" for c in other), *([shape] if shape else [])])
+        said = (f"{c}={norm_value(r[c]) if c in AXES else r[c]}" for c in other)
+        shape = ", ".join([*said, *([shape] if shape else [])])
     return f"{r['source_a']}: {r['variant']}{f' ({shape})' if shape else ''} · {r['compile']}"
 
 

@@ -47,9 +47,11 @@ CONFIG_KEY = ("variant", "compile", "pass", "dtype", "device", *SHAPE_KEYS, "cau
 # on them wherever either side has the column, so start=cold,warm,artifacts or
 # compile.regional=false,true are three and two cells, never one; the report shows the ones
 # that vary.
+# (regional_method is not one: a result, written once the cell compiled, and torch's choice
+# under compile.regional_how=auto.)
 AXES = {"layers": "", "cache": "cold", "start": "cold", "compile_stance": "default",
-        "compiled_autograd": "0", "freezing": "0", "regional": "0", "regional_method": "",
-        "compile_threads": "1", "seed": "0", "timing_overrides": ""}  # fmt: skip
+        "compiled_autograd": "0", "freezing": "0", "regional": "0", "compile_threads": "1",
+        "seed": "0", "timing_overrides": ""}  # fmt: skip
 
 
 def norm_value(v) -> str:

@@ -8,8 +8,8 @@ Runs each cell of a finished sweep again, as the sweep does: forked from a fresh
 compile caches (as ``cache=cold``). The cell runs under cProfile. Per cell it prints the
 phases (``cell.log``'s last line), the seconds from the fork to the cell's start and from its
 end to its exit being seen (the CUDA context's teardown), the modules the cell imported that the
-server had not, and the functions with the most cumulative time. First, the server's own start:
-its imports and its ``prewarm`` items. This is how the server's prewarm was found (H200:
+warm parent had not, and the functions with the most cumulative time. First, the warm parent's own start:
+its imports and its ``prewarm`` items. This is how the warm parent's prewarm was found (H200:
 a compiled cell's overhead 1.45 -> 0.66 s). The sweep dir is only read; scratch copies go to
 ``--out`` (default: a temporary dir).
 """
@@ -76,7 +76,7 @@ def main() -> None:
         f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in st["prewarm_s"].items()
     )
     print(
-        f"server ready in {time.perf_counter() - t:.1f} s: imports {st['imports_s']:.1f} s; "
+        f"warm parent ready in {time.perf_counter() - t:.1f} s: imports {st['imports_s']:.1f} s; "
         f"prewarm: {warm or 'nothing'}; CUDA initialised: torch {st['cuda_initialized']}, "
         f"driver {st['cuda_driver_initialized']}"
     )

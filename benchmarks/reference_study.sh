@@ -5,7 +5,7 @@
 #   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep (EXP=part3 pass=fwd_bwd for NAME=part3_bwd)
-#   bash benchmarks/reference_study.sh probe OUTDIR     # may the cell server import all it does? (fork_probe)
+#   bash benchmarks/reference_study.sh probe OUTDIR     # may the warm parent import all it does? (fork_probe)
 # v2, in three device commands of under 10 minutes each, all on one H200 unless
 # NJ says otherwise:
 #   bash benchmarks/reference_study.sh v2-parts OUTDIR  # calibrate; part3, part1, part2; then
@@ -44,7 +44,7 @@
 # under the command's limit, which the device tool cuts to the session's remaining time.
 # Measured with v1's harness (a fresh process per cell, imports inside it): nvidia-h200-x2
 # (NJ=4): part3 ~5 min; nvidia-h200 (NJ=2): part3 ~9 min, part1 ~1.7 min, part2 ~2.4 min,
-# scaling ~16 min. The warm cell server's figures are in benchmarks/README.md.
+# scaling ~16 min. The warm parent's figures are in benchmarks/README.md.
 # To finish a cut stage in a later command, carry the SNAP archive's contents and resume from a
 # copy: files left on a warm machine by the previous command are not to be trusted (one came
 # back without its finished cells and without ceilings.json, and the resume redid them).

@@ -8,7 +8,7 @@ Runs the sweep as a user would (``python -m study.run -m ...``) and prints its w
 from its rows: the measured work (first call with compile, check, measure, profile), the
 median ``overhead_s`` of eager and of compiled cells (the sweep's own cost per cell: target
 <= 1 s on the H200), ``prepare_s`` (asking for a cell to the forked cell starting), and the
-wall time left over (Hydra's own per-job work, the server's start); per GPU, its cells' time
+wall time left over (Hydra's own per-job work, the warm parent's start); per GPU, its cells' time
 and the gaps between them, and the time outside every cell; and the cells a minute
 from the first cell's end to the last's (the steady rate, for one GPU against two). With
 ``--ref results/h200`` it also compares kernels per step and the latency of GPU-bound cells

@@ -54,7 +54,7 @@ def hang(mb: int = 0) -> None:
 
 
 def gc_state(out: str) -> None:
-    """What a cell inherits of the server's garbage collector."""
+    """What a cell inherits of the warm parent's garbage collector."""
     import gc
 
     _write(out, frozen=gc.get_freeze_count(), enabled=gc.isenabled())

@@ -499,7 +499,7 @@ def test_a_study_without_an_axis_column_matches_its_default(tmp_path):
     b, _ = _startup_dir(tmp_path, "b", lambda r: r[r["source"] == "start"])
     line, m = build(str(a), str(b), None)
     assert line.startswith(f"{len(runs)} cells matched (0 only in A, 8 only in B)"), line
-    assert set(m["start"].map(str)) <= {"cold", "nan"}
+    assert set(m["start_b"]) == {"cold"} and m["regional_b"].isna().all()
 
 
 def test_cells_no_column_tells_apart_are_said_not_dropped(tmp_path):

@@ -24,21 +24,21 @@ def test_the_warm_parent_never_initialises_cuda_and_its_cells_use_it(tmp_path):
     from study.sweep.warm_parent import WarmParent
     from tests.test_warm_parent import wait
 
-    server = WarmParent()
+    parent = WarmParent()
     try:
-        st = server.status
+        st = parent.status
         assert st["device_count"] >= 1 and st["cuda_available"] is True
         assert st["cuda_initialized"] is False and st["cuda_driver_initialized"] is False
         out = tmp_path / "cuda.json"
         env = {"CUDA_VISIBLE_DEVICES": "0"}
-        rid, _ = server.spawn("tests.forked:cuda_use", {"out": str(out), "gpu": "0"}, env, None,
+        rid, _ = parent.spawn("tests.forked:cuda_use", {"out": str(out), "gpu": "0"}, env, None,
                               tmp_path / "cuda.log")  # fmt: skip
-        assert wait(server, rid, 120) == 0, (tmp_path / "cuda.log").read_text()[-2000:]
+        assert wait(parent, rid, 120) == 0, (tmp_path / "cuda.log").read_text()[-2000:]
         got = json.loads(out.read_text())
         assert got["total"] == 1024.0 and got["visible"] == "0" and got["name"]
-        assert server.query()["cuda_initialized"] is False  # still: the next cell can fork
+        assert parent.query()["cuda_initialized"] is False  # still: the next cell can fork
     finally:
-        server.close()
+        parent.close()
 
 
 def test_the_quickstart_on_a_gpu_proves_the_backend_each_row_claims(tmp_path):

@@ -52,7 +52,7 @@ def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cel
 
     make, _ = factory(script=cells_write_their_rows)
     sweep = tmp_path / "sweep"
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         for name in "abc":
             sched.submit(cell_cfg(tmp_path), sweep / name, sweep)
     assert sorted(r["run_id"] for r in io.read_csv(sweep / "runs.csv")) == ["b", "c"]

@@ -1,5 +1,5 @@
 """What the warm parent does before it forks (study.sweep.prewarm) and its bytecode cache
-(study.sweep.pycache). No GPU here: stand-ins record what the server asks of Triton and the driver."""
+(study.sweep.pycache). No GPU here: stand-ins record what the warm parent asks of Triton and the driver."""
 
 import importlib.util
 import os
@@ -75,7 +75,7 @@ def test_a_sweep_is_eager_only_when_every_point_says_compile_off(pts, want):
 
 def test_prewarm_leaves_tritons_driver_alone_without_a_gpu(triton):
     """Triton's driver asks torch.cuda.is_available(): with no GPU counted by NVML, torch would
-    ask the driver (cuInit in the server) and Triton would raise; so it is not built."""
+    ask the driver (cuInit in the warm parent) and Triton would raise; so it is not built."""
     calls, _ = triton
     did = pw.prewarm(gpus=0)
     assert "driver" not in calls and did["triton_driver"].startswith("skipped: no GPU")
@@ -92,7 +92,7 @@ def test_a_prewarm_item_that_fails_is_the_cells_to_fail_on(triton):
 @pytest.mark.parametrize("rc, want", [(0, True), (3, False), (34, None)])
 def test_the_driver_says_whether_cuinit_ran(monkeypatch, rc, want):
     """0: initialised; 3 (CUDA_ERROR_NOT_INITIALIZED): not; anything else (34, a stub
-    library): unknown, which must not stop the server."""
+    library): unknown, which must not stop the warm parent."""
 
     class Lib:
         def cuDeviceGetCount(self, ptr):
@@ -110,8 +110,8 @@ def test_no_driver_is_no_answer(monkeypatch):
     assert pw.driver_initialised() is None
 
 
-def test_a_server_caches_bytecode_where_the_install_has_none(tmp_path):
-    """No usable pyc for torch (the H200 image): the server gets a prefix it can write."""
+def test_a_warm_parent_caches_bytecode_where_the_install_has_none(tmp_path):
+    """No usable pyc for torch (the H200 image): the warm parent gets a prefix it can write."""
     src = tmp_path / "mod.py"
     src.write_text("x = 1\n")
     pyc = importlib.util.cache_from_source(str(src))

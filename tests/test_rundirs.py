@@ -66,7 +66,7 @@ def test_a_cell_is_never_started_into_the_dir_of_a_running_cell(tmp_path):
     make, made = factory(script=end_oldest)  # the old code waited for its cells: let them end
     sweep = tmp_path / "sweep"
     with pytest.raises(Unsafe, match="in use by a running cell"):
-        with Scheduler(2, make_server=make) as sched:
+        with Scheduler(2, make_parent=make) as sched:
             sched.submit(cell_cfg(tmp_path), sweep / "c", sweep)
             (sweep / "c" / "mine").write_text("the first cell's\n")
             sched.submit(cell_cfg(tmp_path, "cores=0"), sweep / "c", sweep)

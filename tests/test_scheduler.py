@@ -23,7 +23,7 @@ def cell_cfg(tmp_path, *overrides):
     return cfg
 
 
-class FakeServer:
+class FakeParent:
     """Forks nothing: records each spawn; ``script(fake)`` decides what ends at each read."""
 
     made = 0
@@ -31,7 +31,7 @@ class FakeServer:
     def __init__(self, cores, prewarm=True, pycache="auto", gpus=0, script=None, eager=False):
         from study.workloads import registry
 
-        FakeServer.made += 1
+        FakeParent.made += 1
         variants = {n: list(registry.get(n).shape_keys) for n in registry.names()}
         self.status = {"cuda_available": gpus > 0, "device_count": gpus, "variants": variants}
         self.spawned, self.exits, self.dead, self.script = [], {}, False, script
@@ -62,7 +62,7 @@ def factory(**kw):
     made = []
 
     def make(cores, **opts):
-        made.append(FakeServer(cores, **opts, **kw))
+        made.append(FakeParent(cores, **opts, **kw))
         return made[-1]
 
     return make, made
@@ -86,7 +86,7 @@ def test_two_gpu_slots_run_two_cells_at_once_each_on_its_own_gpu_and_cores(tmp_p
     make, made = factory(gpus=2, script=end_oldest)
     sweep = tmp_path / "sweep"
     cfg = cell_cfg(tmp_path, "device=cuda")
-    with Scheduler(2, make_server=make) as sched:
+    with Scheduler(2, make_parent=make) as sched:
         for name in ("a", "b", "c"):
             sched.submit(cfg, sweep / name, sweep)
             if name == "b":  # both slots taken, nothing ended yet
@@ -110,7 +110,7 @@ def test_a_one_gpu_cell_sees_only_the_gpu_it_runs_on(tmp_path, monkeypatch, devi
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")
     make, made = factory(gpus=2 if cuda else 0, script=end_oldest)
     sweep = tmp_path / "sweep"
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         sched.submit(cell_cfg(tmp_path, f"device={device}"), sweep / "c", sweep)
     spawned = made[0].spawned[0]
     assert spawned["env"].get("CUDA_VISIBLE_DEVICES") == want
@@ -129,7 +129,7 @@ def test_only_a_compiled_cpu_cell_asks_the_warm_parent_to_probe_the_cpu_first(
 ):
     make, made = factory(gpus=1 if cuda else 0, script=end_oldest)
     sweep = tmp_path / "sweep"
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         sched.submit(cell_cfg(tmp_path, *overrides), sweep / "c", sweep)
     assert made[0].spawned[0]["cpu"] is want
 
@@ -137,7 +137,7 @@ def test_only_a_compiled_cpu_cell_asks_the_warm_parent_to_probe_the_cpu_first(
 def test_an_eager_only_sweep_asks_for_a_warm_parent_without_inductor(tmp_path):
     make, made = factory(script=end_oldest)
     sweep = tmp_path / "sweep"
-    with Scheduler(1, make_server=make, eager=True) as sched:
+    with Scheduler(1, make_parent=make, eager=True) as sched:
         sched.submit(cell_cfg(tmp_path, "compile=off"), sweep / "c", sweep)
     assert made[0].eager is True and rows(sweep)["c"]["status"] == "crash"  # the stand-in's
 
@@ -149,7 +149,7 @@ def test_timeout_counts_from_the_fork_not_from_the_wait_for_a_slot(tmp_path, mon
     make, made = factory()
     sweep = tmp_path / "sweep"
     cfg = cell_cfg(tmp_path, "timeout_s=0.5")
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         sched.submit(cfg, sweep / "a", sweep)
         sched.submit(cfg, sweep / "b", sweep)
     got = rows(sweep)
@@ -169,7 +169,7 @@ def test_a_dead_warm_parent_costs_its_running_cells_and_the_next_cell_gets_a_new
     make, made = factory(script=die)
     sweep = tmp_path / "sweep"
     cfg = cell_cfg(tmp_path)
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         sched.submit(cfg, sweep / "a", sweep)
         sched.submit(cfg, sweep / "b", sweep)  # waits for the slot: the parent dies meanwhile
         assert len(made) == 2  # b was forked by a new warm parent
@@ -186,7 +186,7 @@ def test_a_resumed_sweep_keeps_an_ok_cell_of_the_same_config_and_forks_nothing(
     make, made = factory(script=end_oldest)
     sweep = tmp_path / "sweep"
     cfg = cell_cfg(tmp_path, "resume=true")
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         cell = sched.cell(cfg, sweep / "a", sweep)
         (sweep / "a").mkdir(parents=True)
         row = {**io.base_row(to_plain(cfg), "a"), "status": "ok", "config_hash": cell.config_hash}
@@ -217,7 +217,7 @@ def test_a_row_a_cell_wrote_survives_its_warm_parent_dying(tmp_path, monkeypatch
         fake.dead = True
 
     make, made = factory(script=write_then_die)
-    with Scheduler(1, make_server=make) as sched:
+    with Scheduler(1, make_parent=make) as sched:
         sched.submit(cfg, sweep / "a", sweep)
     got = rows(sweep)["a"]
     assert got["status"] == "ok" and got["config_hash"], got
@@ -229,12 +229,12 @@ def test_ctrl_c_keeps_the_rows_cells_wrote_and_completes_them(tmp_path, monkeypa
     sweep = tmp_path / "sweep"
     cfg = cell_cfg(tmp_path, "device=cuda")
     with pytest.raises(KeyboardInterrupt):
-        with Scheduler(2, make_server=make) as sched:
+        with Scheduler(2, make_parent=make) as sched:
             sched.submit(cfg, sweep / "a", sweep)
             sched.submit(cfg, sweep / "b", sweep)
             write_ok_row(cfg, sweep, "a")  # a finished its row; b did not
             raise KeyboardInterrupt
-    assert not sched.running and sched._server is None
+    assert not sched.running and sched._parent is None
     got = rows(sweep)
     assert list(got) == ["a"] and got["a"]["config_hash"] and got["a"]["gpu_wait_s"] != ""
     assert not (sweep / "b" / "run.csv").exists()  # a resume runs b again

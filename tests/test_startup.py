@@ -180,8 +180,9 @@ def test_no_start_or_stance_rows_no_tables():
 
 
 def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp_path):
-    """From the committed H100 rows: the artifacts' cut is the primer's cold first call over the
-    cell's, per row; a guard share under NOISE is called noise, not a cost."""
+    """From the committed rows (an H200 and two H100s): the artifacts' cut is the primer's cold
+    first call over the cell's, per machine; a guard share under NOISE is called noise, not a
+    cost."""
     import pandas as pd
 
     from analysis.findings.host import startup as host_startup
@@ -236,8 +237,9 @@ def test_the_start_text_gives_a_second_machine_as_ratios_to_the_first():
 
     text = host_startup._start_text(_two_machines())
     assert text.startswith("On the H200 (boot aaaaaaaa), cache artifacts cut the first call 3.2x")
-    assert ("On the H100 80GB HBM3 (boot bbbbbbbb), the same cells' cold starts (the primer's) "
-            "took 1.5x, first calls from artifacts 1.5x") in text  # fmt: skip
+    assert ("On the H100 80GB HBM3 (boot bbbbbbbb), the same cells took, against the H200 (boot "
+            "aaaaaaaa): the primers' cold starts 1.5x, the cold cells' first calls 1.5x, first "
+            "calls from artifacts 1.5x") in text  # fmt: skip
     one = host_startup._start_text(_rows())
     assert one.startswith("Cache artifacts cut the first call 3.2x") and "On the" not in one
 
@@ -264,20 +266,20 @@ def test_the_regional_text_says_how_far_one_cells_compile_moved_between_machines
     text = host_startup._regional_text(pd.DataFrame(rows))
     assert "(boot aaaaaaaa), compiling the repeated block by region" in text
     assert "cut compile time 2.0x" in text and "cut compile time 2.7x" in text
-    assert "compile seconds moved 1.10–1.50x between the two machines" in text
+    assert "compile seconds moved 1.10–1.50x against the H100 80GB HBM3 (boot aaaaaaaa)" in text
 
 
 def test_the_surveys_are_read_by_boot():
-    from analysis.findings.host import startup as host_startup
+    from analysis.findings.host import boots
 
     line = "host gauge over 5 s: fast level {} us (the lowest ...), {}% of them within 1.3x"
     two = "\n".join(["boot aaaaaaaa", line.format("13.0", 55), "boot bbbbbbbb (later)",
                      line.format("15.2", 16), line.format("15.1", 23)])  # fmt: skip
-    assert host_startup._surveys(two) == {
+    assert boots.surveys(two) == {
         "aaaaaaaa": [("13.0", "55")],
         "bbbbbbbb": [("15.2", "16"), ("15.1", "23")],
     }
-    assert host_startup._surveys(line.format("14.1", 30)) == {"": [("14.1", "30")]}
+    assert boots.surveys(line.format("14.1", 30)) == {"": [("14.1", "30")]}
 
 
 def test_a_cell_run_in_several_processes_is_one_line_at_its_median_compile():
@@ -298,5 +300,54 @@ def test_a_cell_run_in_several_processes_is_one_line_at_its_median_compile():
     r = pd.DataFrame(rows)
     t = startup.regional_table(r)
     assert list(t["compile s"]) == ["4.40", "2.10"]
-    text = host_startup._regional_text(host_startup.cells(r))
+    text = host_startup._regional_text(startup.one_per_cell(r))
     assert "block x4 4.4 → 2.1 s" in text
+
+
+def test_two_machines_in_one_source_stay_two_machines_with_repeats(tmp_path):
+    """A cell's config_hash is the same on every machine: with repeats, each machine's rows
+    are still their own median, and the section names both machines."""
+    import pandas as pd
+
+    from analysis.findings.host import startup as host_startup
+    from analysis.tables import startup
+
+    r = _two_machines().assign(
+        source="start", run_id=lambda x: x["variant"] + x["start"].fillna("")
+    )
+    r["config_hash"] = [f"cell{i % 5}" for i in range(len(r))]  # one cell, two machines
+    r = pd.concat([r.assign(repeat=0), r.assign(repeat=1)], ignore_index=True)
+    one = startup.one_per_cell(r)
+    assert len(one) == len(r) // 2
+    assert list(dict.fromkeys(startup.machine(one))) == ["H200 aaaaaaaa", "H100 bbbbbbbb"]
+    (tmp_path / "startup").mkdir()
+    r.to_csv(tmp_path / "startup" / "runs.csv", index=False)
+    text = "\n".join(host_startup.section({"dir": tmp_path}))
+    assert "On the H100 80GB HBM3 (boot bbbbbbbb), the same cells took" in text
+    assert "| naive default | H100 bbbbbbbb | artifacts |" in text
+
+
+def test_a_crash_row_and_machines_without_a_shared_workload_break_nothing():
+    """A crash row names no GPU (it is its own '?' machine, never a dropped row); a second
+    machine with other workloads gets its own sentence and no ratio against the first."""
+    import pandas as pd
+
+    from analysis.findings.host import boots
+    from analysis.findings.host import startup as host_startup
+
+    base = {"compile": "default", "status": "ok", "device_name": "NVIDIA H100 80GB HBM3",
+            "regional_method": "nested_compile_region", "speedup_paired": 1.1}  # fmt: skip
+    rows = []
+    for boot, variant in (("aaaaaaaa", "block"), ("bbbbbbbb", "gpt2")):
+        rows += [{**base, "boot_id": boot, "variant": variant, "layers": 12, "regional": None,
+                  "compile_s": 8.0},
+                 {**base, "boot_id": boot, "variant": variant, "layers": 12, "regional": True,
+                  "compile_s": 4.0}]  # fmt: skip
+    rows.append({"variant": "bert", "compile": "default", "status": "crash", "layers": 12})
+    r = pd.DataFrame(rows)
+    ok = r[r["status"] == "ok"]
+    text = host_startup._regional_text(ok)
+    assert "(boot bbbbbbbb), it cut compile time 2.0x" in text
+    assert "compile seconds moved" not in text
+    assert [m for m, _ in boots.by_machine(r)][-1] == "? (boot ?)"
+    assert host_startup._ratio_range([(float("nan"), 1.0), (2.0, 1.0), (3.0, 0.0)]) == "2.0x"

@@ -8,7 +8,7 @@ jobs; a phase a row lacks counts as 0 and is named.
 
 The first cell of each sweep process waits for the warm parent's imports (torch, Dynamo,
 Inductor: once per sweep, 4-9 s on the H200); its ``prepare_s`` shows it. The medians of
-``overhead_s`` leave that wait out (a ``prepare_s`` above ``SERVER_START`` s) and it gets its
+``overhead_s`` leave that wait out (a ``prepare_s`` above ``PARENT_START`` s) and it gets its
 own column, so a source with one eager cell does not read as if every eager cell paid it.
 
 GPUs: the GPUs the source's rows ran on, from ``gpu_index`` (written by the ``gpus``
@@ -26,7 +26,7 @@ from analysis.pairs import table
 
 PHASES = ["overhead_s", "gpu_wait_s", "first_call_s", "check_s", "measure_s", "profile_s",
           "extra_s"]  # fmt: skip
-SERVER_START = 1.0  # s: a prepare_s above this waited for the server's imports (else ~0.03 s)
+PARENT_START = 1.0  # s: a prepare_s above this waited for the warm parent's imports (else ~0.03 s)
 
 
 def section(data: dict) -> list[str]:
@@ -45,7 +45,7 @@ def section(data: dict) -> list[str]:
         "between jobs"
         + (f"; no {', '.join(missing)} in these rows" if missing else "")
         + "; overhead = process start, setup, generated code and rows, per cell, leaving out "
-        "the first cell's wait for the warm server's imports, which the last column gives, "
+        "the first cell's wait for the warm parent's imports, which the last column gives, "
         "once per sweep process):",
         "",
         *table(
@@ -58,7 +58,7 @@ def section(data: dict) -> list[str]:
                 "cell time, min",
                 "median overhead s, eager",
                 "compiled",
-                "server start s",
+                "warm parent start s",
             ],
             body,
         ),  # fmt: skip
@@ -76,7 +76,7 @@ def _row(source: str, g: pd.DataFrame) -> list:
     prep = pd.to_numeric(g.get("prepare_s"), errors="coerce") if "prepare_s" in g else None
     start = ""
     if prep is not None:
-        wait = prep.where(prep > SERVER_START, 0.0).fillna(0.0)
+        wait = prep.where(prep > PARENT_START, 0.0).fillna(0.0)
         over = over - wait
         start = ", ".join(sig(w) for w in wait[wait > 0])
     eager = over[g["compile"] == "off"].median()

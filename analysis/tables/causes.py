@@ -226,8 +226,9 @@ def answer(runs: pd.DataFrame, kernels: pd.DataFrame, autotune: pd.DataFrame) ->
     diffs = {(x["source"], x["run_id"]): x for x in summ.to_dict("records")} if len(summ) else {}
     out = []
     ok = r[(r["status"] == "ok") & (r["compile"] != "off") & r["sp"].notna()]
+    key = kdiff.key(r)  # once: eager_twin's fallback for every cell
     for _, c in order(ok).iterrows():
-        e = kdiff.eager_twin(r, c)
+        e = kdiff.eager_twin(r, c, key)
         if e is None:
             continue
         said = verdict(c)

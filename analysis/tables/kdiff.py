@@ -23,22 +23,24 @@ from analysis.style import bar_labels
 CHANGES = ["removed", "fused", "added", "kept"]
 
 
-def _key(r: pd.DataFrame) -> pd.Series:
+def key(r: pd.DataFrame) -> pd.Series:
+    """A configuration key per row without the mode: a compiled row's equals its eager twin's."""
     cols = [c for c in (*CONFIG_KEY, "layers") if c in r and c != "compile"]
     norm = r[cols].astype(object).where(r[cols].notna(), "")
     return norm.astype(str).agg("|".join, axis=1) if cols else pd.Series("", index=r.index)
 
 
-def eager_twin(runs: pd.DataFrame, c: pd.Series) -> pd.Series | None:
+def eager_twin(runs: pd.DataFrame, c: pd.Series, keys: pd.Series | None = None) -> pd.Series | None:
     """A compiled cell's eager twin in ``runs``: the row whose config_hash is its eager_hash
-    where the rows have them, else the eager row of the same configuration (``_key``)."""
+    where the rows have them, else the eager row of the same configuration (``keys``: ``key``
+    of ``runs``, computed once by a caller that asks for many cells)."""
     eager = runs[(runs["compile"] == "off") & (runs["source"] == c["source"])]
     if "eager_hash" in runs and "config_hash" in runs and isinstance(c.get("eager_hash"), str):
         hit = eager[eager["config_hash"] == c["eager_hash"]]
         if len(hit):
             return hit.iloc[0]
-    key = _key(runs)
-    hit = eager[key.loc[eager.index] == key.loc[c.name]]
+    keys = key(runs) if keys is None else keys
+    hit = eager[keys.loc[eager.index] == keys.loc[c.name]]
     return hit.iloc[0] if len(hit) else None
 
 
@@ -64,13 +66,13 @@ def diff(runs: pd.DataFrame, kernels: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     if runs.empty or kernels.empty or "kernel" not in kernels:
         return pd.DataFrame(), pd.DataFrame()
     ok = runs[runs["status"] == "ok"].copy()
-    ok = ok.assign(_key=_key(ok), label=bar_labels(ok))
+    ok = ok.assign(_key=key(ok), label=bar_labels(ok))
     have = set(zip(kernels["source"], kernels["run_id"], strict=True))
     ok = ok[[x in have for x in zip(ok["source"], ok["run_id"], strict=True)]]
     by_run = dict(tuple(kernels.groupby(["source", "run_id"])))
     summary, detail = [], []
     for _, c in order(ok[ok["compile"] != "off"]).iterrows():
-        e = eager_twin(ok, c)
+        e = eager_twin(ok, c, ok["_key"])
         if e is None:
             continue
         ek = _per_kernel(by_run[(e["source"], e["run_id"])])

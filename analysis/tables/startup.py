@@ -66,14 +66,21 @@ def _with_machine(r: pd.DataFrame, out: list[dict], after: str) -> pd.DataFrame:
     return t
 
 
-def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
-    """The ok compiled rows, one per cell: a cell run in several fresh processes (``repeats``)
-    gives the median of its repeats (analysis.load.cells), so a compile's seconds are a median
-    and not one sample."""
-    r = runs[(runs["compile"] != "off") & (runs["status"] == "ok")]
+def one_per_cell(r: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell and machine: a cell run in several fresh processes (``repeats``) is the
+    median of its repeats (analysis.load.cells), so a compile's seconds are a median and not one
+    sample; never a median across machines (a cell's config_hash is the same on every machine),
+    and the machines in the order their rows come."""
     if "source" not in r:
         r = r.assign(source="")
-    return cells(r) if "repeat" in r and len(r) else r.copy()
+    if "repeat" not in r or r.empty:
+        return r.copy()
+    return pd.concat([cells(g) for _, g in r.groupby(machine(r), sort=False)], ignore_index=True)
+
+
+def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
+    """The ok compiled rows, one per cell and machine (``one_per_cell``)."""
+    return one_per_cell(runs[(runs["compile"] != "off") & (runs["status"] == "ok")])
 
 
 def _num(row, col):

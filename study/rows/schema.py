@@ -859,7 +859,7 @@ RUN = (
             "prepare_s",
             "s",
             "wall time from the sweep asking for the cell to the forked cell starting its work "
-            "(the warm server imported torch, Dynamo and Inductor once per sweep process)",
+            "(the warm parent imported torch, Dynamo and Inductor once per sweep process)",
         ),
         Col(
             "gpu_wait_s",

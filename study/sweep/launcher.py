@@ -42,7 +42,7 @@ class Launcher(HydraLauncher):
             cores = str(self.config.cores)  # a bad core list is the check's to report
             cores = cores if check_spec(cores) is None else "auto"
             self.scheduler = Scheduler(self.n_jobs, cores, self.prewarm, self.pycache, eager=eager)
-            self.scheduler.server()  # it imports while the sweep is checked
+            self.scheduler.parent()  # it imports while the sweep is checked
 
     def variants(self) -> dict:
         """{registered variant: its shape keys}, from the warm parent (no torch here)."""

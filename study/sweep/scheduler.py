@@ -120,32 +120,32 @@ class Scheduler:
     waits for the running cells, or (an exception, Ctrl-C) kills them."""
 
     def __init__(self, slots: int = 1, cores: str = "auto", prewarm: bool = True,
-                 pycache: str = "auto", total: int = 0, t0: float = 0.0, make_server=WarmParent,
+                 pycache: str = "auto", total: int = 0, t0: float = 0.0, make_parent=WarmParent,
                  eager: bool = False):  # fmt: skip
-        """``make_server(cores, prewarm=, pycache=, eager=)``: the warm parent (tests give a
+        """``make_parent(cores, prewarm=, pycache=, eager=)``: the warm parent (tests give a
         stand-in); ``eager``: no cell compiles (study.sweep.sweeper.eager_only)."""
         self.slots = max(1, int(slots))
-        self._make_server = make_server
+        self._make_parent = make_parent
         self.house, self.groups = pinning.plan(allowed(), self.slots, str(cores))
-        self._server_args = {"prewarm": prewarm, "pycache": pycache, "eager": eager}
-        self._server: WarmParent | None = None
+        self._parent_args = {"prewarm": prewarm, "pycache": pycache, "eager": eager}
+        self._parent: WarmParent | None = None
         self.running: dict[int, Running] = {}  # request id -> cell
         self.total, self.t0, self.done = total, t0 or time.time(), 0
         self.sweep_done = None  # a job of another launcher: count the sweep's finished cells
         self.statuses: list[str] = []
 
-    def server(self) -> WarmParent:
+    def parent(self) -> WarmParent:
         """The warm parent, started on first use (the launcher asks early, so that it imports
         while the sweep is checked); a dead one is replaced, after its cells' rows."""
-        if self._server is not None and not self._server.alive():
-            self._lost(f"the warm parent died (exit code {self._server.proc.poll()})")
-        if self._server is None:
-            self._server = self._make_server(self.house, **self._server_args)
-        return self._server
+        if self._parent is not None and not self._parent.alive():
+            self._lost(f"the warm parent died (exit code {self._parent.proc.poll()})")
+        if self._parent is None:
+            self._parent = self._make_parent(self.house, **self._parent_args)
+        return self._parent
 
     @property
     def status(self) -> dict:
-        return self.server().status
+        return self.parent().status
 
     def say_device(self, configs) -> None:
         """One line when a ``device=auto`` cell will run on the CPU."""
@@ -222,7 +222,7 @@ class Scheduler:
             cell, 0, 0, slot, gpu, asked, waited, time.perf_counter() + float(r["timeout_s"])
         )
         try:
-            run.rid, run.pid = self.server().spawn(
+            run.rid, run.pid = self.parent().spawn(
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
                 cell.run_dir / "cell.log", cpu_compile=cpu_compile,
             )  # fmt: skip
@@ -239,12 +239,12 @@ class Scheduler:
         if not self.running:
             return
         try:
-            self._server.read(timeout)
+            self._parent.read(timeout)
         except WarmParentError as e:
             self._lost(str(e))
             return
-        for rid in [r for r in self.running if r in self._server.exits]:
-            rc = self._server.exits.pop(rid)
+        for rid in [r for r in self.running if r in self._parent.exits]:
+            rc = self._parent.exits.pop(rid)
             how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
             self._end([self.running.pop(rid)], lambda run, how=how: ("crash", (
                 f"cell process died ({how}) before writing its row; "
@@ -261,9 +261,9 @@ class Scheduler:
         runs = list(self.running.values())
         self.running.clear()
         self._end(runs, lambda _: ("crash", f"the warm parent died while the cell ran: {why}"))
-        if self._server is not None:
-            self._server.close()
-        self._server = None
+        if self._parent is not None:
+            self._parent.close()
+        self._parent = None
 
     def _end(self, runs: list[Running], failed) -> None:
         """Kill what is left of each cell's group, then write its row: its own if it wrote
@@ -315,9 +315,9 @@ class Scheduler:
             runs = list(self.running.values())
             self.running.clear()
             self._end(runs, lambda _: None)
-            if self._server is not None:
-                self._server.close()
-                self._server = None
+            if self._parent is not None:
+                self._parent.close()
+                self._parent = None
         finally:
             if old is not None:
                 signal.signal(signal.SIGINT, old)

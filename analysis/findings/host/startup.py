@@ -12,12 +12,11 @@ analysis.tables.cudagraphs'; each sits beside the published figures it answers.
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
 from analysis import sources
-from analysis.load import TEXT, cells
+from analysis.findings.host import boots
+from analysis.load import TEXT
 from analysis.pairs import table
 from analysis.tables import cudagraphs, startup
 
@@ -43,57 +42,17 @@ def _rows(d) -> pd.DataFrame | None:
     p = d / DIR / "runs.csv" if d else None
     if p is None or not p.exists():
         return None
-    raw = pd.read_csv(p, dtype=TEXT, low_memory=False)
-    return cells(raw) if "repeat" in raw else raw  # repeats: one row per cell, their medians
-
-
-def _surveys(text: str) -> dict[str, list[tuple[str, str]]]:
-    """survey.md's host gauge lines by boot: a line ``boot XXXXXXXX`` starts a boot's lines; a
-    file without one is one machine's, under the key ``""``."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    boot = ""
-    for line in text.splitlines():
-        if m := re.match(r"boot (\w{8})", line.strip()):
-            boot = m.group(1)
-        elif m := re.search(r"fast level ([\d.]+) us .*?(\d+)% of them", line):
-            out.setdefault(boot, []).append((m.group(1), m.group(2)))
-    return out
-
-
-def _machine(d, r: pd.DataFrame) -> str:
-    """Each machine the rows ran on (GPU, boot), its sources and its host gauge surveys, then
-    what they share: torch and the code hash."""
-    sv = d / DIR / "survey.md"
-    surveys = _surveys(sv.read_text()) if sv.exists() else {}
-    boots = r["boot_id"].astype(str).str[:8] if "boot_id" in r else pd.Series("?", index=r.index)
-    gpus = r.groupby([r["device_name"], boots.rename("boot")], sort=False)
-    said = []
-    for (gpu, boot), g in gpus:
-        levels = surveys.get(boot) or (surveys.get("") if len(gpus) == 1 else None) or []
-        survey = "; ".join(f"{lv} µs ({share}% within 1.3x)" for lv, share in levels)
-        code = ", ".join(sorted(g["code_hash"].dropna().astype(str).unique()))
-        said.append(
-            f"{gpu}, boot {boot} ({', '.join(sorted(g['source'].dropna().unique()))}; code "
-            f"{code}; host gauge before and after: {survey or '?'})"
-        )
-    torch = ", ".join(sorted(r["torch_version"].dropna().astype(str).unique()))
-    return f"{'; '.join(said)}. Torch {torch}"
+    # repeats: one row per cell and machine, their medians
+    return startup.one_per_cell(pd.read_csv(p, dtype=TEXT, low_memory=False))
 
 
 def _ratio_range(pairs) -> str:
-    xs = [a / b for a, b in pairs if a and b]
+    """'1.4–2.1x' over the ratios a/b of ``pairs`` with both sides measured."""
+    xs = [a / b for a, b in pairs if pd.notna(a) and pd.notna(b) and a > 0 and b > 0]
     if not xs:
         return "–"
     lo, hi = f"{min(xs):.1f}", f"{max(xs):.1f}"
     return f"{lo}x" if lo == hi else f"{lo}–{hi}x"
-
-
-def _by_machine(r: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The rows by machine (GPU and boot), in the order they come: [(label, rows)]."""
-    boots = r["boot_id"].astype(str).str[:8] if "boot_id" in r else pd.Series("?", index=r.index)
-    gpu = r["device_name"] if "device_name" in r else pd.Series("?", index=r.index)
-    label = gpu.astype(str).str.replace("NVIDIA ", "", regex=False) + " (boot " + boots + ")"
-    return [(k, g) for k, g in r.groupby(label, sort=False)]
 
 
 def _start_one(r: pd.DataFrame) -> str:
@@ -119,7 +78,7 @@ def _start_one(r: pd.DataFrame) -> str:
 def _start_text(r: pd.DataFrame) -> str:
     """The first machine's cut in full; each other machine's first calls as ratios to the
     first's, cell by cell, per start: how much of a start is the machine."""
-    machines = [(m, g) for m, g in _by_machine(r) if _start_one(g)]
+    machines = [(m, g) for m, g in boots.by_machine(r) if _start_one(g)]
     if not machines:
         return ""
     (m0, g0), rest = machines[0], machines[1:]
@@ -132,7 +91,8 @@ def _start_text(r: pd.DataFrame) -> str:
         j = g.merge(g0, on=key, suffixes=("", "_0"))
         ratios = []
         for what, col, rows in (
-            ("cold starts (the primer's) took", "cold_first_call_s", j[j["start"] == "artifacts"]),
+            ("the primers' cold starts", "cold_first_call_s", j[j["start"] != "cold"]),
+            ("the cold cells' first calls", "first_call_s", j[j["start"] == "cold"]),
             ("first calls from artifacts", "first_call_s", j[j["start"] == "artifacts"]),
             ("first calls after a warm restart", "first_call_s", j[j["start"] == "warm"]),
         ):
@@ -141,10 +101,10 @@ def _start_text(r: pd.DataFrame) -> str:
                 ratios.append(f"{what} {_ratio_range(pairs)}")
         cut = _start_one(g).split(" against")[0].replace("cache artifacts cut the first call ", "")
         out.append(
-            f"On the {m}, the same cells' {', '.join(ratios)} those on the {m0}; artifacts cut its "
-            f"first call {cut}. Compiling in default mode is host work (tracing, code "
-            "generation, Triton's compiler; no autotuning), so a start moves with the host: "
-            "compare the machines' host gauges above."
+            f"On the {m}, the same cells took, against the {m0}: {', '.join(ratios)}; artifacts "
+            f"cut its first call {cut}{boots.other_code(g, g0)}. Compiling in default mode is host work "
+            "(tracing, code generation, Triton's compiler; no autotuning), so a start moves with "
+            "the host: compare the machines' host gauges above."
         )
     return " ".join(out)
 
@@ -168,7 +128,7 @@ def _regional_one(m: pd.DataFrame) -> str:
 def _regional_text(r: pd.DataFrame) -> str:
     """Per machine: the compile cut and the speedups; where two machines ran the same
     workloads, how far one cell's compile seconds moved between them."""
-    machines = [(m, _regional_pairs(g)) for m, g in _by_machine(r)]
+    machines = [(m, _regional_pairs(g)) for m, g in boots.by_machine(r)]
     machines = [(m, p) for m, p in machines if not p.empty]
     if not machines:
         return ""
@@ -177,16 +137,20 @@ def _regional_text(r: pd.DataFrame) -> str:
     head = f"Compiling the repeated block by region ({how})"
     out = [f"{head} {_regional_one(p0)}." if not rest else f"On the {m0}, {head.lower()[0]}"
            f"{head[1:]} {_regional_one(p0)}."]  # fmt: skip
+    rows0 = dict(boots.by_machine(r))[m0]
     for m, p in rest:
         j = p.merge(p0, on=["variant", "layers"], suffixes=("", "_0"))
         moved = [a / b for c in ("compile_s_w", "compile_s_r")
-                 for a, b in zip(j[c], j[f"{c}_0"], strict=True)]  # fmt: skip
-        out.append(
-            f"On the {m}, it {_regional_one(p)}. One cell's compile seconds moved "
-            f"{min(moved):.2f}–{max(moved):.2f}x between the two machines: a compile is one "
-            "sample, timed through the host's fast and slow phases, so only a cut that holds "
-            "on both is the workload's (`repeats=3` gives a cell's median over fresh processes)."
-        )
+                 for a, b in zip(j[c], j[f"{c}_0"], strict=True)
+                 if pd.notna(a) and pd.notna(b) and a > 0 and b > 0]  # fmt: skip
+        said = f"On the {m}, it {_regional_one(p)}"
+        if moved:
+            said += (f". One cell's compile seconds moved {min(moved):.2f}–{max(moved):.2f}x "
+                     f"against the {m0}{boots.other_code(dict(boots.by_machine(r))[m], rows0)}: a compile "
+                     "is one sample, timed through the host's fast and slow phases, so only a cut "
+                     "that holds on both is the workload's (`repeats=3` gives a cell's median "
+                     "over fresh processes)")  # fmt: skip
+        out.append(said + ".")
     out.append("It traces one block's FX nodes instead of every block's, and fusion stops at "
                "block edges (more kernels a step).")  # fmt: skip
     return " ".join(out)
@@ -244,7 +208,7 @@ def section(data: dict) -> list[str]:
         "",
         "## What compiling costs before the first fast call",
         "",
-        f"{_machine(d, r)}: `benchmarks/host_reference.sh`, and `python -m analysis.tables "
+        f"{boots.describe(d / DIR, r)}. Made by `benchmarks/host_reference.sh`; `python -m analysis.tables "
         "startup` prints the same tables for any sweep. Speedups are paired, with their 95% interval over the cell's pairs in "
         "one process; host figures are measured (host µs and units, G the host's speed). "
         "GPT-2 is at the study's 2 layers unless its row says x12.",
@@ -264,7 +228,7 @@ def section(data: dict) -> list[str]:
         if t.empty:
             continue
         out += ["", f"### {title}", "", *table(list(t.columns), t.values.tolist()), ""]
-        text = say(by[key])
+        text = say(by[key][by[key]["status"] == "ok"])
         out += [f"{text} {PUBLISHED[key]}".strip()]
         if key == "regional":
             out += ["", f"![What does compiling by region trade?]({FIGURE}.png)"]
@@ -284,8 +248,10 @@ def draw(d) -> str | None:
     if r is None:
         return None
     try:
-        reg = r[r["source"].astype(str).str.startswith("regional")]
-        first = _by_machine(reg)[0][1] if len(reg) else reg  # one machine: a point is one sample
+        reg = r[r["source"].astype(str).str.startswith("regional") & (r["status"] == "ok")]
+        # one machine, the first with a workload compiled both ways: a point is one sample
+        drawn = [g for _, g in boots.by_machine(reg) if not _regional_pairs(g).empty]
+        first = drawn[0] if drawn else reg
         fig, sentence = regional({"runs": first})
     except Skip as e:
         return str(e)
