@@ -5,8 +5,9 @@ Dynamo's guards cost a call; whether CUDA graphs applied. Part of ``python -m an
 Reads ``DIR/startup/runs.csv`` (``benchmarks/host_reference.sh start guards cudagraphs
 regional`` writes one sweep per set; the rows carry a ``source`` column naming it) and
 ``machine.md`` / ``survey.md`` beside it (a line ``boot XXXXXXXX`` there starts that machine's
-surveys). The rows may come from several machines: each table then names the machine of each
-row, the first machine's figures are stated in full and another's as ratios to them. The tables are analysis.tables.startup's and
+surveys). The rows may come from several machines (analysis.findings.host.boots): each table
+then names the machine of each row, the first machine's figures are stated in full and
+another's as ratios to them. The tables are analysis.tables.startup's and
 analysis.tables.cudagraphs'; each sits beside the published figures it answers.
 """
 
@@ -102,9 +103,9 @@ def _start_text(r: pd.DataFrame) -> str:
         cut = _start_one(g).split(" against")[0].replace("cache artifacts cut the first call ", "")
         out.append(
             f"On the {m}, the same cells took, against the {m0}: {', '.join(ratios)}; artifacts "
-            f"cut its first call {cut}{boots.other_code(g, g0)}. Compiling in default mode is host work "
-            "(tracing, code generation, Triton's compiler; no autotuning), so a start moves with "
-            "the host: compare the machines' host gauges above."
+            f"cut its first call {cut}{boots.other_code(g, g0)}. Compiling in default mode is "
+            "host work (tracing, code generation, Triton's compiler; no autotuning), so a start "
+            "moves with the host: compare the machines' host gauges above."
         )
     return " ".join(out)
 
@@ -137,7 +138,7 @@ def _regional_text(r: pd.DataFrame) -> str:
     head = f"Compiling the repeated block by region ({how})"
     out = [f"{head} {_regional_one(p0)}." if not rest else f"On the {m0}, {head.lower()[0]}"
            f"{head[1:]} {_regional_one(p0)}."]  # fmt: skip
-    rows0 = dict(boots.by_machine(r))[m0]
+    rows = dict(boots.by_machine(r))
     for m, p in rest:
         j = p.merge(p0, on=["variant", "layers"], suffixes=("", "_0"))
         moved = [a / b for c in ("compile_s_w", "compile_s_r")
@@ -146,10 +147,10 @@ def _regional_text(r: pd.DataFrame) -> str:
         said = f"On the {m}, it {_regional_one(p)}"
         if moved:
             said += (f". One cell's compile seconds moved {min(moved):.2f}–{max(moved):.2f}x "
-                     f"against the {m0}{boots.other_code(dict(boots.by_machine(r))[m], rows0)}: a compile "
-                     "is one sample, timed through the host's fast and slow phases, so only a cut "
-                     "that holds on both is the workload's (`repeats=3` gives a cell's median "
-                     "over fresh processes)")  # fmt: skip
+                     f"against the {m0}{boots.other_code(rows[m], rows[m0])}: a compile is one "
+                     "sample, timed through the host's fast and slow phases, so only a cut that "
+                     "holds on both is the workload's (`repeats=3` gives a cell's median over "
+                     "fresh processes)")  # fmt: skip
         out.append(said + ".")
     out.append("It traces one block's FX nodes instead of every block's, and fusion stops at "
                "block edges (more kernels a step).")  # fmt: skip
@@ -208,10 +209,11 @@ def section(data: dict) -> list[str]:
         "",
         "## What compiling costs before the first fast call",
         "",
-        f"{boots.describe(d / DIR, r)}. Made by `benchmarks/host_reference.sh`; `python -m analysis.tables "
-        "startup` prints the same tables for any sweep. Speedups are paired, with their 95% interval over the cell's pairs in "
-        "one process; host figures are measured (host µs and units, G the host's speed). "
-        "GPT-2 is at the study's 2 layers unless its row says x12.",
+        f"{boots.describe(d / DIR, r)}. Made by `benchmarks/host_reference.sh`; `python -m "
+        "analysis.tables startup` prints the same tables for any sweep. Speedups are paired, "
+        "with their 95% interval over the cell's pairs in one process; host figures are "
+        "measured (host µs and units, G the host's speed). GPT-2 is at the study's 2 layers "
+        "unless its row says x12.",
     ]
     by = {s: r[r["source"].astype(str).str.startswith(s)] for s in PUBLISHED}
     parts = (
