@@ -686,4 +686,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)

@@ -596,4 +596,6 @@ def main(argv: list[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)

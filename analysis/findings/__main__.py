@@ -1,5 +1,6 @@
 """``python -m analysis.findings DIR [--write]``: the Findings block of a results dir."""
 
+from analysis.cli import run
 from analysis.findings import main
 
-main()
+run(main)

@@ -35,7 +35,6 @@ Reads only CSVs; never imports torch.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import pandas as pd
 
@@ -277,4 +276,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)

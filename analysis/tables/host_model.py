@@ -239,4 +239,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)

@@ -29,7 +29,6 @@ change whose kernels and device time are unchanged reads as what it is: host tim
 from __future__ import annotations
 
 import argparse
-import sys
 
 import pandas as pd
 
@@ -282,4 +281,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)

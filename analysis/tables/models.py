@@ -10,7 +10,6 @@ CSV only; no torch.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import pandas as pd
 
@@ -118,4 +117,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)

@@ -18,7 +18,6 @@ Prints, from runs.csv alone (no torch):
 from __future__ import annotations
 
 import argparse
-import sys
 
 import pandas as pd
 
@@ -254,4 +253,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from analysis.cli import run  # deferred: a command's end, not the module's
+
+    run(main)
