@@ -145,4 +145,3 @@ def table(header: list[str], rows: list[list]) -> list[str]:
         "| " + " | ".join("---" for _ in header) + " |",
         *("| " + " | ".join(str(x) for x in r) + " |" for r in rows),
     ]
-

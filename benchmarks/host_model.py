@@ -52,8 +52,10 @@ def main(argv: list[str]) -> None:
         print(f"paired speedup, measured against predicted from the other machines, host time "
               f"{what}; G: the row's host speed, gauge us")  # fmt: skip
         print(lo.drop(columns=["cell"]).round(3).to_string(index=False))
-        print(f"within +-15%: {(lo['err'].abs() <= 0.15).sum()} of {len(lo)}; "
-              f"worst {lo['err'].abs().max():.1%}\n")
+        print(
+            f"within +-15%: {(lo['err'].abs() <= 0.15).sum()} of {len(lo)}; "
+            f"worst {lo['err'].abs().max():.1%}\n"
+        )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ GROUPS = {
     "the warm parent's extras": ("study/sweep/prewarm.py", "study/sweep/pycache.py"),
     "the sweep dir": ("study/sweep/sweepdir.py",),
 }  # fmt: skip
-WARM_PARENT = ("study/sweep/warm_parent.py", "study/sweep/prewarm.py")  # they import torch on purpose
+WARM_PARENT = (
+    "study/sweep/warm_parent.py",
+    "study/sweep/prewarm.py",
+)  # they import torch on purpose
 # v2's plumbing, as the issue listed it (sweep.py whole: its lines 52-157 were the count's part)
 V2 = ("1f7468f", ("study/server.py", "study/client.py", "study/jobs.py", "study/sweep.py",
                   "study/sweep_check.py", "study/callbacks.py", "study/prewarm.py",

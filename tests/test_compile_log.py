@@ -29,7 +29,10 @@ def _tool(tmp_path, body: str, monkeypatch):
 def test_without_tlparse_the_log_stays_and_a_note_says_how_to_render_it(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     row, note = compile_log.render(_log(tmp_path))
-    assert row == {"compile_log": "compile_log/dedicated_log_torch_trace_x.log", "tlparse_index": ""}
+    assert row == {
+        "compile_log": "compile_log/dedicated_log_torch_trace_x.log",
+        "tlparse_index": "",
+    }
     assert "pip install tlparse" in note and "tlparse compile_log/" in note
 
 

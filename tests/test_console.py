@@ -25,7 +25,9 @@ def test_the_line_gives_host_and_device_us_and_one_kernel_is_singular():
 
 
 def test_the_summary_counts_rows_off_the_fast_phase_and_says_what_to_do():
-    rows = [{"timing_phase": p, "gauge_held": "True"} for p in ("fast", "slow", "mixed", "contended")]
+    rows = [
+        {"timing_phase": p, "gauge_held": "True"} for p in ("fast", "slow", "mixed", "contended")
+    ]
     lines = phase_lines(rows)
     assert len(lines) == 1 and "3 of 4 rows were not timed in the host's fast phase" in lines[0]
     assert "resume=true" in lines[0] and "cores=" in lines[0]

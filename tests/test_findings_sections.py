@@ -255,9 +255,7 @@ def test_flex_rows_that_count_elements_say_so_and_give_the_tiles_beside_them():
         x["flops_scheduled"] = x["flops"] * 1.5 * 256 / seq
         return x
 
-    text = "\n".join(
-        speed_flex.section(_data([by_element(4096, 100.0), by_element(16384, 420.0)]))
-    )
+    text = "\n".join(speed_flex.section(_data([by_element(4096, 100.0), by_element(16384, 420.0)])))
     assert "every variant counts the mask's kept elements, flex included" in text
     assert "flex counts the block mask's kept tiles" not in text
     assert "(the window keeps 6% → 2% of the matrix, its block mask 9% → 2% of the tiles)." in text

@@ -15,7 +15,9 @@ def test_a_reason_gets_the_code_of_its_type_and_codes_add_up():
     cols = graph_breaks.columns({PRINT: 2, "Unsupported method call\n  x": 1, "other": 3}, KINDS)
     assert cols["graph_break_codes"] == "GB0059 (x2) | GB0156 (x1)"
     reasons = cols["graph_break_reasons"].split(" | ")
-    assert reasons[0].startswith("GB0059: Failed to trace builtin operator") and "(x2)" in reasons[0]
+    assert (
+        reasons[0].startswith("GB0059: Failed to trace builtin operator") and "(x2)" in reasons[0]
+    )
     assert reasons[2] == "other (x3)"  # no code: the reason as it was
 
 

@@ -68,7 +68,9 @@ def test_the_row_says_depth_and_regional_from_the_config():
     row = io.base_row(to_plain(compose("variant=block", "shape.layers=4", "compile=default",
                               "compile.regional=true")), "r")  # fmt: skip
     assert row["layers"] == 4 and row["regional"] is True
-    row = io.base_row(to_plain(compose("variant=block", "compile=off", "compile.regional=true")), "r")
+    row = io.base_row(
+        to_plain(compose("variant=block", "compile=off", "compile.regional=true")), "r"
+    )
     assert row["layers"] is None and row["regional"] is None  # one block; eager: no regions
     row = io.base_row(to_plain(compose("variant=gpt2", "+variant.kwargs.layers=12")), "r")
     assert row["layers"] == 12

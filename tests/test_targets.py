@@ -208,7 +208,9 @@ def test_the_verdict_says_whether_a_deployment_path_removes_the_slowdown():
     unpaired = {**_row("aot_inductor", float("nan"), float("nan"), float("nan"))}
     (v,) = tables_layers.verdicts(pd.concat([RAW, pd.DataFrame([unpaired])]))
     assert "aot_inductor has no paired speedup (its rows: ok)" in v
-    (v,) = tables_layers.verdicts(RAW[RAW["compile"] != "cpp_wrapper"].assign(**{"pass": "fwd_bwd"}))
+    (v,) = tables_layers.verdicts(
+        RAW[RAW["compile"] != "cpp_wrapper"].assign(**{"pass": "fwd_bwd"})
+    )
     assert v.startswith("linear (fwd_bwd): default is slower") and "no deployment path ran" in v
     fine = RAW.assign(speedup_ci_high=1.2, speedup_ci_low=0.9, speedup_paired=1.0)
     (v,) = tables_layers.verdicts(fine)

@@ -74,14 +74,14 @@ def host_speed(d) -> tuple:
            right_in=leg)  # fmt: skip
     crossing = [(n, c) for n, _, _, c in curves if c is not None]
     said = "; ".join(f"{n} falls below 1x above {sig(c, 3)} µs" for n, c in crossing)
+    bound = f". Host-bound at every host speed, so the ratio of their host units at any: {', '.join(flat)}"
     s = (
         f"Predicted paired speedup against host speed for {len(curves)} compiled cell(s), "
         "latency ~ max(device µs, host µs at G), host µs scaling as G ** "
         f"{sig(alpha, 2)} (1: host units x G; fitted where the rows span host speeds), "
         "with the measured rows as points"
         + (f": {said}" if said else ": none crosses 1 between 5 and 100 µs")
-        + (f". Host-bound at every host speed, so the ratio of their host units at any: "
-           f"{', '.join(flat)}" if flat else "")
+        + (bound if flat else "")
         + "."
     )
     return fig, s

@@ -122,4 +122,3 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"drew {m.FIGURE}.png: {said}")
     else:
         print(text, end="")
-

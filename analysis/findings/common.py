@@ -48,26 +48,12 @@ def of(runs: pd.DataFrame, *sources: str) -> pd.DataFrame:
     return runs[runs["source"].isin(sources)] if "source" in runs else runs.iloc[0:0]
 
 
-
-
 def blog_shapes(runs: pd.DataFrame) -> pd.DataFrame:
     """The blog's forward at its shapes: attention at seq_len 1024, other families as measured."""
     r = runs[runs["pass"] == "fwd"] if "pass" in runs else runs
     if "seq_len" not in r:
         return r
     return r[(r["family"] != "attention") | (r["seq_len"] == BLOG_SEQ_LEN)]
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def phase_note(row) -> str:
@@ -143,5 +129,3 @@ def calibrated_peak(runs: pd.DataFrame, row) -> float | None:
         & (runs["torch_version"].astype(str) == str(row["torch_version"]))
     ]["peak_tflops"].dropna()
     return float(same.median()) if len(same) else None
-
-

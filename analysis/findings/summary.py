@@ -257,7 +257,9 @@ def flex_line(data: dict) -> str:
         f, fa, cu = (flex.cell_at(r, v, "causal", seq) for v in ("flex", "flash", "cudnn"))
         if all(x is not None and x["status"] == "ok" for x in (f, fa, cu)):
             lat = f["latency_median_us"]
-            slow = [f"{x['variant']} host {x['timing_phase']}" for x in (f, fa, cu) if phase_note(x)]
+            slow = [
+                f"{x['variant']} host {x['timing_phase']}" for x in (f, fa, cu) if phase_note(x)
+            ]
             parts.append(
                 f"causal at seq_len {seq} it takes {xs(lat / fa['latency_median_us'])} flash's "
                 f"time and {xs(lat / cu['latency_median_us'])} cuDNN's"

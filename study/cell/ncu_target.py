@@ -50,5 +50,7 @@ def target(run_dir: Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m study.cell.ncu_target RUN_DIR   (run under ncu by the cell's worker)")
+        sys.exit(
+            "usage: python -m study.cell.ncu_target RUN_DIR   (run under ncu by the cell's worker)"
+        )
     target(Path(sys.argv[1]))

@@ -103,4 +103,3 @@ def _host_timing(t) -> None:
             f"timing.host_calls={t.host_calls} is not allowed: 1 to 1000 calls per host-time "
             "block (default 20)."
         )
-

@@ -108,7 +108,9 @@ def _compile(c) -> None:
 def _start(c) -> None:
     """start=warm|artifacts: compiled Inductor cells only, artifacts with a cold cache."""
     t = compile_targets.get(c.compile.mode)
-    clash = compile_targets.start_conflict(plain(c.start), c.compile.mode, plain(c.cache), t.inductor)
+    clash = compile_targets.start_conflict(
+        plain(c.start), c.compile.mode, plain(c.cache), t.inductor
+    )
     if clash:
         raise ConfigError(clash)
 

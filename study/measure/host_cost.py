@@ -138,7 +138,9 @@ def figures(b: Blocks, bar: float | None) -> tuple[dict, str | None]:
     )
     why = []
     if len(ok) < len(b.covered):
-        why.append(f"{len(b.covered) - len(ok)} of {len(b.covered)} blocks not covered by the sleep")
+        why.append(
+            f"{len(b.covered) - len(ok)} of {len(b.covered)} blocks not covered by the sleep"
+        )
     if len(fast) < MIN_FAST_BLOCKS:
         why.append(f"only {len(fast)} ran in the host's fast phase: host_us from all {len(ok)}")
     return out, ("host time per call: " + "; ".join(why)) if why else None

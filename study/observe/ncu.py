@@ -144,7 +144,9 @@ def top_kernels(kernel_rows: list[dict], n: int) -> list[str]:
 
 def _env() -> dict:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("TORCH_TRACE", None)  # the cell's compile log is the cell's; the profilers' run adds none
+    env.pop(
+        "TORCH_TRACE", None
+    )  # the cell's compile log is the cell's; the profilers' run adds none
     return env
 
 

@@ -326,7 +326,11 @@ RUN = (
             "backward and for train_step the optimizer) queued behind each other, not one step "
             "from an idle device",
         ),
-        Col("pairs_fast", "", "paired blocks whose gauges on both sides said fast (study.measure.host_gauge)"),
+        Col(
+            "pairs_fast",
+            "",
+            "paired blocks whose gauges on both sides said fast (study.measure.host_gauge)",
+        ),
         Col(
             "pairs_slow",
             "",

@@ -53,7 +53,9 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
             why = (r.get("reason") or "")[:200]
             print(f"[study]   {r.get('run_id')}: {r.get('status')} ({why})", flush=True)
     for d in lost:
-        print(f"[study]   {d}: no row (see the lines above; its files: {sweep_dir / d})", flush=True)
+        print(
+            f"[study]   {d}: no row (see the lines above; its files: {sweep_dir / d})", flush=True
+        )
     for line in phase_lines(rows):
         print(f"[study] {line}", flush=True)
     print(

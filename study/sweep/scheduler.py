@@ -216,7 +216,9 @@ class Scheduler:
         kwargs = {"run_dir": str(cell.run_dir), "gpu": gpu, "asked_at": asked_at}
         mode = r["compile"]["mode"]  # a compiled CPU cell: the parent probes the ISAs first
         cpu_compile = (
-            r["device"] == "cpu" and mode in compile_targets.TARGETS and compile_targets.get(mode).inductor
+            r["device"] == "cpu"
+            and mode in compile_targets.TARGETS
+            and compile_targets.get(mode).inductor
         )
         run = Running(
             cell, 0, 0, slot, gpu, asked, waited, time.perf_counter() + float(r["timeout_s"])
@@ -226,7 +228,9 @@ class Scheduler:
                 "study.cell.worker:cell_main", kwargs, self._env(cell, gpu), self.groups[slot],
                 cell.run_dir / "cell.log", cpu_compile=cpu_compile,
             )  # fmt: skip
-        except WarmParentError as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
+        except (
+            WarmParentError
+        ) as e:  # gone, or wedged (no fork in 60 s): a new one for the next cell
             self._lost(str(e))
             why = ("crash", f"the warm parent failed to fork the cell: {e}")
             self._end([run], lambda _: why)

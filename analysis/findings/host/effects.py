@@ -241,7 +241,8 @@ def rule(rs: pd.DataFrame, runs: pd.DataFrame | None = None) -> str:
         f"; the {len(same)} that kept eager's kernel count "
         f"({', '.join(x['label'] + ' ' + x['mode'] for _, x in same.iterrows())}): "
         f"{_signed(same['host_us'].min(), same['host_us'].max(), star)} µs"
-        if len(same) and len(same) < len(use) else ""
+        if len(same) and len(same) < len(use)
+        else ""
     )
     side = host_side(runs) if runs is not None else pd.DataFrame()
     took = ""

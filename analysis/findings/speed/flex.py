@@ -84,7 +84,7 @@ def rates(r: pd.DataFrame) -> list[str]:
             "mask's exact elements, so at the same mask flex's count is the larger: compare flex "
             "and SDPA by latency, the ratios below"
         )
-        + "; a status where the cell did not run; \"(host mixed)\" or \"(host slow)\": a row "
+        + '; a status where the cell did not run; "(host mixed)" or "(host slow)": a row '
         "not timed in the host's fast phase, so its rate is the slower host's):",
         "",
         *table(["mask", "seq_len", *variants], rows),
@@ -110,8 +110,10 @@ def ratios(r: pd.DataFrame) -> list[str]:
             if o is None or o["status"] != "ok":
                 each.append(f"{other} {o['status'] if o is not None else 'not measured'}")
                 continue
-            each.append(f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}"
-                        + _phases(f, o))
+            each.append(
+                f"flex/{other} {xs(f['latency_median_us'] / o['latency_median_us'])}"
+                + _phases(f, o)
+            )
             if pd.notna(f.get("device_time_us")) and pd.notna(o.get("device_time_us")):
                 gpu.append(f"flex/{other} {xs(f['device_time_us'] / o['device_time_us'])}")
             for x in (f, o):  # each host-bound side once
