@@ -14,7 +14,9 @@ A model that stacks one block N times (GPT-2's ``h``, BERT's ``encoder.layer``, 
   ``blocks``. Training passes take ``blocks``: on torch 2.13 (CPU) the nested region gave GPT-2's
   parameters wrong gradients (max_rel_err ~1e3 against float64 at 2 and 4 layers, in fp32 as in
   bf16, whether the class's forward was patched or a view's), while per-block gradients matched
-  and the block ladder's and BERT's matched either way. ``regional_how=nested`` still runs it,
+  and the block ladder's and BERT's matched either way. Under Inductor only (``aot_eager``
+  matches) and only where the region is used twice or more; ``benchmarks/nested_region_grads.py``
+  checks a torch. ``regional_how=nested`` still runs it,
   and the check says ``mismatch`` where it is wrong.
 
 The repeated block is the class of the largest ``nn.ModuleList`` or ``nn.Sequential`` whose
