@@ -106,6 +106,7 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     if not r["_cell"].duplicated().any():
         r["n_repeats"] = 1
         return r.drop(columns="_cell")
+    _machines_mixed(r)
     if "repeat" in r:
         r = r.sort_values(["_cell", "repeat"], kind="stable")
     num = [
@@ -147,6 +148,24 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     extra["n_repeats_fast"] = by_cell["_fast"].sum()
     row = pd.concat([row, pd.DataFrame(extra)], axis=1).reindex(r["_cell"].unique())
     return row.drop(columns=["_ok", "_fast"]).reset_index(drop=True)
+
+
+def _machines_mixed(r: pd.DataFrame) -> None:
+    """One line on stderr where a cell's repeats ran on several machines (boot ids): its medians
+    then mix hosts, and host-bound numbers belong to a host. Say it; split such rows into a
+    source per machine (a sweep dir each) to keep them apart."""
+    if "boot_id" not in r or not r["boot_id"].notna().any():
+        return
+    by = r.groupby("_cell")
+    boots = by["boot_id"].nunique()
+    mixed = boots[boots > 1].index
+    if len(mixed):
+        first = by.head(1).set_index("_cell").loc[mixed]
+        names = first["source"].astype(str) + ": " + first["run_id"].astype(str)
+        print(f"[analysis] {len(mixed)} cell(s) have repeats from several machines (boot ids), "
+              f"so their medians mix hosts: {_names(list(names))}; give each machine's rows a "
+              "source of their own (a sweep dir each) to keep them apart",
+              file=sys.stderr)  # fmt: skip
 
 
 def _across(p: pd.DataFrame) -> pd.Series:

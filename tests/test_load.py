@@ -50,6 +50,26 @@ def test_a_failed_repeat_does_not_poison_the_cell():
     assert row["n_repeats"] == 3 and row["n_repeats_ok"] == 2
 
 
+def test_repeats_from_several_machines_are_said_not_mixed_silently(capsys):
+    raw = pd.DataFrame(
+        {
+            "source": "s",
+            "run_id": "compile=off,variant=linear",
+            "config_hash": "abc",
+            "status": "ok",
+            "latency_median_us": [10.0, 11.0, 20.0],
+            "repeat": [0, 1, 2],
+            "boot_id": ["aaaa-1", "aaaa-1", "bbbb-2"],
+        }
+    )
+    cells(raw)
+    err = capsys.readouterr().err
+    assert "1 cell(s) have repeats from several machines" in err
+    assert "s: compile=off,variant=linear" in err
+    cells(raw.assign(boot_id="aaaa-1"))  # one machine: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def test_paired_speedup_wins_and_an_interval_over_one_is_no_difference():
     r = pd.DataFrame(
         {
