@@ -599,15 +599,9 @@ def compare(
         if len(m) and m["latency"].notna().any():  # a cell ok on both sides
             # deferred: matplotlib, only when there is a figure to draw
             from analysis.figures.compare import changes
-            from analysis.style import DPI
+            from analysis.style import save
 
-            fig, _ = changes(m, la, lb)
-
-            fig.savefig(out / "compare.png", dpi=DPI)
-            fig.savefig(out / "compare.svg", metadata={"Date": None})
-            import matplotlib.pyplot as plt
-
-            plt.close(fig)
+            save(changes(m, la, lb)[0], out / "compare")
     return line, m, only_a, only_b
 
 

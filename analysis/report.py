@@ -41,7 +41,7 @@ from analysis.measures import (
     sig,
     speedups,
 )
-from analysis.style import DPI
+from analysis.style import save
 from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup
 from study.rows.schema import SHAPE_KEYS
 
@@ -269,9 +269,7 @@ def render(d: dict, where: Path, which=None) -> tuple[list, list]:
             plt.close("all")
             continue
         where.mkdir(parents=True, exist_ok=True)
-        fig.savefig(where / f"{key}.png", dpi=DPI)
-        fig.savefig(where / f"{key}.svg", metadata={"Date": None})  # same rows, same file
-        plt.close(fig)
+        save(fig, where / key)
         made.append((key, name, sentence, where / f"{key}.png"))
     return made, skipped
 

@@ -200,6 +200,14 @@ def finish(fig, question: str, ctx: str = "", right_in: float = 0.0, bottom_in: 
     fig.tight_layout(rect=(0, bottom_in / fh, 1 - right_in / fw, top))
 
 
+def save(fig, stem) -> None:
+    """``fig`` as ``stem``.png (at DPI) and ``stem``.svg (no date, so the same rows give the same
+    file), then closed."""
+    fig.savefig(f"{stem}.png", dpi=DPI)
+    fig.savefig(f"{stem}.svg", metadata={"Date": None})
+    plt.close(fig)
+
+
 def legend_right(fig, handles, labels, title: str | None = None, fontsize=8):
     """A legend in the right margin, outside every axes (never over data)."""
     return fig.legend(

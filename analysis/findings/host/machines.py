@@ -331,12 +331,9 @@ def draw(d) -> str | None:
     """Draw the measured layer's speedup against host speed (``analysis.figures.host_speed``: a predicted
     curve per cell, each machine's row a point) into ``d/FIGURE`` .png and .svg; its
     sentence, or None without the layer."""
-    # matplotlib only here: the section's text needs none
-    import matplotlib.pyplot as plt
-
     # deferred: matplotlib, the figure's alone (the section's text needs none)
     from analysis.figures.host_speed import host_speed
-    from analysis.style import DPI, Skip
+    from analysis.style import Skip, save
 
     got = _layer_rows({"dir": d})
     if got is None:
@@ -345,9 +342,7 @@ def draw(d) -> str | None:
         fig, sentence = host_speed({"runs": fast_only(got[4].reset_index(drop=True))})
     except Skip as e:
         return str(e)
-    fig.savefig(d / f"{FIGURE}.png", dpi=DPI)
-    fig.savefig(d / f"{FIGURE}.svg", metadata={"Date": None})
-    plt.close(fig)
+    save(fig, d / FIGURE)
     return sentence
 
 

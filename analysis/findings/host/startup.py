@@ -233,31 +233,32 @@ def section(data: dict) -> list[str]:
         text = say(by[key][by[key]["status"] == "ok"])
         out += [f"{text} {PUBLISHED[key]}".strip()]
         if key == "regional":
-            out += ["", f"![What does compiling by region trade?]({FIGURE}.png)"]
+            m, _ = _drawn(r)
+            out += ["", f"![What does compiling by region trade? On the {m}]({FIGURE}.png)"]
     return out
+
+
+def _drawn(r: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """(machine, rows) the regional figure draws: one machine, the first with a workload
+    compiled both ways (a point is one sample, never a median across machines)."""
+    reg = r[r["source"].astype(str).str.startswith("regional") & (r["status"] == "ok")]
+    drawn = [(m, g) for m, g in boots.by_machine(reg) if not _regional_pairs(g).empty]
+    return drawn[0] if drawn else ("no machine", reg)
 
 
 def draw(d) -> str | None:
     """The regional figure (analysis.figures.regional) of ``d/startup``'s rows into ``d/FIGURE``
     .png and .svg; its sentence, or None without them."""
-    import matplotlib.pyplot as plt
-
     # deferred: matplotlib, the figure's alone (the section's text needs none)
     from analysis.figures.regional import regional
-    from analysis.style import DPI, Skip
+    from analysis.style import Skip, save
 
     r = _rows(d)
     if r is None:
         return None
     try:
-        reg = r[r["source"].astype(str).str.startswith("regional") & (r["status"] == "ok")]
-        # one machine, the first with a workload compiled both ways: a point is one sample
-        drawn = [g for _, g in boots.by_machine(reg) if not _regional_pairs(g).empty]
-        first = drawn[0] if drawn else reg
-        fig, sentence = regional({"runs": first})
+        fig, sentence = regional({"runs": _drawn(r)[1]})
     except Skip as e:
         return str(e)
-    fig.savefig(d / f"{FIGURE}.png", dpi=DPI)
-    fig.savefig(d / f"{FIGURE}.svg", metadata={"Date": None})
-    plt.close(fig)
+    save(fig, d / FIGURE)
     return sentence
