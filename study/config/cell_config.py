@@ -115,6 +115,10 @@ class VariantConf:
     inputs: str | None = None  # pkg.module.fn(<shape keys>, dtype, device, gen) -> inputs
     reference: str | None = None  # pkg.module.fn(*inputs in float64); null: target in float64
     flops: str | None = None  # pkg.module.fn(<shape keys>) -> FLOPs per call (analytic)
+    # A model of the suite (study.workloads.models): what kind it is and its library (row
+    # columns model_kind, model_library); null for the ladder and your own workloads.
+    kind: str | None = None  # decoder, encoder, encoder-decoder, cnn, vision-transformer
+    library: str | None = None  # transformers, timm, torchvision
 
 
 @dataclass
@@ -192,6 +196,21 @@ class PassConf:
     lr: float = 1e-3  # train_step: AdamW's learning rate
 
 
+REGIMES = ("none", "throughput", "latency")
+MODEL_KINDS = ("decoder", "encoder", "encoder-decoder", "cnn", "vision-transformer")
+
+
+@dataclass
+class RegimeConf:
+    """The suite's size regime (conf/regime/): ``throughput`` (a model's batch sizes), or
+    ``latency`` (one decode-sized call; a decoder LM's decode step against a static KV cache).
+    A model's sizes per regime: conf/variant/<model>.yaml and conf/regimes/<model>_latency.yaml.
+    ``passes``: the passes a regime plans; a sweep leaves out the other points, said once."""
+
+    name: str = "none"  # none: the variant's own sizes, no regime
+    passes: list[str] = field(default_factory=lambda: ["fwd", "fwd_bwd", "train_step"])
+
+
 @dataclass
 class ShapeSweepConf:
     """Several shapes in one process, one compiled function: what dynamic shapes cost."""
@@ -207,6 +226,7 @@ class CellConf:
     compile: CompileConf = field(default_factory=CompileConf)
     shape: ShapeConf = field(default_factory=ShapeConf)
     shape_sweep: ShapeSweepConf = field(default_factory=ShapeSweepConf)
+    regime: RegimeConf = field(default_factory=RegimeConf)
     timing: TimingConf = field(default_factory=TimingConf)
     profile: ProfileConf = field(default_factory=ProfileConf)
     ncu: NcuConf = field(default_factory=NcuConf)

@@ -77,6 +77,12 @@ def config_hash(plain_cfg: dict) -> str:
         ident["compile"] = {k: v for k, v in comp.items() if k not in drop}
     if ident.get("start") == "cold":  # the default start: cells made before the key
         del ident["start"]
+    if (ident.get("regime") or {}).get("name", "none") == "none":  # cells made before regimes
+        ident.pop("regime", None)
+    if "variant" in ident:  # a model's kind and library label it; its target says what runs
+        ident["variant"] = {
+            k: v for k, v in ident["variant"].items() if k not in ("kind", "library")
+        }
     shape = ident.get("shape") or {}
     if "layers" in shape and shape["layers"] in (None, 1):  # one block: the block before layers
         ident["shape"] = {k: v for k, v in shape.items() if k != "layers"}

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from study.config import compile_targets
 from study.config.bounds import bounds
-from study.config.cell_config import COMPILE_MODES, PASSES, plain, schema
+from study.config.cell_config import COMPILE_MODES, PASSES, REGIMES, plain, schema
 from study.config.cores import check_spec
 from study.config.env import proc_kb
 from study.errors import ConfigError
@@ -65,8 +65,35 @@ def fits(shape: dict) -> None:
 def validate(cfg: DictConfig) -> None:
     """Reject what types cannot: sizes, the compile target, counts. Whether the variant exists
     is study.workloads.check's. Raises ConfigError."""
-    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep, _variant):
+    for check in (bounds, _compile, _start, _sizes, _timing, _rest, _shape_sweep, _variant,
+                  _regime):  # fmt: skip
         check(cfg)
+
+
+def unplanned(c) -> str | None:
+    """Why a point is left out of a sweep rather than run, or None: a pass its regime does not
+    plan (the latency regime is a forward call). The sweep drops such points and says so once;
+    a single run of one is refused (``_regime``)."""
+    reg = c.get("regime")
+    if reg is None or c["pass"].kind in reg.passes:
+        return None
+    return f"regime={reg.name} plans pass={','.join(reg.passes)} only (pass={c['pass'].kind})"
+
+
+def _regime(c) -> None:
+    reg = c.get("regime")
+    if reg is None or reg.name == "none":
+        return
+    if reg.name not in REGIMES:
+        raise ConfigError(f"regime={reg.name} is not a regime; choose one of {', '.join(REGIMES)}.")
+    if not c.variant.get("kind"):
+        raise ConfigError(
+            f"regime={reg.name} sizes the suite's models (conf/regimes/), and "
+            f"variant={c.variant.name} is not one: drop regime=, or pick a model "
+            "(+experiment=suite lists them)."
+        )
+    if why := unplanned(c):
+        raise ConfigError(f"{why}: use regime=throughput for pass={c['pass'].kind}.")
 
 
 def _compile(c) -> None:

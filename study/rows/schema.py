@@ -128,6 +128,26 @@ RUN = (
             "train_step (fwd_bwd + AdamW.step); study/cell/passes.py",
         ),
         Col(
+            "regime",
+            "",
+            "the suite's size regime (regime=, conf/regime/): throughput (a model's batch "
+            "sizes: 32 images, 8 x 512 tokens on CUDA), latency (a decode-sized call: batch 1, "
+            "a short sequence; a decoder LM's one decode step against a static KV cache); "
+            "empty: no regime (the variant's own sizes)",
+        ),
+        Col(
+            "model_kind",
+            "",
+            "a suite model's kind (variant.kind): decoder, encoder, encoder-decoder, cnn, "
+            "vision-transformer; empty for the ladder and your own workloads",
+        ),
+        Col(
+            "model_library",
+            "",
+            "the library a suite model comes from (variant.library): transformers, timm, "
+            "torchvision",
+        ),
+        Col(
             "compiled_autograd",
             "bool",
             "compile.compiled_autograd: the backward captured by compiled autograd",
@@ -1151,6 +1171,9 @@ NON_NUMERIC = frozenset(
         "causal",
         "gpu_index",
         "pass",
+        "regime",
+        "model_kind",
+        "model_library",
         "config_hash",
         "eager_hash",
         "host_bound",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-from study.config import check
+from study.config import check, rules
 from study.config.bounds import MAX_REPEATS
 from study.config.usage import fail
 from study.rows.summary import summary
@@ -163,6 +163,7 @@ class Sweeper(BasicSweeper):
             except Exception as e:  # noqa: BLE001 - Hydra's own message names the bad override
                 configs.append(None)
                 whys.append(check.composition_error(e))
+        self._leave_out_unplanned(pts, jobs, configs, whys)
         variants = launcher.variants if launcher is not None else None  # waited for when needed
         for i, cfg in enumerate(configs):
             if cfg is not None:
@@ -178,6 +179,18 @@ class Sweeper(BasicSweeper):
         if message:
             fail(message)
         return configs
+
+    @staticmethod
+    def _leave_out_unplanned(pts, jobs, configs, whys) -> None:
+        """Drop, in place, the points a regime does not plan (rules.unplanned), said once."""
+        out = [rules.unplanned(c) if c is not None else None for c in configs]
+        if not any(out):
+            return
+        keep = [i for i, why in enumerate(out) if not why]
+        print(f"[study] not planned: {sum(map(bool, out))} points, "
+              f"{'; '.join(sorted({w for w in out if w}))}.", flush=True)  # fmt: skip
+        for seq in {id(s): s for s in (pts, jobs, configs, whys)}.values():  # jobs may be pts
+            seq[:] = [seq[i] for i in keep]
 
     def _jobs(self, pts: list[list[str]]) -> list[list[str]]:
         """Each point as it is launched: with its own run dir (study.sweep.names), unless
