@@ -253,7 +253,9 @@ def host_bound_of(r: pd.DataFrame) -> pd.Series:
     the row has ``host_us``, host time per call against device time per call
     (``study.rows.metrics.device_us``: graph replay's ``device_time_us``, else the profiler's
     ``gpu_us_per_step``), and NA where ``host_us`` is above 1.3x the per-call latency (a slower
-    phase, or a call waited inside its block); for rows measured before ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
+    phase, or a call waited inside its block); NA where ``host_status`` says the host figure
+    was not measured or not reported (serial, above_latency, ...); for rows measured before
+    ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
     time per step), else the ``host_bound`` column the runtime wrote."""
 
     lat, busy = column(r, "latency_median_us"), column(r, "gpu_us_per_step")
@@ -267,6 +269,9 @@ def host_bound_of(r: pd.DataFrame) -> pd.Series:
     host = column(r, "host_us")
     measured = host.notna() & (host > 0)
     out = out.where(~known | measured, (lat > HOST_BOUND * busy).astype(object))
+    if "host_status" in r:  # serial, above_latency, ...: no host figure, so no verdict either
+        st = r["host_status"]
+        out = out.mask(st.notna() & st.astype(str).ne("measured"), pd.NA)
     cols = ["host_us", "latency_median_us", "device_time_us", "gpu_us_per_step"]
     nums = pd.DataFrame({c: column(r, c) for c in cols}).astype(object)
     nums = nums.where(nums.notna(), None)  # bound_verdict reads a missing figure as None

@@ -37,9 +37,14 @@ class FakeCuda:
         return E()
 
 
-def fake_torch(monkeypatch, cuda):
+def fake_torch(monkeypatch, cuda, slots=10, syncs=None):
+    """A fake CUDA, with a launch queue of 1,021 of which each call takes ``slots``, and a
+    ``syncs`` {name: op} of the callables that synchronise inside."""
     monkeypatch.setattr(host_cost, "torch", types.SimpleNamespace(cuda=cuda))
     monkeypatch.setattr(host_cost, "cycles_per_ms", lambda: 2e6)
+    monkeypatch.setattr(host_cost, "queue_depth", lambda: 1021)
+    monkeypatch.setattr(host_cost, "queue_slots", lambda fn, depth, cycles: slots)
+    monkeypatch.setattr(host_cost, "syncs", lambda fn: (syncs or {}).get(getattr(fn, "name", "")))
 
 
 def step(cuda, name, order):
@@ -47,6 +52,7 @@ def step(cuda, name, order):
         cuda.calls_since_sleep += 1
         order.append(name)
 
+    fn.name = name
     return fn
 
 
@@ -54,10 +60,11 @@ def test_eager_and_compiled_blocks_alternate_and_each_follows_a_sleep(monkeypatc
     cuda, order = FakeCuda(), []
     fake_torch(monkeypatch, cuda)
     fns = {"": step(cuda, "c", order), "eager_": step(cuda, "e", order)}
-    got = host_cost.measure(fns, {"": 50.0, "eager_": 20.0}, 4, 5.0, 20, gauge=lambda: 10.0)
-    assert got[""].calls == 20 and got["eager_"].calls == 20  # 20 x 50 us < half of 5 ms
-    blocks = [order[i] for i in range(2, len(order), 20)]  # after one call each, first
-    assert blocks == ["c", "e", "e", "c", "c", "e", "e", "c"]  # ABBA
+    got, depth = host_cost.measure(fns, {"": 50.0, "eager_": 20.0}, 4, 5.0, 20, lambda: 10.0)
+    assert got[""].calls == 20 and got["eager_"].calls == 20  # 21 x 50 us < half of 5 ms
+    assert got[""].lead_in == 1 and depth == 1021 and got[""].slots == 10
+    blocks = [order[i] for i in range(2, len(order), 21)]  # after one call each, first
+    assert blocks == ["c", "e", "e", "c", "c", "e", "e", "c"]  # ABBA, each 1 + 20 calls
     assert [x[0] for x in cuda.log].count("sleep") == 8
     assert all(got[k].covered == [True] * 4 for k in got)
     assert got[""].sleep_ms == 5.0 and cuda.log[1] == ("sleep", 10_000_000)
@@ -68,10 +75,72 @@ def test_a_block_the_sleep_did_not_cover_is_left_out_and_said(monkeypatch):
     that block's time is not host time alone."""
     cuda, order = FakeCuda(cover=3), []
     fake_torch(monkeypatch, cuda)
-    got = host_cost.measure({"": step(cuda, "c", order)}, {"": 10.0}, 3, 5.0, 20, lambda: 10.0)
+    got, _ = host_cost.measure({"": step(cuda, "c", order)}, {"": 10.0}, 3, 5.0, 20, lambda: 10.0)
     assert got[""].covered == [False] * 3
     figs, note = host_cost.figures(got[""], bar=13.0)
     assert "host_us" not in figs and "did not cover any block" in note
+    assert figs["host_status"] == "not_covered"
+
+
+def test_a_call_that_syncs_inside_gets_no_block_and_is_named_serial(monkeypatch):
+    """BERT's eager forward reads a value back each call: host and device run in series, no
+    sleep can cover a block, and the row says so instead of a host figure."""
+    cuda, order = FakeCuda(), []
+    op = "called a synchronizing CUDA operation"
+    fake_torch(monkeypatch, cuda, syncs={"e": op})
+    fns = {"": step(cuda, "c", order), "eager_": step(cuda, "e", order)}
+    got, _ = host_cost.measure(fns, {"": 50.0, "eager_": 900.0}, 4, 5.0, 20, lambda: 10.0)
+    assert got["eager_"].calls == 0 and got["eager_"].covered == []
+    assert order.count("e") == 1 and order.count("c") == 1 + 4 * 21  # only its first call
+    figs, note = host_cost.figures(got["eager_"], bar=13.0)
+    assert figs["host_status"] == "serial" and "host_us" not in figs
+    assert "in series" in note and op in note
+    figs, _ = host_cost.figures(got[""], bar=13.0)
+    assert figs["host_status"] == "measured" and figs["host_us"] is not None
+
+
+def test_a_block_holds_at_most_half_the_launch_queue():
+    """ResNet-18 eager queues 172 launches a call on an H100 whose queue holds 1,021: 13 calls
+    of it never fit behind any sleep. One untimed call then one timed call fit; a call that
+    takes more than half the queue is timed alone; one that fills it is not timed at all."""
+    assert host_cost.plan(50.0, 5.0, 20, 10, 1021) == (20, 5.0, 1, None)
+    assert host_cost.plan(1900.0, 5.0, 20, 172, 1021)[:3] == (1, pytest.approx(7.6), 1)
+    assert host_cost.plan(50.0, 5.0, 20, 100, 1021)[:3] == (4, 5.0, 1)  # 5 x 100 <= 510
+    assert host_cost.plan(50.0, 5.0, 20, 600, 1021)[:3] == (1, 5.0, 0)
+    n, _, _, why = host_cost.plan(50.0, 5.0, 20, 1500, 1021)
+    assert n == 0 and "queues 1500 launches" in why
+    assert host_cost.plan(None, 5.0, 20, None, None) == (20, 5.0, 1, None)
+
+
+def test_a_host_figure_above_its_calls_latency_is_broken_not_a_finding():
+    """host units at the timed calls' gauge against the call's latency: 4.0 units x 10 us is
+    40 us, under a 45 us call; at a 13 us gauge it is 52 us, above the call's p90 of 48 us."""
+    assert host_cost.check(4.0, 45.0, 48.0, 10.0) == (True, None)
+    ok, why = host_cost.check(4.0, 45.0, 48.0, 13.0)
+    assert not ok and "52 us" in why and "above the call's own latency 45 us" in why
+    assert not host_cost.check(4.0, 45.0, None, 11.5)[0]  # no p90: the median is the bar
+    assert host_cost.check(None, 45.0, 48.0, 13.0) == (True, None)
+    assert host_cost.check(4.0, 45.0, 48.0, None) == (True, None)
+
+
+def test_the_cell_blanks_a_broken_host_figure_and_draws_no_verdict_from_it():
+    from study.cell import phases
+    from study.rows.metrics import bound_verdict
+
+    cell = phases.Cell.__new__(phases.Cell)
+    cell.notes, cell.timing_gauge_us, cell.eager_p90_us = [], 13.7, 1300.0
+    cell.row = {
+        "host_us": 2979.0, "host_units": 216.0, "host_status": "measured",
+        "latency_median_us": 2529.0, "latency_p90_us": 2560.0, "device_time_us": 2394.0,
+        "eager_host_us": 900.0, "eager_host_units": 60.0, "eager_host_status": "measured",
+        "eager_latency_paired_us": 1257.0,
+    }  # fmt: skip
+    cell._host_check()
+    row = cell.row
+    assert row["host_us"] is None and row["host_units"] is None
+    assert row["host_status"] == "above_latency" and "not reported" in cell.notes[0]
+    assert row["eager_host_us"] == 900.0 and row["eager_host_status"] == "measured"
+    assert bound_verdict(row) == (None, None)
 
 
 def test_the_figures_are_the_fast_covered_blocks_medians():

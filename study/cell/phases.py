@@ -78,6 +78,9 @@ class Cell:
         self.ref = None  # the float64 reference's result, computed once (check)
         self.start_invalid = None  # start=warm|artifacts compiled again (study.cell.start)
         self.cg: cg.Watch | None = None  # CUDA-graph coverage, for the targets that use them
+        # the timed rounds' host speed and eager's p90 there (timing_figures.settle)
+        self.timing_gauge_us: float | None = None
+        self.eager_p90_us: float | None = None
 
     # 1 ------------------------------------------------------------------------------------
     def build(self) -> None:
@@ -311,7 +314,29 @@ class Cell:
         if power.why:
             self.notes.append(power.why)
         timing_figures.settle(self)
+        self._host_check()
         row["measure_s"] = time.perf_counter() - t
+
+    def _host_check(self) -> None:
+        """Each host figure against its own call's latency, at the timed calls' host speed
+        (host_cost.check); a broken one is blanked, and the row says why. A serial call's
+        latency is its host and device time added: the note gives both."""
+        row, g = self.row, self.timing_gauge_us
+        sides = (("", row.get("latency_median_us"), row.get("latency_p90_us")),
+                 ("eager_", row.get("eager_latency_paired_us"), self.eager_p90_us))  # fmt: skip
+        for k, lat, p90 in sides:
+            if row.get(f"{k}host_status") == "serial" and lat:
+                dev = row.get("device_time_us") if k == "" else None
+                self.notes.append(
+                    ("eager twin: " if k else "")
+                    + f"serial: latency {lat:.0f} us is host and device time added"
+                    + (f" (device {dev:.0f} us, the rest {lat - dev:.0f} us)" if dev else "")
+                )
+            ok, why = host_cost.check(row.get(f"{k}host_units"), lat, p90, g)
+            if not ok:
+                row.update({f"{k}host_us": None, f"{k}host_units": None,
+                            f"{k}host_status": "above_latency"})  # fmt: skip
+                self.notes.append(("eager twin: " if k else "") + why)
 
     def _host_cost(self) -> None:
         """Host µs per call, eager's twin too, timed behind a GPU sleep (study.measure.host_cost)."""
@@ -328,8 +353,9 @@ class Cell:
         level = self.phases.level()
         bar = None if level is None else self.phases.ratio * level
         try:
-            got = host_cost.measure(fns, lat, t.host_blocks, t.host_sleep_ms, t.host_calls,
-                                    self.phases.gauge)  # fmt: skip
+            got, self.row["host_queue_depth"] = host_cost.measure(
+                fns, lat, t.host_blocks, t.host_sleep_ms, t.host_calls, self.phases.gauge
+            )
         except Exception as e:  # noqa: BLE001 - the other measurements stand without it
             timing.sync(self.device)
             self.notes.append(f"host time per call not measured: {type(e).__name__}: {e}"[:200])
@@ -539,7 +565,8 @@ class Cell:
         return row, kernels, autotune
 
 
-EAGER_HOST = ("host_us", "host_units")  # the eager twin's host figures a compiled row carries
+# the eager twin's host figures a compiled row carries
+EAGER_HOST = ("host_us", "host_units", "host_status")
 
 
 class EagerFailed(Exception):

@@ -21,6 +21,24 @@ A compiled cell times its eager twin's blocks in the same rounds, alternating (A
 sides see the same phases. Blocks are judged fast against the cell's fast level, as the timed
 rounds are (study.measure.host_gauge.Phases).
 
+A model-sized call needs three more things (measured on an H100, 2026-12-06:
+benchmarks/host_block_probe.py):
+
+- **The launch queue.** The GPU holds about a thousand queued launches (1,021 on the H100); past
+  that a launch waits for the GPU, however long the sleep. Its depth is measured once per
+  process (``queue_depth``), and each callable's share of it once (``queue_slots``: the
+  launches one call leaves queued behind a sleep), so a block never holds more than half of it.
+- **No cold call.** The first call after a synchronise runs 6-50% slower than a call in a steady
+  loop (ResNet-18 compiled: 1,011-1,103 us against 926), so each block first makes ``lead_in``
+  untimed calls behind the same sleep, then times its calls.
+- **A call that waits inside.** A call that reads a value back to the host (transformers'
+  eager GPT-2 and BERT) runs host and device in series: no block is ever covered. It is found
+  before any block (``syncs``: torch's sync debug mode) and named ``serial``.
+
+Then each figure is checked against its own call (``check``): host us at the timed calls' host
+speed (host units x the timing's gauge) above the call's latency beyond the timing's noise
+(its p90) is a broken figure: it is not reported, and the row says why.
+
 On the CPU host and device are one: nothing is measured, and the columns stay blank.
 """
 
@@ -29,6 +47,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -36,6 +55,10 @@ import torch
 MIN_SLEEP_MS, MAX_SLEEP_MS = 0.5, 1000.0  # timing.host_sleep_ms's range (study.config.rules)
 COVER = 0.5  # a block is sized to take at most this share of the sleep (est. from the latency)
 MIN_FAST_BLOCKS = 5  # fewer fast blocks than this: the figures use every covered block
+QUEUE_SHARE = 0.5  # a block's calls (lead-in too) take at most this share of the launch queue
+MAX_DEPTH = 8192  # launches queue_depth tries before it calls the queue deeper than it looks
+WAITED_US = 200.0  # a launch that took longer than this waited for room in the queue
+LEAD_IN = 1  # untimed calls behind the sleep before a block's timed calls
 
 
 @functools.cache
@@ -65,31 +88,120 @@ def available(device: str) -> str | None:
 @dataclass
 class Blocks:
     """One callable's blocks: host µs per call, the gauge around the block, and whether the
-    sleep covered the block (``covered``: the GPU had not finished it when the block ended)."""
+    sleep covered the block (``covered``: the GPU had not finished it when the block ended).
+    ``lead_in`` untimed calls precede each block's timed ``calls``; ``slots``: the launch
+    queue's entries one call takes; ``why``: why no block was timed (a call that waits inside,
+    or one that fills the queue alone); ``status``: serial where the call syncs."""
 
     calls: int
     sleep_ms: float
+    lead_in: int = 0
+    slots: int | None = None
+    why: str | None = None
+    status: str | None = None
     host_us: list[float] = field(default_factory=list)
     gauge_us: list[float] = field(default_factory=list)
     covered: list[bool] = field(default_factory=list)
 
 
-def block_calls(latency_us: float | None, sleep_ms: float, most: int) -> tuple[int, float]:
-    """(calls per block, sleep ms): at most ``most`` calls, taking at most ``COVER`` of the sleep
-    by the per-call latency (an upper bound of the host time when host-bound, and the device
-    time when GPU-bound); a call too long for that stretches the sleep to cover one call."""
+@functools.cache
+def queue_depth() -> int:
+    """Launches the GPU's queue holds before a launch waits (about 1,000 on the H100), measured
+    once per process: tiny kernels queued behind a long sleep until one launch waits."""
+    cycles_ms = cycles_per_ms()
+    return _free_slots(cycles_ms, lambda: None)
+
+
+def _free_slots(cycles_ms: float, before) -> int:
+    """Tiny launches that fit behind a 50 ms sleep after ``before()`` until one waits."""
+    torch.cuda.synchronize()
+    torch.cuda._sleep(int(50 * cycles_ms))
+    before()
+    n = 0
+    while n < MAX_DEPTH:
+        t = time.perf_counter_ns()
+        torch.cuda._sleep(1)
+        if (time.perf_counter_ns() - t) / 1e3 > WAITED_US:
+            break
+        n += 1
+    torch.cuda.synchronize()
+    return n
+
+
+def syncs(fn) -> str | None:
+    """The synchronising op one call of ``fn`` runs (torch's sync debug mode), or None."""
+    torch.cuda.synchronize()
+    was = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(was)
+    torch.cuda.synchronize()
+    for w in seen:
+        text = str(w.message)
+        if "synchroniz" in text.lower():
+            return " ".join(text.split())[:120]
+    return None
+
+
+def queue_slots(fn, depth: int, cycles_ms: float) -> int:
+    """The launch queue's entries one call of ``fn`` takes: the room left behind a sleep after
+    one call, taken from the room without it (``depth``). A call that fills it alone: depth."""
+    return max(0, depth - _free_slots(cycles_ms, fn))
+
+
+def plan(latency_us: float | None, sleep_ms: float, most: int, slots: int | None,
+         depth: int | None) -> tuple[int, float, int, str | None]:  # fmt: skip
+    """(timed calls per block, sleep ms, lead-in calls, why none). At most ``most`` timed calls;
+    the lead-in and timed calls take at most ``COVER`` of the sleep by the per-call latency (an
+    upper bound of the host time when host-bound, and the device time when GPU-bound; a call
+    too long for that stretches the sleep) and at most ``QUEUE_SHARE`` of the launch queue."""
+    lead = LEAD_IN
+    n = most
+    if slots and depth:
+        fit = int(QUEUE_SHARE * depth) // slots
+        if fit < 1:
+            fit, lead = (1, 0) if slots < depth else (0, 0)
+        if fit == 0:
+            return (
+                0,
+                sleep_ms,
+                0,
+                (
+                    f"host time per call not measured: one call queues {slots} launches and the "
+                    f"GPU's launch queue holds {depth}: a call waits for the GPU whatever the sleep"
+                ),
+            )
+        lead = min(lead, max(0, fit - 1))
+        n = min(n, max(1, fit - lead))
     if not latency_us or latency_us <= 0:
-        return most, sleep_ms
-    n = max(1, min(most, int(COVER * sleep_ms * 1e3 / latency_us)))
-    return n, max(sleep_ms, min(MAX_SLEEP_MS, n * latency_us / 1e3 / COVER))
+        return n, sleep_ms, lead, None
+    n = max(1, min(n, int(COVER * sleep_ms * 1e3 / latency_us) - lead))
+    total = (n + lead) * latency_us / 1e3 / COVER
+    return n, max(sleep_ms, min(MAX_SLEEP_MS, total)), lead, None
+
+
+def block_calls(latency_us: float | None, sleep_ms: float, most: int) -> tuple[int, float]:
+    """(calls per block, sleep ms) by time alone, with no lead-in (``plan`` without a queue)."""
+    n, sleep, _, _ = plan(latency_us, sleep_ms, most, None, None)
+    if latency_us and latency_us > 0:  # no lead-in: the calls alone fill their share
+        n = max(1, min(most, int(COVER * sleep_ms * 1e3 / latency_us)))
+        sleep = max(sleep_ms, min(MAX_SLEEP_MS, n * latency_us / 1e3 / COVER))
+    return n, sleep
 
 
 def one_block(fn, b: Blocks, gauge, cycles_ms: float) -> None:
-    """One block of ``b.calls`` calls behind a sleep of ``b.sleep_ms``, between two gauges."""
+    """One block of ``b.calls`` calls behind a sleep of ``b.sleep_ms``, between two gauges,
+    after ``b.lead_in`` untimed calls behind the same sleep."""
     g0 = gauge()
     torch.cuda._sleep(int(b.sleep_ms * cycles_ms))
     behind = torch.cuda.Event()
     behind.record()
+    for _ in range(b.lead_in):
+        fn()
     t = time.perf_counter_ns()
     for _ in range(b.calls):
         fn()
@@ -105,17 +217,29 @@ def one_block(fn, b: Blocks, gauge, cycles_ms: float) -> None:
 
 def measure(fns: dict, latency_us: dict, blocks: int, sleep_ms: float, most: int, gauge):
     """{name: Blocks} for each callable of ``fns`` ({"eager": fn, "compiled": fn} or one),
-    ``blocks`` blocks each, alternating in ABBA order so both sides see the same phases."""
+    ``blocks`` blocks each, alternating in ABBA order so both sides see the same phases. A
+    callable that syncs inside, or fills the launch queue alone, gets no block (its ``why``)."""
     cycles_ms = cycles_per_ms()
-    out = {k: Blocks(*block_calls(latency_us.get(k), sleep_ms, most)) for k in fns}
     for fn in fns.values():  # a call before the first block: nothing lazy inside a block
         fn()
     torch.cuda.synchronize()
-    names = list(fns)
+    depth = queue_depth()
+    out = {}
+    for k, fn in fns.items():
+        op = syncs(fn)
+        if op:
+            out[k] = Blocks(0, sleep_ms, status="serial", why=(
+                "host and device run in series: a call waits for the GPU inside "
+                f"({op}), so no block can time its host work alone"))  # fmt: skip
+            continue
+        slots = queue_slots(fn, depth, cycles_ms)
+        n, sleep, lead, why = plan(latency_us.get(k), sleep_ms, most, slots, depth)
+        out[k] = Blocks(n, sleep, lead, slots, why, "queue_full" if why else None)
+    names = [k for k in fns if out[k].calls > 0]
     for i in range(blocks):
         for k in names if i % 2 == 0 else names[::-1]:
             one_block(fns[k], out[k], gauge, cycles_ms)
-    return out
+    return out, depth
 
 
 def figures(b: Blocks, bar: float | None) -> tuple[dict, str | None]:
@@ -125,12 +249,17 @@ def figures(b: Blocks, bar: float | None) -> tuple[dict, str | None]:
     ok = [i for i, c in enumerate(b.covered) if c]
     fast = [i for i in ok if bar is None or b.gauge_us[i] <= bar]
     use = fast if len(fast) >= MIN_FAST_BLOCKS else ok
-    out = {"host_blocks": len(b.covered), "host_blocks_fast": len(fast), "host_calls": b.calls}
+    out = {"host_blocks": len(b.covered), "host_blocks_fast": len(fast), "host_calls": b.calls,
+           "host_queue_slots": b.slots, "host_status": b.status}  # fmt: skip
+    if b.why:
+        return out, b.why
     if not use:
+        out["host_status"] = "not_covered"
         return out, (
             f"host time per call not measured: the {b.sleep_ms:g} ms sleep did not cover any "
             f"block of {b.calls} calls (a call waited for the GPU, or the block outlasted it)"
         )
+    out["host_status"] = "measured"
     out.update(
         host_us=statistics.median(b.host_us[i] for i in use),
         host_units=statistics.median(b.host_us[i] / b.gauge_us[i] for i in use),
@@ -144,3 +273,22 @@ def figures(b: Blocks, bar: float | None) -> tuple[dict, str | None]:
     if len(fast) < MIN_FAST_BLOCKS:
         why.append(f"only {len(fast)} ran in the host's fast phase: host_us from all {len(ok)}")
     return out, ("host time per call: " + "; ".join(why)) if why else None
+
+
+def check(host_units, latency_us, latency_p90_us, gauge_us) -> tuple[bool, str | None]:
+    """(the host figure holds, why not): ``host_units`` at the timed calls' host speed
+    (``gauge_us``, the timing rounds' gauge) against the call's own latency. In a steady loop a
+    call's host time is at most its latency; above the latency's p90 (the timing's noise) the
+    figure is broken (blocks that ran otherwise than the timed calls), not a finding."""
+    if not host_units or not latency_us or not gauge_us:
+        return True, None
+    at = host_units * gauge_us
+    bar = max(latency_p90_us or latency_us, latency_us)
+    if at <= bar:
+        return True, None
+    return False, (
+        f"host time per call not reported: {at:.0f} us at the timed calls' host speed "
+        f"({host_units:.2f} units x {gauge_us:.1f} us) is above the call's own latency "
+        f"{latency_us:.0f} us (p90 {bar:.0f}), which a steady loop cannot be: the blocks ran "
+        "otherwise than the timed calls; no host verdict is drawn from it"
+    )

@@ -22,6 +22,8 @@ def settle(cell) -> None:
     use = fast if enough else range(len(r.gauges))
     state = "fast" if enough else ("mixed" if fast else "slow")
     lat = timing.summarize([x for k in use for x in r.chunks[k]])
+    cell.timing_gauge_us = statistics.median(r.gauges[k] for k in use) if use else None
+    cell.eager_p90_us = None
     row.update(
         latency_median_us=lat["median"],
         latency_p10_us=lat["p10"],
@@ -32,6 +34,7 @@ def settle(cell) -> None:
     if r.eager:
         eu, cu = [r.eager[k] for k in use], [r.compiled[k] for k in use]
         sp, lo, hi = stats.ratio_of_medians(eu, cu)
+        cell.eager_p90_us = timing.summarize(eu)["p90"]
         row.update(
             eager_latency_paired_us=statistics.median(eu),
             speedup_paired=sp,

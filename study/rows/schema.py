@@ -428,8 +428,34 @@ RUN = (
             "CUDA: host time per call, measured directly (study.measure.host_cost): blocks of "
             "back-to-back calls issued while a GPU sleep queued ahead keeps the host from ever "
             "waiting for the GPU (a block the sleep did not cover is left out); the median over "
-            "the fast-phase blocks (every covered block when fewer than 5 ran fast). Blank on "
-            "the CPU, where host and device are one",
+            "the fast-phase blocks (every covered block when fewer than 5 ran fast). Each block "
+            "makes one untimed call behind the sleep first (no timed call is a cold one) and "
+            "holds at most half the GPU's launch queue (host_queue_slots, host_queue_depth). "
+            "Blank where host_status is not measured, and on the CPU, where host and device "
+            "are one",
+        ),
+        Col(
+            "host_status",
+            "",
+            "CUDA: what became of host_us: measured; above_latency (at the timed calls' host "
+            "speed, host_units x their gauge, it read above the call's latency p90, which a "
+            "steady loop cannot: a broken figure, blanked, no host verdict); serial (a call "
+            "waits for the GPU inside, found by torch's sync debug mode: host and device run in "
+            "series, latency is their sum, no block can time the host alone); not_covered (no "
+            "block finished before the GPU's sleep); queue_full (one call queues more launches "
+            "than half the GPU's launch queue)",
+        ),
+        Col(
+            "host_queue_slots",
+            "",
+            "CUDA: launch-queue entries one call takes (queued behind a sleep; study.measure."
+            "host_cost.queue_slots): a host_us block holds at most half host_queue_depth",
+        ),
+        Col(
+            "host_queue_depth",
+            "",
+            "CUDA: launches the GPU's queue holds before a launch waits, measured once per "
+            "cell process (1,021 on an H100)",
         ),
         Col(
             "host_units",
@@ -453,6 +479,7 @@ RUN = (
             "compiled CUDA cells: the eager twin's host_us, in the same rounds (ABBA) and phases",
         ),
         Col("eager_host_units", "", "compiled CUDA cells: the eager twin's host_units"),
+        Col("eager_host_status", "", "compiled CUDA cells: the eager twin's host_status"),
         Col(
             "pair_lead_in",
             "",
@@ -1174,6 +1201,8 @@ NON_NUMERIC = frozenset(
         "regime",
         "model_kind",
         "model_library",
+        "host_status",
+        "eager_host_status",
         "config_hash",
         "eager_hash",
         "host_bound",
