@@ -14,7 +14,9 @@
 # warm and artifacts), guards (linear, cuDNN and GPT-2 under default, guards evaluated and
 # skipped: compile.stance), cudagraphs (part3 under reduce-overhead: did CUDA graphs apply?),
 # regional (the block at 4, 12 and 24 layers, GPT-2 and BERT at 12: whole model against
-# compile.regional=true, under default).
+# compile.regional=true, under default); the model suite (+experiment=suite): suite_check
+# (four models, both regimes, eager and default), suite_latency, suite_throughput (forward,
+# the four modes), suite_train (train_step, eager and default); quickstart.
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -78,6 +80,18 @@ for set in "$@"; do
         compile.regional=false,true ;;
     cudagraphs)
       sweep cudagraphs +experiment=part3 compile=reduce-overhead ;;
+    quickstart)
+      sweep quickstart variant=naive,flash compile=off,default ;;
+    suite_check)  # four models in both regimes, eager and default: the host figures' check
+      sweep suite_check +experiment=suite variant=gpt2,bert,resnet18,convnext_t \
+        compile=off,default pass=fwd timing.max_s=3 ;;
+    suite_latency)  # the suite's decode-sized calls under the four modes
+      sweep suite_latency +experiment=suite regime=latency timing.max_s=3 ;;
+    suite_throughput)
+      sweep suite_throughput +experiment=suite regime=throughput pass=fwd timing.max_s=3 ;;
+    suite_train)
+      sweep suite_train +experiment=suite regime=throughput pass=train_step \
+        compile=off,default timing.max_s=3 ;;
     targets)
       sweep targets variant=linear,cudnn compile=off,dynamo_eager,aot_eager,default,cpp_wrapper ;;
     stability)

@@ -290,3 +290,11 @@ def test_a_brief_dip_of_two_readings_does_not_make_a_steady_host_slow():
     199 of 200 rounds slow. A dip takes 3 readings in a row."""
     ph = fake([13.0] * 100 + [9.9, 9.9] + [13.0] * 98)
     assert ph.level_held() and ph.level() == 13.0 and sum(ph.fast_mask()) >= 198
+
+
+def test_the_timed_rounds_host_speed_is_their_gauge_readings(monkeypatch):
+    """What host_us is checked at (study.cell.phases._host_check): the kept rounds' gauge
+    readings in us, not their positions among the readings."""
+    cell, _ = settled([10.0] * 12 + [17.0] * 8, monkeypatch=monkeypatch)
+    assert cell.timing_gauge_us == 10.0
+    assert cell.eager_p90_us == pytest.approx(110.0)

@@ -30,7 +30,7 @@ benchmarks/host_block_probe.py):
   launches one call leaves queued behind a sleep), so a block never holds more than half of it.
 - **No cold call.** The first call after a synchronise runs 6-50% slower than a call in a steady
   loop (ResNet-18 compiled: 1,011-1,103 us against 926), so each block first makes ``lead_in``
-  untimed calls behind the same sleep, then times its calls.
+  untimed calls behind the same sleep, then times its calls (after two: 965 us against 960).
 - **A call that waits inside.** A call that reads a value back to the host (transformers'
   eager GPT-2 and BERT) runs host and device in series: no block is ever covered. It is found
   before any block (``syncs``: torch's sync debug mode) and named ``serial``.
@@ -58,7 +58,7 @@ MIN_FAST_BLOCKS = 5  # fewer fast blocks than this: the figures use every covere
 QUEUE_SHARE = 0.5  # a block's calls (lead-in too) take at most this share of the launch queue
 MAX_DEPTH = 8192  # launches queue_depth tries before it calls the queue deeper than it looks
 WAITED_US = 200.0  # a launch that took longer than this waited for room in the queue
-LEAD_IN = 1  # untimed calls behind the sleep before a block's timed calls
+LEAD_IN = 2  # untimed calls behind the sleep before a block's timed calls
 
 
 @functools.cache
@@ -140,10 +140,10 @@ def syncs(fn) -> str | None:
         finally:
             torch.cuda.set_sync_debug_mode(was)
     torch.cuda.synchronize()
-    for w in seen:
-        text = str(w.message)
-        if "synchroniz" in text.lower():
-            return " ".join(text.split())[:120]
+    for w in seen:  # not the mode's own warning that it is a prototype
+        text = " ".join(str(w.message).split())
+        if "called a synchronizing" in text:
+            return text.split(" (Triggered")[0][:120]
     return None
 
 

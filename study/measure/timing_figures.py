@@ -22,7 +22,8 @@ def settle(cell) -> None:
     use = fast if enough else range(len(r.gauges))
     state = "fast" if enough else ("mixed" if fast else "slow")
     lat = timing.summarize([x for k in use for x in r.chunks[k]])
-    cell.timing_gauge_us = statistics.median(r.gauges[k] for k in use) if use else None
+    gauges = [ph.readings[r.gauges[k]] for k in use]  # the host's speed in the kept rounds
+    cell.timing_gauge_us = statistics.median(gauges) if gauges else None
     cell.eager_p90_us = None
     row.update(
         latency_median_us=lat["median"],
