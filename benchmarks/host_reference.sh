@@ -15,8 +15,9 @@
 # skipped: compile.stance), cudagraphs (part3 under reduce-overhead: did CUDA graphs apply?),
 # regional (the block at 4, 12 and 24 layers, GPT-2 and BERT at 12: whole model against
 # compile.regional=true, under default); the model suite (+experiment=suite): suite_check
-# (four models, both regimes, eager and default), suite_latency, suite_throughput (forward,
-# the four modes), suite_train (train_step, eager and default); quickstart.
+# (four models, both regimes, eager and default), suite_latency, suite_throughput (forward:
+# eager, default, reduce-overhead), suite_autotune (max-autotune-no-cudagraphs, both regimes),
+# suite_train (train_step, eager and default); quickstart.
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -85,10 +86,15 @@ for set in "$@"; do
     suite_check)  # four models in both regimes, eager and default: the host figures' check
       sweep suite_check +experiment=suite variant=gpt2,bert,resnet18,convnext_t \
         compile=off,default pass=fwd timing.max_s=3 ;;
-    suite_latency)  # the suite's decode-sized calls under the four modes
-      sweep suite_latency +experiment=suite regime=latency timing.max_s=3 ;;
+    suite_latency)  # the suite's decode-sized calls: eager, default, CUDA graphs
+      sweep suite_latency +experiment=suite regime=latency \
+        compile=off,default,reduce-overhead timing.max_s=3 ;;
     suite_throughput)
-      sweep suite_throughput +experiment=suite regime=throughput pass=fwd timing.max_s=3 ;;
+      sweep suite_throughput +experiment=suite regime=throughput pass=fwd \
+        compile=off,default,reduce-overhead timing.max_s=3 ;;
+    suite_autotune)  # max-autotune-no-cudagraphs, both regimes (each cell times its eager twin)
+      sweep suite_autotune +experiment=suite compile=max-autotune-no-cudagraphs pass=fwd \
+        timing.max_s=3 ;;
     suite_train)
       sweep suite_train +experiment=suite regime=throughput pass=train_step \
         compile=off,default timing.max_s=3 ;;
