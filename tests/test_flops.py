@@ -107,3 +107,20 @@ def test_a_variants_own_formula_fills_in_where_the_counter_cannot_count():
     assert "slice" in out["flops_note"]
     out = flops.cell_flops(_entry(formula=lambda s: 7.0), WL, SHAPE, 0.0)
     assert out["flops"] == 7.0 and out["flops_source"] == "analytic"
+
+
+def test_sdpa_flops_count_grouped_query_attention():
+    """A Llama's 12 query heads over 3 key/value heads: torch 2.11's flop_counter asserts equal
+    heads in its SDPA formula (on an H100 it failed every Llama cell's float64 reference); the
+    study's counts the work of 12 heads, as SDPA's enable_gqa does, on every torch."""
+    import inspect
+
+    from torch.utils import flop_counter as fc
+
+    q, kv = (1, 12, 8, 16), (1, 3, 8, 16)
+    fwd, bwd = inspect.unwrap(fc.sdpa_flop), inspect.unwrap(fc.sdpa_backward_flop)  # shapes
+    assert flops._grouped(fwd)(q, kv, kv, out_shape=q) == fwd(q, q, q, out_shape=q) > 0
+    assert flops._grouped(bwd)(q, q, kv, kv, out_shape=None) == bwd(q, q, q, q, out_shape=None)
+    counter = flops.counter()
+    eff = next(op for op in counter.flop_registry if "efficient_attention" in str(op))
+    assert counter.flop_registry[eff] is not fc.flop_registry[eff]  # the grouped formula

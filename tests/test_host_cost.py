@@ -138,9 +138,26 @@ def test_the_cell_blanks_a_broken_host_figure_and_draws_no_verdict_from_it():
     cell._host_check()
     row = cell.row
     assert row["host_us"] is None and row["host_units"] is None
+    assert row["host_block_us"] == 2979.0 and row["timing_gauge_us"] == 13.7
     assert row["host_status"] == "above_latency" and "not reported" in cell.notes[0]
-    assert row["eager_host_us"] == 900.0 and row["eager_host_status"] == "measured"
+    assert row["eager_host_us"] == pytest.approx(60.0 * 13.7)  # at the timed calls' speed
+    assert row["eager_host_status"] == "measured"
     assert bound_verdict(row) == (None, None)
+
+
+def test_host_us_is_taken_at_the_timed_calls_host_speed():
+    """deit under default on an H100: its host blocks all ran in a slow phase (gauge 30.6 us,
+    3,962 us a call) while its calls were timed at 16.3 us: the row's host_us is 129.8 units at
+    16.3 us, 2,116 us, which compares with its 2,196 us latency; the blocks' own stays apart."""
+    from study.cell import phases
+
+    cell = phases.Cell.__new__(phases.Cell)
+    cell.notes, cell.timing_gauge_us, cell.eager_p90_us = [], 16.3, None
+    cell.row = {"host_us": 3961.7, "host_units": 129.8, "host_status": "measured",
+                "latency_median_us": 2195.8, "latency_p90_us": 2262.6}  # fmt: skip
+    cell._host_check()
+    assert cell.row["host_us"] == pytest.approx(129.8 * 16.3) and cell.notes == []
+    assert cell.row["host_block_us"] == 3961.7 and cell.row["host_status"] == "measured"
 
 
 def test_the_figures_are_the_fast_covered_blocks_medians():

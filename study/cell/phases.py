@@ -318,10 +318,17 @@ class Cell:
         row["measure_s"] = time.perf_counter() - t
 
     def _host_check(self) -> None:
-        """Each host figure against its own call's latency, at the timed calls' host speed
-        (host_cost.check); a broken one is blanked, and the row says why. A serial call's
-        latency is its host and device time added: the note gives both."""
+        """Each host figure at the timed calls' host speed (host units x the timed rounds'
+        gauge: host_us; the blocks' own us stay in host_block_us), against its own call's
+        latency (host_cost.check); a broken one is blanked, and the row says why. A serial
+        call's latency is its host and device time added: the note gives both."""
         row, g = self.row, self.timing_gauge_us
+        row["timing_gauge_us"] = g
+        if row.get("host_us") is not None:
+            row["host_block_us"] = row["host_us"]
+        for k in ("", "eager_"):
+            if g and row.get(f"{k}host_units"):
+                row[f"{k}host_us"] = row[f"{k}host_units"] * g
         sides = (("", row.get("latency_median_us"), row.get("latency_p90_us")),
                  ("eager_", row.get("eager_latency_paired_us"), self.eager_p90_us))  # fmt: skip
         for k, lat, p90 in sides:

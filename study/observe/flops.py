@@ -26,6 +26,8 @@ fused kernel that skips masked tiles cannot read above it there.
 
 from __future__ import annotations
 
+import inspect
+
 COUNTED_OPS = "matmul, convolution and attention ops"
 
 
@@ -41,7 +43,33 @@ def counter():
     op = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
     if op is not None and hasattr(fc, "sdpa_flop_count"):
         extra[op] = cpu_flash
+    for op, f in fc.flop_registry.items():  # SDPA's formulas, for grouped-query attention too
+        if "scaled_dot_product" in str(op) and hasattr(f, "__wrapped__"):
+            extra[op] = _grouped(inspect.unwrap(f))
+    for op, f in list(extra.items()):
+        if "scaled_dot_product" in str(op) and f is cpu_flash:
+            extra[op] = _grouped(cpu_flash)
     return fc.FlopCounterMode(display=False, custom_mapping=extra)
+
+
+def _grouped(formula):
+    """An SDPA flop formula that takes grouped-query shapes: flop_counter asserts that keys and
+    values have the query's heads (a Llama's 12 query heads over 3 key/value heads failed the
+    float64 reference there). Each key/value head serves heads/kv_heads query heads, so the
+    work is the query's heads' (what SDPA's enable_gqa does)."""
+
+    def f(*shapes, **kw):
+        q = next((s for s in shapes if isinstance(s, tuple | list) and len(s) == 4), None)
+        if q is not None:
+            shapes = tuple(
+                (s[0], q[1], *s[2:])
+                if isinstance(s, tuple | list) and len(s) == 4 and s[1] != q[1] and q[1] % s[1] == 0
+                else s
+                for s in shapes
+            )
+        return formula(*shapes, **kw)
+
+    return f
 
 
 def cell_flops(entry, wl, shape: dict, counted: float | None) -> dict:

@@ -425,14 +425,28 @@ RUN = (
         Col(
             "host_us",
             "us",
-            "CUDA: host time per call, measured directly (study.measure.host_cost): blocks of "
-            "back-to-back calls issued while a GPU sleep queued ahead keeps the host from ever "
-            "waiting for the GPU (a block the sleep did not cover is left out); the median over "
-            "the fast-phase blocks (every covered block when fewer than 5 ran fast). Each block "
+            "CUDA: host time per call at the timed calls' host speed: host_units x "
+            "timing_gauge_us, so that it compares with the row's latency and device time "
+            "(host_block_us: the blocks' own us). Measured directly (study.measure.host_cost): "
+            "blocks of back-to-back calls issued while a GPU sleep queued ahead keeps the host "
+            "from ever waiting for the GPU (a block the sleep did not cover is left out); the "
+            "median over the fast-phase blocks (every covered block when fewer than 5 ran "
+            "fast). Rows before host_block_us: the blocks' own us. Each block "
             "makes one untimed call behind the sleep first (no timed call is a cold one) and "
             "holds at most half the GPU's launch queue (host_queue_slots, host_queue_depth). "
             "Blank where host_status is not measured, and on the CPU, where host and device "
             "are one",
+        ),
+        Col(
+            "host_block_us",
+            "us",
+            "CUDA: host_us as its blocks timed it, at their own host speed (host_gauge_us)",
+        ),
+        Col(
+            "timing_gauge_us",
+            "us",
+            "the host's speed while the row's latency and paired figures were timed: the "
+            "median gauge reading over the rounds they use (host_us is taken at it)",
         ),
         Col(
             "host_status",
