@@ -17,7 +17,8 @@
 # compile.regional=true, under default); the model suite (+experiment=suite): suite_check
 # (four models, both regimes, eager and default), suite_latency, suite_throughput (forward:
 # eager, default, reduce-overhead), suite_autotune (max-autotune-no-cudagraphs, both regimes),
-# suite_train (train_step, eager and default); quickstart.
+# suite_train (train_step, eager and default), suite_text (the five language models, both
+# regimes); quickstart; part3 (+experiment=part3).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -83,6 +84,8 @@ for set in "$@"; do
       sweep cudagraphs +experiment=part3 compile=reduce-overhead ;;
     quickstart)
       sweep quickstart variant=naive,flash compile=off,default ;;
+    part3)  # the blog's part 3 as benchmarks/throughput.py runs it: 7 variants x 5 modes
+      sweep part3 +experiment=part3 ;;
     suite_check)  # four models in both regimes, eager and default: the host figures' check
       sweep suite_check +experiment=suite variant=gpt2,bert,resnet18,convnext_t \
         compile=off,default pass=fwd timing.max_s=3 ;;
@@ -91,6 +94,9 @@ for set in "$@"; do
         compile=off,default,reduce-overhead timing.max_s=3 ;;
     suite_throughput)
       sweep suite_throughput +experiment=suite regime=throughput pass=fwd \
+        compile=off,default,reduce-overhead timing.max_s=3 ;;
+    suite_text)  # the suite's language models only, both regimes, eager, default, CUDA graphs
+      sweep suite_text +experiment=suite variant=gpt2,llama,bert,distilbert,t5 pass=fwd \
         compile=off,default,reduce-overhead timing.max_s=3 ;;
     suite_autotune)  # max-autotune-no-cudagraphs, both regimes (each cell times its eager twin)
       sweep suite_autotune +experiment=suite compile=max-autotune-no-cudagraphs pass=fwd \
