@@ -17,8 +17,8 @@
 # compile.regional=true, under default); the model suite (+experiment=suite): suite_check
 # (four models, both regimes, eager and default), suite_latency, suite_throughput (forward:
 # eager, default, reduce-overhead), suite_autotune (max-autotune-no-cudagraphs, both regimes),
-# suite_train (train_step, eager and default), suite_text (the five language models, both
-# regimes); quickstart; part3 (+experiment=part3).
+# suite_train (train_step, eager and default), suite_text (the Llama's decode step and
+# the five language models' throughput regime); quickstart; part3 (+experiment=part3).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
 # gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
@@ -95,9 +95,11 @@ for set in "$@"; do
     suite_throughput)
       sweep suite_throughput +experiment=suite regime=throughput pass=fwd \
         compile=off,default,reduce-overhead timing.max_s=3 ;;
-    suite_text)  # the suite's language models only, both regimes, eager, default, CUDA graphs
-      sweep suite_text +experiment=suite variant=gpt2,llama,bert,distilbert,t5 pass=fwd \
-        compile=off,default,reduce-overhead timing.max_s=3 ;;
+    suite_text)  # the Llama's decode step, then the five language models' throughput regime
+      sweep suite_llama +experiment=suite regime=latency variant=llama \
+        compile=off,default,reduce-overhead timing.max_s=3
+      sweep suite_text +experiment=suite regime=throughput variant=gpt2,llama,bert,distilbert,t5 \
+        pass=fwd compile=off,default,reduce-overhead timing.max_s=3 ;;
     suite_autotune)  # max-autotune-no-cudagraphs, both regimes (each cell times its eager twin)
       sweep suite_autotune +experiment=suite compile=max-autotune-no-cudagraphs pass=fwd \
         timing.max_s=3 ;;
