@@ -249,22 +249,15 @@ def truthy(s: pd.Series) -> pd.Series:
 
 
 def host_bound_of(r: pd.DataFrame) -> pd.Series:
-    """True/False/NA per row, by the one rule (``study.rows.metrics.bound_verdict``): where
-    the row has ``host_us``, host time per call against device time per call
-    (``study.rows.metrics.device_us``: graph replay's ``device_time_us``, else the profiler's
-    ``gpu_us_per_step``), and NA where ``host_us`` is above 1.3x the per-call latency (a slower
-    phase, or a call waited inside its block); NA where ``host_status`` says the host figure
-    was not measured or not reported (serial, above_latency, ...); for rows measured before
-    ``host_us`` existed, the inference from latency (more than 1.1x the profiler's GPU busy
-    time per step), else the ``host_bound`` column the runtime wrote."""
+    """True/False/NA per row, by the one rule (``study.rows.metrics.bound_verdict``): host
+    time per call against device time per call (``study.rows.metrics.device_us``); NA where
+    ``host_status`` says there is no host figure (serial, above_latency, ...); for rows from
+    before ``host_us``, latency over 1.1x the GPU's busy time, else the ``host_bound`` column."""
 
     lat, busy = column(r, "latency_median_us"), column(r, "gpu_us_per_step")
     out = pd.Series(pd.NA, index=r.index, dtype="object")
     if "host_bound" in r:
-        col = r["host_bound"].map(
-            lambda x: None if pd.isna(x) else str(x).strip().lower() in ("true", "1", "1.0")
-        )
-        out = out.where(col.isna(), col)
+        out = out.where(r["host_bound"].isna(), truthy(r["host_bound"]).astype(object))
     known = lat.notna() & busy.notna() & (busy > 0)
     host = column(r, "host_us")
     measured = host.notna() & (host > 0)
@@ -291,10 +284,8 @@ def host_verdict(r: pd.DataFrame) -> pd.Series:
     out = pd.Series(pd.NA, index=r.index, dtype="object")
     cuda = r["device"].eq("cuda") if "device" in r else pd.Series(False, index=r.index)
     if "cpu_bound" in r:
-        v = r["cpu_bound"].map(
-            lambda x: None if pd.isna(x) else str(x).strip().lower() in ("true", "1", "1.0")
-        )
-        out = out.where(~(cuda & v.notna()), v)
+        v = r["cpu_bound"]
+        out = out.where(~(cuda & v.notna()), truthy(v).astype(object))
     hb = host_bound_of(r)
     return out.where(~(cuda & hb.notna()), hb)
 
