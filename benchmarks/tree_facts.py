@@ -335,7 +335,11 @@ def import_graph(known: dict, root: Path = ROOT) -> tuple[dict[str, set[str]], l
     private = []
     for m, p in known.items():
         for target, names, _ in imports(m, p, known):
-            if target != m and not (known[target].name == "__init__.py" and m.startswith(target)):
+            # a module inside a package runs the package's __init__ first, which is no cycle;
+            # a name taken from that __init__ (``from pkg import main``) is one where the
+            # __init__ imports the module back (analysis.findings and its summary did)
+            inside = known[target].name == "__init__.py" and m.startswith(f"{target}.")
+            if target != m and (names or not inside):
                 graph[m].add(target)
             where = p.relative_to(root).as_posix()
             private += [f"{where}: {target}.{x}" for x in names if x.startswith("_")]

@@ -66,3 +66,22 @@ def test_source_names_sit_in_one_table():
     assert sources.training("blog", "block") == (
         "part3", "part3_bwd", "part2", "part2_train", "block", "block_bwd"
     )  # fmt: skip
+
+
+def test_the_compile_target_lists_come_from_study_config():
+    """MODES, GRAPHS, WRAPPERS and MODE_COLORS were kept by hand in analysis/ (and WRAPPERS twice
+    in the Findings): a new target must land in all of them, in the targets' own order."""
+    from analysis.measures import GRAPHS, MODES, WRAPPERS
+    from analysis.style import MODE_COLORS
+    from study.config import compile_targets as ct
+
+    assert MODES == list(ct.TARGETS) and MODES[0] == "off"
+    assert GRAPHS == tuple(m for m, t in ct.TARGETS.items() if t.cudagraphs)
+    assert set(WRAPPERS) == {"default", "max-autotune-no-cudagraphs", "cpp_wrapper"}
+    assert all(ct.TARGETS[m].inductor and not ct.TARGETS[m].cudagraphs for m in WRAPPERS)
+    assert list(MODE_COLORS) == MODES  # every target a colour, none twice
+    assert len(set(map(str, MODE_COLORS.values()))) == len(MODES)
+    by_hand = [
+        p for p in sorted((ROOT / "reference").rglob("*.py")) if "WRAPPERS = " in p.read_text()
+    ]
+    assert by_hand == []

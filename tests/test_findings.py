@@ -2,7 +2,7 @@
 
 import pytest
 
-from reference.findings import END, START, block, findings, write
+from reference.findings.document import END, START, block, findings, write
 from tests.conftest import ROOT
 
 RESULTS = ROOT / "reference" / "h200"
@@ -17,8 +17,7 @@ if not (V1 / "runs.csv").exists():
 def test_findings_md_matches_committed_results():
     expected = findings(RESULTS)
     assert block(RESULTS / "FINDINGS.md") == expected, (
-        "reference/h200/FINDINGS.md is stale: regenerate with "
-        "`python -m reference.h200 --write`"
+        "reference/h200/FINDINGS.md is stale: regenerate with `python -m reference.h200 --write`"
     )
 
 
@@ -153,7 +152,7 @@ def test_no_scaling_section_without_a_scaling_source(tmp_path):
 def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():
     import pandas as pd
 
-    from reference.findings.claims import claims_source
+    from reference.findings.base.claims import claims_source
 
     runs = pd.read_csv(V1 / "runs.csv")
     assert claims_source(runs) == "part3"
@@ -200,7 +199,7 @@ def test_a_claims_name_comes_out_whole_where_its_verdict_changed_or_differs():
 
     import pandas as pd
 
-    from reference.findings.claims import cudnn_cpu_cost
+    from reference.findings.base.claims import cudnn_cpu_cost
 
     runs = pd.read_csv(V1 / "runs.csv")
     line = cudnn_cpu_cost(runs, None, "part3")
@@ -233,7 +232,7 @@ def test_math_slowdown_holds_only_near_the_blogs_3_7x(tmp_path):
 
 
 def test_between_sweeps_spread_is_split_into_gpu_and_host_bound():
-    from reference.findings import _reproducibility
+    from reference.findings.document import _reproducibility
 
     rows = [
         {"label": "naive", "mode": "default", "all": [3.24, 3.29], "host_bound": False},
@@ -303,7 +302,7 @@ def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
 
 def test_the_readmes_summary_matches_committed_results_in_at_most_15_lines():
     from reference.findings import summary as findings_summary
-    from reference.findings.common import read
+    from reference.findings.base.common import read
 
     want = findings_summary.summary(read(ROOT / "reference" / "h200"))
     assert findings_summary.block(ROOT / "README.md") == "\n".join(want) + "\n"
@@ -338,7 +337,7 @@ def test_version_facts_are_scoped_inline():
 def test_a_cells_spread_names_the_runs_it_covers():
     """v3's cuDNN max-autotune-no-cudagraphs: a third process timed in the slow phase read
     0.452x; load leaves it out, and the spread says so instead of '3 runs'."""
-    from reference.findings.common import spread_text
+    from reference.findings.base.common import spread_text
 
     row = {"n_repeats": 3, "n_repeats_ok": 3, "n_repeats_fast": 2, "sp_kind": "paired",
            "speedup_paired_min": 0.968, "speedup_paired_max": 0.994}  # fmt: skip
@@ -355,7 +354,7 @@ def test_a_cells_spread_names_the_runs_it_covers():
 
 
 def test_check_says_whether_the_block_is_what_the_csvs_give(tmp_path, capsys):
-    from reference.findings import check
+    from reference.findings.document import check
 
     write(tmp_path / "FINDINGS.md", findings(tmp_path))
     assert check(tmp_path) == 0

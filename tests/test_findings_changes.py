@@ -4,8 +4,8 @@ import shutil
 
 import pandas as pd
 
+from reference.findings.base.common import read
 from reference.findings.changes import since_kept
-from reference.findings.common import read
 from tests.conftest import ROOT
 
 RESULTS = ROOT / "reference" / "h200"

@@ -52,7 +52,7 @@ def test_the_findings_quote_the_t_interval_over_processes():
     sp, lo, hi = across_processes(c.speedup_paired, c.speedup_ci_low, c.speedup_ci_high)
     assert sp == pytest.approx(np.exp(np.log(c.speedup_paired).mean()))
     assert lo < c.speedup_paired.min() and hi > c.speedup_paired.max()
-    from reference.findings.common import sp_text
+    from reference.findings.base.common import sp_text
 
     quoted = sp_text({"sp": sp, "sp_lo": lo, "sp_hi": hi, "sp_kind": "paired"})
     assert f"| {quoted} |" in _row("cudnn", "default")
@@ -85,8 +85,8 @@ def test_a_slow_or_mixed_rows_figure_is_quoted_with_its_phase():
     fwd_bwd step for 289 µs of GPU work', all from rows timed in the slow phase (0 fast
     pairs), unmarked; the flex table had 12 figures from mixed or slow rows, unmarked."""
     from analysis.measures import sig
-    from reference.findings import common as findings_common
-    from reference.findings.common import phase_note, read
+    from reference.findings.base import common as findings_common
+    from reference.findings.base.common import phase_note, read
 
     (train,) = [x for x in _summary().splitlines() if x.startswith("- Training keeps less")]
     for figure in ("0.550x", "0.497x", "0.499x"):
@@ -111,7 +111,7 @@ def test_the_host_cost_headline_is_over_every_host_bound_cell_and_names_how_many
     is host-bound in the rows themselves (fast-block host µs over device µs)."""
     import re
 
-    from reference.findings.common import read
+    from reference.findings.base.common import read
     from reference.findings.host import machines as host_machines
     from study.rows.metrics import device_us
 
@@ -167,7 +167,7 @@ def test_the_method_doc_says_how_far_per_call_and_paired_agree_in_the_reference_
     """docs/method.md said they 'agreed within 4.5% in every compiled row'; in reference/h200
     many fast rows differ by more than 5%, the worst scaling flash 512."""
     from analysis.pairs import with_eager
-    from reference.findings.common import read
+    from reference.findings.base.common import read
 
     w = with_eager(read(REF)["runs"])
     w = w[w["speedup_paired"].notna() & (w["timing_phase"] == "fast") & (w["pass"] == "fwd")]
@@ -192,7 +192,7 @@ def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tm
     another code hash named and left out; without machines' rows, one line says so."""
     import re
 
-    from reference.findings.common import read
+    from reference.findings.base.common import read
     from reference.findings.host import machines as host_machines
 
     lines = host_machines.section(read(REF))

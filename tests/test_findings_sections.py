@@ -10,8 +10,8 @@ import pytest
 
 from analysis import pairs
 from analysis.load import cells
-from reference.findings import common as findings_common
 from reference.findings import cost as findings_cost
+from reference.findings.base import common as findings_common
 from reference.findings.changes import since_unpaired
 from reference.findings.speed import flex as speed_flex
 from reference.findings.speed import training as speed_training
@@ -322,7 +322,7 @@ def test_each_section_names_the_source_it_needs_when_it_is_missing():
 
 
 def test_v1_to_v2_matches_cells_and_says_why_each_speedup_moved(tmp_path):
-    from reference.findings.common import read
+    from reference.findings.base.common import read
 
     def rows(flash_c, naive_c, **v2):
         return pd.DataFrame([{**BASE, **r} for r in (

@@ -24,7 +24,7 @@ def test_the_committed_study_passes_the_audit_and_the_audit_judged_it():
 def test_the_audit_fails_the_committed_study_with_v2s_pairing_gap_put_back():
     """The test above can fail: scale every GPU-bound compiled forward paired speedup down to
     v2's median gap (0.968x of the per-call ratio) and the lead-in check names them."""
-    from reference.findings.common import read
+    from reference.findings.base.common import read
 
     runs = read(RESULTS)["runs"]
     m = audit.with_twin(runs)

@@ -41,7 +41,7 @@ import pandas as pd
 from analysis.load import expand, load, stop
 from analysis.measures import column
 from analysis.pairs import host_bound, with_eager
-from reference.findings.common import read
+from reference.findings.base.common import read
 
 LEAD_IN = 0.03
 AGREE = 0.20

@@ -20,8 +20,8 @@ from analysis.slowdown import slow_cause
 from analysis.tables import training
 from reference import sources
 from reference.findings import markers
-from reference.findings.claims import claims, claims_source, eager_attention
-from reference.findings.common import is_fast, of, phase_note, sp_text
+from reference.findings.base.claims import claims, claims_source, eager_attention
+from reference.findings.base.common import is_fast, of, phase_note, sp_text
 from reference.findings.host import effects, machines
 from reference.findings.speed import flex, forward
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from analysis.cli import run
-from reference.findings import main
+from reference.findings.document import main
 
 HERE = Path(__file__).resolve().parent
 run(lambda: main([str(HERE), *sys.argv[1:]]))

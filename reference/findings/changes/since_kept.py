@@ -15,8 +15,8 @@ from analysis import compare
 from analysis.measures import count, sig
 from analysis.pairs import table
 from reference import sources
+from reference.findings.base.common import blog_shapes, sp_text
 from reference.findings.changes import since_unpaired
-from reference.findings.common import blog_shapes, sp_text
 
 # compare_causes' first word, in the order a reader asks: the code, the measurement, the host
 CAUSES = [

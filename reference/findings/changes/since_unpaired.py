@@ -23,8 +23,8 @@ from analysis import compare
 from analysis.measures import count, sig, xs
 from analysis.pairs import NOISE, host_bound, table, with_eager
 from reference import sources
-from reference.findings.claims import claims
-from reference.findings.common import blog_shapes, needs, read, sp_text
+from reference.findings.base.claims import claims
+from reference.findings.base.common import blog_shapes, needs, read, sp_text
 
 WHY = ["unchanged", "pairing", "host", "real change"]
 

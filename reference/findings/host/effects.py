@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.measures import GRAPHS, column, count, sig
+from analysis.measures import GRAPHS, WRAPPERS, column, count, sig
 from analysis.pairs import device_pair, host_bound, table
 from analysis.slowdown import kernels_changed, latencies, slow_cause
 from reference.findings.speed import forward
 
-# Inductor without CUDA graphs: the compiled wrapper the rule is about (not Dynamo's or
-# AOTAutograd's layers alone, which targets measure apart)
-WRAPPERS = {"default", "max-autotune-no-cudagraphs", "cpp_wrapper"}
+# WRAPPERS (analysis.measures): Inductor without CUDA graphs, the compiled wrapper the rule is
+# about (not Dynamo's or AOTAutograd's layers alone, which targets measure apart)
 
 
 def frame(runs: pd.DataFrame, every: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -27,14 +27,13 @@ import re
 
 import pandas as pd
 
-from analysis.measures import sig
+from analysis.measures import WRAPPERS, sig  # Inductor, no CUDA graphs
 from analysis.pairs import table
 from analysis.tables import host_model
 from reference import sources
 from study.rows.metrics import device_us
 
 MIN_FAST = 5  # study.measure.host_cost.MIN_FAST_BLOCKS (that module imports torch)
-WRAPPERS = ("default", "max-autotune-no-cudagraphs", "cpp_wrapper")  # Inductor, no CUDA graphs
 WAITED = "did not cover any block"  # host_cost's note: a call waited for the GPU (a sync)
 FIGURE = "host_machines/host_speed"  # .png and .svg, drawn by ``draw`` (findings --write)
 HOST = ["host_us", "host_units", "eager_host_us", "eager_host_units"]

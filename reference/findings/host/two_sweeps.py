@@ -16,7 +16,7 @@ import pandas as pd
 from analysis.measures import PAIRED_NOISE, number, sig
 from analysis.pairs import SHAPE_COLS, host_bound, with_eager
 from analysis.slowdown import DEVICE_NOISE, DEVICE_SHARE
-from reference.findings.common import sp_text
+from reference.findings.base.common import sp_text
 
 
 def _phase(x: dict) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from analysis.measures import count, sig, truthy, xs
 from analysis.pairs import host_bound, table
 from reference import sources
-from reference.findings.common import calibrated_peak, needs, of, phase_note
+from reference.findings.base.common import calibrated_peak, needs, of, phase_note
 
 SOURCE = sources.one("masks")
 VARIANTS = ["flex", "flash", "cudnn", "efficient"]

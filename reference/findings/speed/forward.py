@@ -11,7 +11,7 @@ from analysis.measures import MODES, PAIRED_NOISE, count, sig
 from analysis.pairs import NOISE, host_bound, table, verdict, with_eager
 from analysis.slowdown import host_only, kernels_changed, lead_in_artefact, slow_cause
 from reference import sources
-from reference.findings.common import blog_shapes, sp_text, spread_text
+from reference.findings.base.common import blog_shapes, sp_text, spread_text
 from study.rows import metrics
 
 # Where each variant's compiled rows are taken from, best first: the experiment that covers it,

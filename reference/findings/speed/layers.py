@@ -9,7 +9,7 @@ from __future__ import annotations
 from analysis.pairs import table
 from analysis.tables import layers
 from reference import sources
-from reference.findings.common import needs, of
+from reference.findings.base.common import needs, of
 
 # the forward, and a training step taken apart (reference_study.sh's targets_bwd)
 SOURCES = sources.names("targets")

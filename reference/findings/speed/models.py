@@ -9,7 +9,7 @@ from __future__ import annotations
 from analysis.pairs import table
 from analysis.tables import models
 from reference import sources
-from reference.findings.common import needs, of
+from reference.findings.base.common import needs, of
 
 SOURCE = sources.one("models")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from reference import sources
-from reference.findings.common import calibrated_peak, read, sp_text
+from reference.findings.base.common import calibrated_peak, read, sp_text
 from study.rows import metrics
 
 SOURCE = sources.one("seq_len")

@@ -10,13 +10,12 @@ import re
 
 import pandas as pd
 
-from analysis.measures import GRAPHS, MODES, count, sig, truthy, xs
+from analysis.measures import GRAPHS, MODES, WRAPPERS, count, sig, truthy, xs
 from analysis.pairs import device_pair, host_bound, ok, one_core, table, with_eager
 from analysis.slowdown import SAME_DEVICE
 from analysis.tables import training
 from reference import sources
-from reference.findings.common import needs, of, phase_note, sp_text
-from reference.findings.host.effects import WRAPPERS
+from reference.findings.base.common import needs, of, phase_note, sp_text
 
 # fwd sources and their training-pass twins (same variants, pass=fwd_bwd or train_step).
 SOURCES = sources.training("blog", "block")

@@ -10,7 +10,7 @@ import pandas as pd
 from analysis.measures import MODES, count, sig
 from analysis.pairs import ok, table, verdict, with_eager
 from reference import sources
-from reference.findings.common import needs, of, sp_text, spread_text
+from reference.findings.base.common import needs, of, sp_text, spread_text
 
 PASSES = {s: sources.BY_NAME[s].pass_ for s in sources.names("block")}  # block: fwd, ...
 FORWARD = sources.one("block", pass_="fwd")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from reference import sources
-from reference.findings.common import blog_shapes, lat_text
+from reference.findings.base.common import blog_shapes, lat_text
 
 ABOUT = 0.15  # "about 3.7x" holds within 15% (3.1-4.3x)
 CLAIM_VARIANTS = {"naive", "naive_inplace", "math", "efficient", "flash", "cudnn"}
