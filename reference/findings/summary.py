@@ -148,9 +148,10 @@ def costs(data: dict, every: list[dict]) -> str:
     if measured:
         h = measured
         said = (
-            f"; measured on {h['machines']} machines, a host-bound call compiled without CUDA "
-            f"graphs costs the host {h['median']:+.1f} µs more than eager's (median over "
-            f"{h['n']} cells, {h['lo']:+.1f} to {h['hi']:+.1f}; {h['units']:+.2f} host units at "
+            f"; a figure for {machines.kernels_text(h)} calls ({h['workloads']}): "
+            f"host-bound and compiled without CUDA graphs, such a call costs the host "
+            f"{h['median']:+.1f} µs more than eager's (median over {h['n']} cells, {h['on']}; "
+            f"{h['lo']:+.1f} to {h['hi']:+.1f}; {h['units']:+.2f} host units at "
             f"G = {sig(h['g_lo'])}–{sig(h['g_hi'])} µs), so a call with less GPU work than its "
             f"compiled host time ({sig(h['host_lo'])}–{sig(h['host_hi'])} µs) loses unless its "
             "kernels save more"

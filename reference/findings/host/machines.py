@@ -140,6 +140,7 @@ def cells(c: pd.DataFrame) -> pd.DataFrame:
             "g_lo": g.min(), "g_hi": g.max(), "hb_n": int(x["hb"].sum()),
             "sp_lo": x["speedup_paired"].min(), "sp_hi": x["speedup_paired"].max(),
             "not_fast": int((~x["fast"]).sum()), "eager_waited": bool(x["eager_waited"].all()),
+            "kern": pd.to_numeric(x.get("kernels_per_step"), errors="coerce").median(),
         })  # fmt: skip
     return pd.DataFrame(out)
 
@@ -210,6 +211,9 @@ def headline(data: dict, t: pd.DataFrame | None = None) -> dict | None:
             "units_hi": w["add_units"].max(), "host_lo": w["hu"].min(), "host_hi": w["hu"].max(),
             "dev_lo": w["dev"].min(), "dev_hi": w["dev"].max(), "g_lo": w["g_lo"].min(),
             "g_hi": w["g_hi"].max(), "machines": int(t["n"].max()),
+            "on": _machines_counted(w["add_n"]), "kern_lo": w["kern"].min(),
+            "kern_hi": w["kern"].max(),
+            "workloads": ", ".join(dict.fromkeys(x.split(" ", 1)[0] for x in w["label"])),
             "cells": ", ".join(f"{x.label} `{x.src}` {x.add:+.1f}" for x in w.itertuples()),
             "few": ", ".join(f"{x.label} `{x.src}`" + (" (eager waits on the GPU)"
                              if x.eager_waited else f" (measured on {x.add_n})")
@@ -345,12 +349,31 @@ def draw(d) -> str | None:
     return sentence
 
 
+def _machines_counted(n: pd.Series) -> str:
+    """'6 of the 8 on 2 machines, 2 on 3': how many machines each cell's figure rests on."""
+    k = n.value_counts().sort_index()
+    if len(k) == 1:
+        return f"each on {int(k.index[0])} machines"
+    parts = [f"{int(c)} on {int(m)}" for m, c in k.items()]
+    return f"{parts[0].split(' on ')[0]} of the {len(n)} on {parts[0].split(' on ')[1]} machines, " \
+        + ", ".join(parts[1:])  # fmt: skip
+
+
+def kernels_text(h: dict) -> str:
+    """'1–2-kernel': the compiled kernels a call of the cells behind the host-cost figure."""
+    lo, hi = h["kern_lo"], h["kern_hi"]
+    if lo != lo:
+        return "few-kernel"
+    return f"{lo:.0f}-kernel" if lo == hi else f"{lo:.0f}–{hi:.0f}-kernel"
+
+
 def headline_text(h: dict) -> str:
     return (
-        f"Compiled without CUDA graphs, a host-bound call costs the host {h['median']:+.1f} µs "
-        f"more than eager's: the median over the {h['n']} cells host-bound compiled and measured "
-        f"on two machines or more ({h['distinct']} distinct; a cell in two experiments counts "
-        f"in each), of {h['of']} compiled this way, {h['lo']:+.1f} to {h['hi']:+.1f} across "
+        f"A figure for {kernels_text(h)} calls ({h['workloads']}): compiled without CUDA "
+        f"graphs, such a host-bound call costs the host {h['median']:+.1f} µs more than eager's: "
+        f"the median over the {h['n']} cells host-bound compiled and measured on two machines or "
+        f"more ({h['on']}; {h['distinct']} distinct; a cell in two experiments counts in each), "
+        f"of {h['of']} compiled this way; larger models are not in it, {h['lo']:+.1f} to {h['hi']:+.1f} across "
         f"them; {h['units']:+.2f} host units ({h['units_lo']:+.2f} to {h['units_hi']:+.2f}) at "
         f"G = {_span(h['g_lo'], h['g_hi'])} µs: {_span(h['host_lo'], h['host_hi'])} µs of host a "
         f"call against {_span(h['dev_lo'], h['dev_hi'])} µs of device time ({h['cells']}). A "
