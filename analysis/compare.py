@@ -226,7 +226,7 @@ def match(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(matched cells, only in A, only in B): every cell whatever its status with
     ``every_status`` (what this module reports), else ok cells only (the speedups
-    ``analysis.findings.changes.since_unpaired`` sets side by side)."""
+    ``reference.findings.changes.since_unpaired`` sets side by side)."""
     ra, rb = da["runs"], db["runs"]
     if not every_status:
         ra, rb = ra[ra["status"] == "ok"], rb[rb["status"] == "ok"]

@@ -8,7 +8,7 @@ every cell of A, each ok, none regressed, and B must be a finished sweep.
   nothing) and per matched cell not ok in B with another status than A's (unsupported ->
   error); a cell ok in A and not in B is a regression, said with the regressions, so it is not
   said twice here. A cell with the same failure on both sides (math's oom at the largest shape,
-  flex's unsupported backends in results/h200) is counted "still not ok", and passes: the
+  flex's unsupported backends in reference/h200) is counted "still not ok", and passes: the
   study did not change there.
 - ``own_shape_keys``: a crash row is matched on the shape keys of its variant's ok rows.
 - ``verdicts``: each matched cell in exactly one bucket, so the summary adds up.

@@ -1,7 +1,7 @@
 """Load one or more sweeps' CSVs into tidy DataFrames. CSV only: never imports torch.
 
 A sweep dir holds ``runs.csv`` and run dirs with ``kernels.csv`` (and ``ncu.csv``,
-``autotune.csv``). A results dir committed to git (e.g. ``results/h200``) may hold the
+``autotune.csv``). A results dir committed to git (e.g. ``reference/h200``) may hold the
 combined ``runs.csv``/``kernels.csv`` directly. Each frame gets a ``source`` column that tells
 sweeps apart (machines, torch versions).
 

@@ -13,27 +13,24 @@ import math
 import numpy as np
 import pandas as pd
 
+from study.config import compile_targets
 from study.rows.metrics import HOST_BOUND, bound_verdict
 from study.rows.schema import SHAPE_KEYS
 
-# Every compile target, in reading order (study/config/compile_targets.py): eager, Inductor's modes, the
-# layers of torch.compile taken apart, the deployment paths.
-MODES = [
-    "off",
-    "default",
-    "reduce-overhead",
-    "max-autotune",
-    "max-autotune-no-cudagraphs",
-    "dynamo_eager",
-    "aot_eager",
-    "cudagraphs",
-    "cpp_wrapper",
-    "aot_inductor",
-]
-# The modes that replay CUDA graphs: their allocator peak leaves out the graph pool, so compare
+# Every compile target, in reading order (study/config/compile_targets.py, whose table this
+# reads): eager, Inductor's modes, the layers of torch.compile taken apart, the deployment paths.
+MODES = list(compile_targets.TARGETS)
+# The targets that replay CUDA graphs: their allocator peak leaves out the graph pool, so compare
 # judges their reserved memory (part3's naive under reduce-overhead read 49 MiB allocated against
 # 609 eager; reserved, with the pool, 394).
-GRAPHS = ("reduce-overhead", "max-autotune", "cudagraphs")
+GRAPHS = tuple(m for m in MODES if compile_targets.uses_cudagraphs(m))
+# Inductor through torch.compile without CUDA graphs: the compiled Python (or C++) wrapper runs
+# on the host at every call (default, max-autotune-no-cudagraphs, cpp_wrapper).
+WRAPPERS = tuple(
+    t.name
+    for t in compile_targets.TARGETS.values()
+    if t.backend == "inductor" and t.inductor and not t.cudagraphs
+)
 # A paired interval that excludes 1.0 but lies within this of it is no change worth a verdict:
 # v3 on the H200 timed the same kernels against themselves (flash under `default`, the naive
 # attention under dynamo_eager and aot_eager) at 0.999-1.004x, intervals that exclude 1.0.

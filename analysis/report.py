@@ -197,7 +197,7 @@ _ONE = re.compile(r"^(?P<key>.+?): expected (?P<expected>.+?), measured (?P<meas
 
 def _shown(p) -> str:
     """A source's path as the report names it: relative to the working dir when under it
-    (a committed report names results/h200/part3, not the machine's own /work/... path)."""
+    (a committed report names reference/h200/part3, not the machine's own /work/... path)."""
     p = Path(p).resolve()
     try:
         return str(p.relative_to(Path.cwd().resolve()))

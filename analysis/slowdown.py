@@ -1,6 +1,6 @@
 """Why a slower compiled cell is slower: the host, the device, or the timing of an older study.
-Shared by the Findings' compile table (``analysis.findings.speed.forward``) and host section
-(``analysis.findings.host.effects``), and by the latency figure.
+Shared by the Findings' compile table (``reference.findings.speed.forward``) and host section
+(``reference.findings.host.effects``), and by the latency figure.
 
 The device side is the trace's GPU busy time a step where both sides have it
 (``analysis.pairs.device_pair``): a CUDA-graph mode's ``device_time_us`` is do_bench around
@@ -98,7 +98,7 @@ def lead_in_artefact(x: dict) -> bool:
     """A GPU-bound paired row made before the lead-in fix (no ``pair_lead_in``, or 0) with
     eager's kernels, device time and per-call latency (within 2%): its paired speedup reads low
     by the timing alone (v2's GPU-bound rows: a median 0.968x of their per-call ratio;
-    analysis.findings.audit)."""
+    reference.findings.audit)."""
     dev, edev = device_pair(x)
     lat, elat = number(x.get("latency_median_us")), number(x.get("eager_lat"))
     if dev != dev or edev != edev or lat != lat or elat != elat:

@@ -30,17 +30,11 @@ MAX_PX = (2000, 1400)
 MAX_IN = (MAX_PX[0] / DPI - 0.02, MAX_PX[1] / DPI - 0.02)  # 15.4 x 10.8 in
 MAX_BARS = 40
 _PAL = sns.color_palette("colorblind", 10)
+# One colour a compile target (analysis.measures.MODES, from study.config.compile_targets):
+# eager grey, then the palette in the targets' order, skipping its own grey (7).
 MODE_COLORS = {
     "off": "#555555",
-    "default": _PAL[0],
-    "reduce-overhead": _PAL[1],
-    "max-autotune": _PAL[2],
-    "max-autotune-no-cudagraphs": _PAL[3],
-    "dynamo_eager": _PAL[4],
-    "aot_eager": _PAL[5],
-    "cudagraphs": _PAL[6],
-    "cpp_wrapper": _PAL[8],
-    "aot_inductor": _PAL[9],
+    **dict(zip(MODES[1:], [c for i, c in enumerate(_PAL) if i != 7], strict=False)),
 }
 CLASS_ORDER = [
     "gemm_cublas",

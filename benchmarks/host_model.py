@@ -2,7 +2,7 @@
 one machine to another, and does latency ~ max(device us, units x G) predict its speedup?
 Prints tables; asserts nothing.
 
-    python benchmarks/host_model.py results/h200/host_machines/m1 m2 m3 ...
+    python benchmarks/host_model.py reference/h200/host_machines/m1 m2 m3 ...
 
 Each DIR holds one machine's runs.csv (benchmarks/host_machines.sh writes it) and its
 machine.md (boot id) and survey.md (python -m study.measure.host_gauge: the host's fast level). Prints,

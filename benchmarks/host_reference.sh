@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The host-cost layer of results/h200: the reference experiments again, on one machine, with
+# The host-cost layer of reference/h200: the reference experiments again, on one machine, with
 # every row's host us and host units measured (study.measure.host_cost), to restate FINDINGS.md's
 # host-bound claims from measured host time instead of latency differences.
 #   bash benchmarks/host_reference.sh OUTDIR SET...

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The reference study behind results/h200 and its FINDINGS.md, on 1 or 2 GPUs.
+# The reference study behind reference/h200 and its FINDINGS.md, on 1 or 2 GPUs.
 #   bash benchmarks/reference_study.sh parts OUTDIR     # calibrate, then part3, part1, part2
 #   bash benchmarks/reference_study.sh scaling OUTDIR   # attention over seq_len 32768..512
-#   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (results/h200 lacks)
+#   bash benchmarks/reference_study.sh rest OUTDIR      # part2, then scaling (reference/h200 lacks)
 #   bash benchmarks/reference_study.sh ncu OUTDIR       # Nsight Compute on flash and naive
 #   bash benchmarks/reference_study.sh resume OUTDIR NAME [OVERRIDES]  # finish a cut sweep (EXP=part3 pass=fwd_bwd for NAME=part3_bwd)
 #   bash benchmarks/reference_study.sh probe OUTDIR     # may the warm parent import all it does? (fork_probe)
@@ -32,9 +32,9 @@
 #        fwd_bwd flash and cuDNN under 4 modes (2 processes each), fwd for 3 variants, and fwd_bwd once
 #        more with timing.one_core=false (~7 min)
 # Then, here:  bash benchmarks/reference_study.sh assemble OUTDIR NEW   # audit + report into NEW
-#              bash benchmarks/reference_study.sh land NEW results/h200 v3  # NEW replaces the
+#              bash benchmarks/reference_study.sh land NEW reference/h200 v3  # NEW replaces the
 #              study there (v1/, v2/, ..., README.md and FINDINGS.md's own text kept; the old
-#              study's CSVs kept in results/h200/v3, the whole of it in results/h200.prev for the
+#              study's CSVs kept in reference/h200/v3, the whole of it in reference/h200.prev for the
 #              compare), then the Findings (with v3 -> new), the audit and the compare old -> new;
 #              README.md's table of sources is still yours to rewrite
 # NJ cells at once, one GPU each (hydra/launcher=gpus); one GPU: the default launcher.
@@ -131,7 +131,7 @@ case $stage in
   scaling)
     sweep scaling +experiment=scaling
     ;;
-  rest)  # what results/h200 still lacks: part2, then scaling with twice the jobs (short holds)
+  rest)  # what reference/h200 still lacks: part2, then scaling with twice the jobs (short holds)
     sweep part2 +experiment=part2
     sweep scaling +experiment=scaling
     ;;
@@ -224,10 +224,10 @@ case $stage in
       [ "$n" -eq 1 ] || { echo "assemble: $d holds $n sweeps, not one: keep the one to report"; exit 2; }
       cp -r "$d"/*/ "$src/$name"
     done
-    python3 -m analysis.findings.audit "$src"/*; echo "audit exit $?"
+    python3 -m reference.findings.audit "$src"/*; echo "audit exit $?"
     python3 -m analysis.report "$src"/* --out "$new"
     ;;
-  land)  # land NEW RESULTS [KEEP] (NEW: assemble's report dir; RESULTS: results/h200; KEEP: vN,
+  land)  # land NEW RESULTS [KEEP] (NEW: assemble's report dir; RESULTS: reference/h200; KEEP: vN,
     # a name to keep the old study's CSVs under, RESULTS/vN, beside v1/ and v2/)
     [ $# -ge 3 ] && [ -f "$out/runs.csv" ] && [ -d "$3" ] || {
       echo "usage: land NEW RESULTS [vN] (NEW from assemble, with its runs.csv; RESULTS a results"
@@ -254,9 +254,9 @@ case $stage in
     fi
     rm -f "$res/report.html"
     python3 -m analysis.report "$3" --out "$3" >/dev/null && rm -f "$res/report.html"  # its
-    # sources named as results/h200, not as the assembled copies on this machine
-    python3 -m analysis.findings "$res" --write
-    python3 -m analysis.findings.audit "$res"; echo "audit exit $?"
+    # sources named as reference/h200, not as the assembled copies on this machine
+    python3 -m reference.findings "$res" --write
+    python3 -m reference.findings.audit "$res"; echo "audit exit $?"
     python3 -m analysis.compare "$prev" "$res" --out "$res.compare"
     echo "landed $out in $res (the old study: $prev${keep:+, its CSVs in $res/$keep}; compare:"
     echo "$res.compare). Rewrite $res/README.md's table of sources, then remove $prev and"

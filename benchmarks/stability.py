@@ -15,7 +15,7 @@ its spread (+-5%), and the widest 95% interval relative
 to its speedup (narrower than +-10%); then which host phase each repeat's figures come from
 (study.measure.host_gauge: ``fast`` and the share of rounds that ran fast), the gauge's fast and slow levels,
 and the speedup over the slow-phase pairs alone (how far the slow phase would have moved it). Eager cells that are GPU-bound are compared with the
-same cells in ``--ref`` (results/h200, source part3/part2; target within 2%). Extra arguments
+same cells in ``--ref`` (reference/h200, source part3/part2; target within 2%). Extra arguments
 after ``--`` go to ``python -m study.run``.
 """
 
@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--cells", default=DEFAULT, help="variant/mode,... (default: %(default)s)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default="outputs/stability")
-    ap.add_argument("--ref", default="results/h200")
+    ap.add_argument("--ref", default="reference/h200")
     ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
     ap.add_argument("--survey-s", type=float, default=5.0, help="the host survey before the sweep")
     argv = sys.argv[1:]

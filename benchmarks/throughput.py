@@ -11,7 +11,7 @@ median ``overhead_s`` of eager and of compiled cells (the sweep's own cost per c
 wall time left over (Hydra's own per-job work, the warm parent's start); per GPU, its cells' time
 and the gaps between them, and the time outside every cell; and the cells a minute
 from the first cell's end to the last's (the steady rate, for one GPU against two). With
-``--ref results/h200`` it also compares kernels per step and the latency of GPU-bound cells
+``--ref reference/h200`` it also compares kernels per step and the latency of GPU-bound cells
 with the reference rows of the same cells (target: equal kernel counts, latency within 2%).
 """
 
@@ -210,7 +210,7 @@ def main() -> None:
         help="quickstart, part1..3, scaling, or an override",
     )
     ap.add_argument("--out", default="outputs/throughput")
-    ap.add_argument("--ref", default="results/h200")
+    ap.add_argument("--ref", default="reference/h200")
     ap.add_argument("--from", dest="src", help="report on a finished sweep instead of running one")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)

@@ -6,9 +6,10 @@ It imports nothing of the project: it parses the files with ``ast``. It prints, 
 
 - modules (``__init__.py`` not counted) and lines per folder, and the folders over
   ``FOLDER_MAX`` modules;
-- two-way folder pairs in ``study/``: two folders whose modules import each other, counting
-  every import, at module level and inside functions; a top-level module such as
-  ``study/run.py`` is its own folder;
+- two-way folder pairs in ``study/``, ``analysis/`` and ``reference/`` (``HOUSE``), within a
+  package or across them: two folders whose modules import each other, counting every import,
+  at module level and inside functions; a top-level module such as ``study/run.py`` is its own
+  folder;
 - project imports inside functions, with and without a stated reason (a comment on the import
   line, or on the line above it or above the run of imports it belongs to, e.g.
   ``# deferred: torch``; ``# noqa`` and ``# fmt:`` pragmas are not reasons), and each one
@@ -35,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("study", "analysis", "hydra_plugins")
+PACKAGES = ("study", "analysis", "reference", "hydra_plugins")
+HOUSE = ("study", "analysis", "reference")  # the packages the two-way-pair rule covers
 PLUMBING = ("study/sweep/", "study/run.py", "hydra_plugins/", "study/cell/worker.py")
 # The issue's count of process plumbing (2,352 lines in v2: server, client, jobs, part of sweep,
 # sweep_check, callbacks, prewarm, pycache, the sweeper plugin), file by file in this tree.
@@ -241,10 +243,12 @@ def big_folders(known: dict, root: Path = ROOT, most: int = FOLDER_MAX) -> dict[
     return {f: n for f, n in modules_per_folder(known, root).items() if n > most}
 
 
-def folder_edges(known: dict, root: Path = ROOT, package: str = "study") -> dict[tuple, list]:
-    """(folder, folder it imports) -> the imports behind it, within ``package``."""
+def folder_edges(known: dict, root: Path = ROOT, package=HOUSE) -> dict[tuple, list]:
+    """(folder, folder it imports) -> the imports behind it, within ``package`` (a name, or a
+    tuple of them: imports across those packages count too)."""
     edges: dict[tuple, list] = defaultdict(list)
-    inside = {m for m in known if m == package or m.startswith(package + ".")}
+    packages = (package,) if isinstance(package, str) else tuple(package)
+    inside = {m for m in known if m in packages or m.startswith(tuple(f"{p}." for p in packages))}
     for m in sorted(inside):
         a = folder(known[m], root)
         for imp in project_imports(m, known[m], known, root):
@@ -253,9 +257,9 @@ def folder_edges(known: dict, root: Path = ROOT, package: str = "study") -> dict
     return dict(edges)
 
 
-def two_way_pairs(known: dict, root: Path = ROOT, package: str = "study") -> list[tuple[str, str]]:
-    """Pairs of folders of ``package`` whose modules import each other (either way: at module
-    level or inside functions)."""
+def two_way_pairs(known: dict, root: Path = ROOT, package=HOUSE) -> list[tuple[str, str]]:
+    """Pairs of folders of ``package`` (a name or a tuple; every package of the house by default)
+    whose modules import each other (either way: at module level or inside functions)."""
     edges = folder_edges(known, root, package)
     return sorted((a, b) for a, b in edges if a < b and (b, a) in edges)
 
@@ -331,7 +335,11 @@ def import_graph(known: dict, root: Path = ROOT) -> tuple[dict[str, set[str]], l
     private = []
     for m, p in known.items():
         for target, names, _ in imports(m, p, known):
-            if target != m and not (known[target].name == "__init__.py" and m.startswith(target)):
+            # a module inside a package runs the package's __init__ first, which is no cycle;
+            # a name taken from that __init__ (``from pkg import main``) is one where the
+            # __init__ imports the module back (analysis.findings and its summary did)
+            inside = known[target].name == "__init__.py" and m.startswith(f"{target}.")
+            if target != m and (names or not inside):
                 graph[m].add(target)
             where = p.relative_to(root).as_posix()
             private += [f"{where}: {target}.{x}" for x in names if x.startswith("_")]
@@ -393,7 +401,10 @@ def main(top: int = 5) -> None:
     edges = folder_edges(known)
     pairs = two_way_pairs(known)
     print("\n## Imports\n")
-    print(f"two-way folder pairs in study/ (folders that import each other): {len(pairs)}")
+    print(
+        f"two-way folder pairs in {', '.join(f'{p}/' for p in HOUSE)} (folders that import each "
+        f"other): {len(pairs)}"
+    )
     for a, b in pairs:
         ab, ba = edges[(a, b)], edges[(b, a)]
         print(
@@ -422,7 +433,7 @@ def main(top: int = 5) -> None:
             )
         )
     cyc = cycles(graph)
-    print(f"import cycles between modules: {len(cyc)}"
+    print(f"import cycles between modules of {', '.join(f'{p}/' for p in PACKAGES)}: {len(cyc)}"
           + "".join(f"\n  {' <-> '.join(c)}" for c in cyc))  # fmt: skip
     print(f"private names used across modules: {len(private)}"
           + "".join(f"\n  {x}" for x in private))  # fmt: skip

@@ -1,4 +1,4 @@
-"""Fixture sweeps for the analysis tests, built from the committed H200 rows (results/h200):
+"""Fixture sweeps for the analysis tests, built from the committed H200 rows (reference/h200):
 real GPU numbers, plus the columns the runtime is adding (repeats, paired speedups, host_bound,
 pass, peak memory, useful FLOPs, kernel phases) and a CPU-flavoured copy."""
 
@@ -12,7 +12,7 @@ import pandas as pd
 
 from tests.conftest import ROOT
 
-H200 = ROOT / "results" / "h200"
+H200 = ROOT / "reference" / "h200"
 if (H200 / "v1" / "runs.csv").exists():  # after the v2 run, v1's rows (these fixtures) move there
     H200 = H200 / "v1"
 

@@ -1,8 +1,8 @@
-"""analysis.findings.audit: rows whose figures disagree with each other."""
+"""reference.findings.audit: rows whose figures disagree with each other."""
 
 import pandas as pd
 
-from analysis.findings import audit
+from reference.findings import audit
 
 
 def _cell(compile, lat, dev, sp=None, phase="fast", lead_in=1, run_id=None, **kw):

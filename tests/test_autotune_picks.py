@@ -7,7 +7,7 @@ from analysis.load import load
 from analysis.tables.autotune_picks import table
 from tests.conftest import ROOT
 
-H200 = ROOT / "results" / "h200" / "v2"  # one repeat a cell at part3: v2 kept its rows
+H200 = ROOT / "reference" / "h200" / "v2"  # one repeat a cell at part3: v2 kept its rows
 
 
 pytestmark = pytest.mark.xdist_group("autotune_picks")  # its module fixture, once

@@ -24,10 +24,10 @@ def _h200_with(tmp_path, change):
 def test_h200_against_itself_without_torch(tmp_path):
     r = without_torch(
         "analysis.compare",
-        ["results/h200", "results/h200", "--out", str(tmp_path), "--fail-on-regression"],
+        ["reference/h200", "reference/h200", "--out", str(tmp_path), "--fail-on-regression"],
     )
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    rows = pd.read_csv(ROOT / "results" / "h200" / "runs.csv")
+    rows = pd.read_csv(ROOT / "reference" / "h200" / "runs.csv")
     cells = rows.groupby(["source", "config_hash"]).ngroups  # every cell, flex's masks apart
     assert f"{cells} cells matched (0 only in A, 0 only in B)" in r.stdout
     assert "0 regressions" in r.stdout and "latency 1.00x" in r.stdout
@@ -160,10 +160,10 @@ OP0 = "op0 bmm [128, 1024, 64] x [128, 64, 1024]"
 
 
 def _with_autotune(tmp_path, change=None, repeat=None):
-    """results/h200/v2 (v2 rows, with autotune.csv: one repeat a cell) and a copy of it, B, where ``change(at)``
+    """reference/h200/v2 (v2 rows, with autotune.csv: one repeat a cell) and a copy of it, B, where ``change(at)``
     edits the part3 naive/max-autotune cell's op0 autotune rows in place. ``repeat(at)`` adds
     a second repeat of that cell to B: its runs.csv row and its own autotune rows."""
-    a = ROOT / "results" / "h200" / "v2"
+    a = ROOT / "reference" / "h200" / "v2"
     b = tmp_path / "b"
     b.mkdir(parents=True)
     for f in ("runs.csv", "kernels.csv", "autotune.csv"):
@@ -431,9 +431,9 @@ def test_the_steps_own_peak_is_judged_where_both_sides_have_it(tmp_path):
 
 
 def _host_side(tmp_path, name, speed=1.0, cost=1.0):
-    """results/h200/host_machines/m1's rows on a host ``speed`` x slower, each call's host cost
+    """reference/h200/host_machines/m1's rows on a host ``speed`` x slower, each call's host cost
     in units ``cost`` x higher."""
-    r = pd.read_csv(synth.ROOT / "results/h200/host_machines/m1/runs.csv", low_memory=False)
+    r = pd.read_csv(synth.ROOT / "reference/h200/host_machines/m1/runs.csv", low_memory=False)
     r["host_gauge_us"] *= speed
     r["host_units"] *= cost
     r["host_us"] *= speed * cost
@@ -459,11 +459,11 @@ def test_host_cost_is_compared_in_units_when_the_hosts_ran_at_other_speeds(tmp_p
 
 
 def _startup_dir(tmp_path, name, edit=None):
-    """results/h200/startup's rows (start=cold,warm,artifacts; guards skipped and not; the
+    """reference/h200/startup's rows (start=cold,warm,artifacts; guards skipped and not; the
     whole model against its block by region) in a results dir of their own, ``edit`` applied."""
     out = tmp_path / name
     out.mkdir()
-    runs = pd.read_csv(ROOT / "results" / "h200" / "startup" / "runs.csv", low_memory=False)
+    runs = pd.read_csv(ROOT / "reference" / "h200" / "startup" / "runs.csv", low_memory=False)
     runs = edit(runs) if edit else runs
     runs.to_csv(out / "runs.csv", index=False)
     return out, runs

@@ -219,7 +219,7 @@ def test_cli_removed_key_exits_2_with_one_line():
 def test_a_cell_keeps_its_identity_under_the_names_it_was_first_hashed_by():
     """config_hash hashes timing.calls as timing.repeat and pass.* as step.*, the names cells
     were first hashed by: a resume of a sweep made before the renames keeps its finished
-    cells, and results/h200's rows keep their config_hash."""
+    cells, and reference/h200's rows keep their config_hash."""
     from study.config.cell_config import to_plain
     from study.config.identity import config_hash
 

@@ -1,5 +1,5 @@
 """The docs hold together: every relative link in the README, docs/, benchmarks/README.md and
-results/h200's FINDINGS.md and README.md reaches a file (and a `#heading` in it), and the README
+reference/h200's FINDINGS.md and README.md reaches a file (and a `#heading` in it), and the README
 stays short."""
 
 import re
@@ -16,7 +16,7 @@ CODE = re.compile(r"`+[^`\n]*`+")
 
 def docs() -> list[Path]:
     files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    results = ROOT / "results" / "h200"
+    results = ROOT / "reference" / "h200"
     return files + [
         ROOT / "benchmarks" / "README.md",
         results / "FINDINGS.md",
@@ -84,7 +84,7 @@ def test_the_readme_is_a_front_door():
     size = len((ROOT / "README.md").read_bytes())
     assert size < README_MAX_BYTES, (
         f"README.md is {size} bytes, over {README_MAX_BYTES}: move detail to docs/ "
-        "(method, sweeps, analysis), benchmarks/README.md or results/h200/FINDINGS.md"
+        "(method, sweeps, analysis), benchmarks/README.md or reference/h200/FINDINGS.md"
     )
 
 

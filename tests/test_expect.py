@@ -126,8 +126,8 @@ def test_revealed_puts_broken_predictions_first():
 def test_the_report_and_findings_open_with_what_broke():
     import pandas as pd
 
-    from analysis.findings import predicted
     from analysis.report import surprises
+    from reference.findings import predicted
 
     rows = pd.DataFrame(expect.check(
         [with_expect({"kernels_per_step": 1}, run_id="a", kernels_per_step="1", source="s"),

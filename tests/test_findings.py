@@ -1,30 +1,29 @@
-"""Every number in results/h200/FINDINGS.md comes from the committed H200 CSVs."""
+"""Every number in reference/h200/FINDINGS.md comes from the committed H200 CSVs."""
 
 import pytest
 
-from analysis.findings import END, START, block, findings, write
+from reference.findings.document import END, START, block, findings, write
 from tests.conftest import ROOT
 
-RESULTS = ROOT / "results" / "h200"
+RESULTS = ROOT / "reference" / "h200"
 
 # The tests below build on v1's sources (core, scaling, ncu); after the v2 run they live in
-# results/h200/v1, which keeps them.
-V1 = ROOT / "results" / "h200" / "v1"
+# reference/h200/v1, which keeps them.
+V1 = ROOT / "reference" / "h200" / "v1"
 if not (V1 / "runs.csv").exists():
-    V1 = ROOT / "results" / "h200"
+    V1 = ROOT / "reference" / "h200"
 
 
 def test_findings_md_matches_committed_results():
     expected = findings(RESULTS)
     assert block(RESULTS / "FINDINGS.md") == expected, (
-        "results/h200/FINDINGS.md is stale: regenerate with "
-        "`python -m analysis.findings results/h200 --write`"
+        "reference/h200/FINDINGS.md is stale: regenerate with `python -m reference.h200 --write`"
     )
 
 
 def test_the_readme_links_the_findings_and_no_longer_holds_the_block():
     readme = (ROOT / "README.md").read_text()
-    assert "results/h200/FINDINGS.md" in readme
+    assert "reference/h200/FINDINGS.md" in readme
     assert START not in readme and END not in readme
 
 
@@ -39,10 +38,13 @@ def test_write_replaces_only_the_block(tmp_path):
 
 
 def test_committed_results_are_csv_png_svg_md_only():
-    files = list((ROOT / "results").rglob("*"))
+    """A GPU's folder of reference/ holds rows, figures and text; its one Python file is the
+    entry that rebuilds its Findings (``python -m reference.h200``)."""
+    entry = {RESULTS / "__init__.py", RESULTS / "__main__.py"}
+    files = [f for f in RESULTS.rglob("*") if f not in entry and "__pycache__" not in f.parts]
     assert files
     # host_machines/m*/ keep each machine's survey, probe and boot id as the tools printed them
-    logs = ROOT / "results" / "h200" / "host_machines"
+    logs = ROOT / "reference" / "h200" / "host_machines"
     assert all(f.suffix in {".csv", ".png", ".svg", ".md"} or (f.suffix == ".txt" and logs in f.parents)
                for f in files if f.is_file())  # fmt: skip
 
@@ -98,7 +100,7 @@ def test_compile_table_keeps_shapes_apart_and_compares_within_one_sweep(tmp_path
 
 
 def test_payback_is_a_range_over_the_interval_and_not_quoted_when_it_spans_over_2x():
-    from analysis.findings.speed.forward import _payback, payback_text
+    from reference.findings.speed.forward import _payback, payback_text
 
     # eager 100 us, 1 s of compile: at 2x, 50 us saved a call, 20,000 calls
     def row(sp, lo, hi):
@@ -150,7 +152,7 @@ def test_no_scaling_section_without_a_scaling_source(tmp_path):
 def test_claims_come_from_part3_once_it_has_every_eager_attention_variant():
     import pandas as pd
 
-    from analysis.findings.claims import claims_source
+    from reference.findings.base.claims import claims_source
 
     runs = pd.read_csv(V1 / "runs.csv")
     assert claims_source(runs) == "part3"
@@ -197,7 +199,7 @@ def test_a_claims_name_comes_out_whole_where_its_verdict_changed_or_differs():
 
     import pandas as pd
 
-    from analysis.findings.claims import cudnn_cpu_cost
+    from reference.findings.base.claims import cudnn_cpu_cost
 
     runs = pd.read_csv(V1 / "runs.csv")
     line = cudnn_cpu_cost(runs, None, "part3")
@@ -230,7 +232,7 @@ def test_math_slowdown_holds_only_near_the_blogs_3_7x(tmp_path):
 
 
 def test_between_sweeps_spread_is_split_into_gpu_and_host_bound():
-    from analysis.findings import _reproducibility
+    from reference.findings.document import _reproducibility
 
     rows = [
         {"label": "naive", "mode": "default", "all": [3.24, 3.29], "host_bound": False},
@@ -274,7 +276,7 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
 def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
     import pandas as pd
 
-    from analysis.findings import scope
+    from reference.findings import scope
 
     runs = pd.DataFrame(
         [
@@ -299,17 +301,17 @@ def test_the_scope_names_versions_and_the_gauge_level_from_the_rows():
 
 
 def test_the_readmes_summary_matches_committed_results_in_at_most_15_lines():
-    from analysis.findings import summary as findings_summary
-    from analysis.findings.common import read
+    from reference.findings import summary as findings_summary
+    from reference.findings.base.common import read
 
-    want = findings_summary.summary(read(ROOT / "results" / "h200"))
+    want = findings_summary.summary(read(ROOT / "reference" / "h200"))
     assert findings_summary.block(ROOT / "README.md") == "\n".join(want) + "\n"
     assert 3 <= len(want) <= findings_summary.MAX_LINES
-    assert "[results/h200/FINDINGS.md](results/h200/FINDINGS.md)" in want[0]
+    assert "[reference/h200/FINDINGS.md](reference/h200/FINDINGS.md)" in want[0]
 
 
 def test_the_summary_write_replaces_only_its_block(tmp_path):
-    from analysis.findings import summary as findings_summary
+    from reference.findings import summary as findings_summary
 
     f = tmp_path / "README.md"
     f.write_text(f"intro\n{findings_summary.START}\nold\n{findings_summary.END}\nafter\n")
@@ -322,7 +324,7 @@ def test_the_summary_write_replaces_only_its_block(tmp_path):
 def test_version_facts_are_scoped_inline():
     # "sdpa is fastest" (it picks cuDNN on this torch and GPU), "flex beats flash"
     # (torch's FA2 kernel, not FA3), math's slowdown (FP32 GEMMs): each names its version
-    text = block(ROOT / "results" / "h200" / "FINDINGS.md")
+    text = block(ROOT / "reference" / "h200" / "FINDINGS.md")
     fastest = next(x for x in text.splitlines() if x.startswith("- flash is the fastest"))
     assert "A fact of torch 2.11.0+cu130 on NVIDIA H200" in fastest
     assert "not FlashAttention-3; unpinned, sdpa picks cudnn_attention" in fastest
@@ -335,7 +337,7 @@ def test_version_facts_are_scoped_inline():
 def test_a_cells_spread_names_the_runs_it_covers():
     """v3's cuDNN max-autotune-no-cudagraphs: a third process timed in the slow phase read
     0.452x; load leaves it out, and the spread says so instead of '3 runs'."""
-    from analysis.findings.common import spread_text
+    from reference.findings.base.common import spread_text
 
     row = {"n_repeats": 3, "n_repeats_ok": 3, "n_repeats_fast": 2, "sp_kind": "paired",
            "speedup_paired_min": 0.968, "speedup_paired_max": 0.994}  # fmt: skip
@@ -349,3 +351,14 @@ def test_a_cells_spread_names_the_runs_it_covers():
     assert spread_text({**row, "n_repeats_ok": 2}) == "2 of 3 runs ok: 0.968–0.994x"
     one = {**row, "n_repeats_fast": 1, "speedup_paired_min": 0.97, "speedup_paired_max": 0.97}
     assert spread_text(one) == "1 of 3 runs in the host's fast phase: 0.970x"
+
+
+def test_check_says_whether_the_block_is_what_the_csvs_give(tmp_path, capsys):
+    from reference.findings.document import check
+
+    write(tmp_path / "FINDINGS.md", findings(tmp_path))
+    assert check(tmp_path) == 0
+    f = tmp_path / "FINDINGS.md"
+    f.write_text(f.read_text().replace(END, f"one more line\n{END}"))
+    assert check(tmp_path) == 1
+    assert "is stale" in capsys.readouterr().out

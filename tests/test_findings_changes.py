@@ -4,11 +4,11 @@ import shutil
 
 import pandas as pd
 
-from analysis.findings.changes import since_kept
-from analysis.findings.common import read
+from reference.findings.base.common import read
+from reference.findings.changes import since_kept
 from tests.conftest import ROOT
 
-RESULTS = ROOT / "results" / "h200"
+RESULTS = ROOT / "reference" / "h200"
 
 
 def _study(tmp_path, with_v2=True):
@@ -39,7 +39,7 @@ def test_the_previous_study_is_the_newest_kept_after_v1(tmp_path):
 
 def test_v2_to_v3_says_why_each_blog_cell_moved(tmp_path):
     text = "\n".join(since_kept.section(read(_study(tmp_path))))
-    assert "v2 → v3 (`python -m analysis.compare results/h200/v2 results/h200`" in text
+    assert "v2 → v3 (`python -m analysis.compare reference/h200/v2 reference/h200`" in text
     assert "35 cells matched (0 only in A, 0 only in B)" in text
     # naive under default: v2's paired figure predates the lead-in call, v3's has it
     (naive,) = [x for x in text.splitlines() if x.startswith("| naive | default | part3 |")]

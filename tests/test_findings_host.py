@@ -1,7 +1,7 @@
 """effects: compile effects against host effects, and the rule they give."""
 
-from analysis.findings.host import effects
-from analysis.findings.speed import forward as speed_forward
+from reference.findings.host import effects
+from reference.findings.speed import forward as speed_forward
 from tests.test_findings_sections import _cell, _data
 
 

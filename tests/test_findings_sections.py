@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 from analysis import pairs
-from analysis.findings import common as findings_common
-from analysis.findings import cost as findings_cost
-from analysis.findings.changes import since_unpaired
-from analysis.findings.speed import flex as speed_flex
-from analysis.findings.speed import training as speed_training
-from analysis.findings.speed import transformer as speed_transformer
 from analysis.load import cells
+from reference.findings import cost as findings_cost
+from reference.findings.base import common as findings_common
+from reference.findings.changes import since_unpaired
+from reference.findings.speed import flex as speed_flex
+from reference.findings.speed import training as speed_training
+from reference.findings.speed import transformer as speed_transformer
 
 BASE = {"status": "ok", "device": "cuda", "dtype": "bf16", "family": "attention", "pass": "fwd",
         "device_name": "NVIDIA H200", "torch_version": "2.11", "seq_len": 1024, "batch": 8,
@@ -322,7 +322,7 @@ def test_each_section_names_the_source_it_needs_when_it_is_missing():
 
 
 def test_v1_to_v2_matches_cells_and_says_why_each_speedup_moved(tmp_path):
-    from analysis.findings.common import read
+    from reference.findings.base.common import read
 
     def rows(flash_c, naive_c, **v2):
         return pd.DataFrame([{**BASE, **r} for r in (
@@ -375,7 +375,7 @@ def test_the_training_tables_give_repeats_the_interval_that_covers_processes():
 def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read():
     import pandas as pd
 
-    from analysis.findings.speed import scaling
+    from reference.findings.speed import scaling
 
     ok = pd.DataFrame(
         [
@@ -407,7 +407,7 @@ def test_scaling_quotes_the_useful_rate_and_says_what_the_full_count_would_read(
 def test_scaling_speedups_are_paired_with_their_interval_or_said_to_be_cross_process():
     import pandas as pd
 
-    from analysis.findings.speed import scaling
+    from reference.findings.speed import scaling
 
     def row(mode, seq, lat, **kw):
         return {"variant": "flash", "compile": mode, "seq_len": seq, "status": "ok",
@@ -453,7 +453,7 @@ def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
 
 
 def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
-    from analysis.findings import summary
+    from reference.findings import summary
 
     bwd = {"pass": "fwd_bwd", "kernels_per_step": 11, "gpu_us_per_step": 289.0}
     rows = [
@@ -469,7 +469,7 @@ def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
 
 
 def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps():
-    from analysis.findings import summary
+    from reference.findings import summary
 
     bwd = {"pass": "fwd_bwd", "kernels_per_step": 1, "gpu_us_per_step": 435.0, "timing_core": 3}
     rows = []
@@ -488,7 +488,7 @@ def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps(
 
 
 def test_the_summary_says_what_its_intervals_cover():
-    from analysis.findings import summary
+    from reference.findings import summary
 
     rows = [_cell("part3", "naive", "off", 900.0, repeat=r, started_at="2026-12-02T15:00")
             for r in range(3)]  # fmt: skip

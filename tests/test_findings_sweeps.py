@@ -1,12 +1,12 @@
-"""analysis.findings.host.two_sweeps: the same compiled cell in two sweeps, and why two intervals that do
+"""reference.findings.host.two_sweeps: the same compiled cell in two sweeps, and why two intervals that do
 not overlap differ (v3's rows on the H200, reduced to the columns that decide it)."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.findings.host import two_sweeps as host_two_sweeps
 from analysis.load import cells
+from reference.findings.host import two_sweeps as host_two_sweeps
 
 BASE = {"status": "ok", "device": "cuda", "family": "attention", "variant": "flash",
         "pass": "fwd_bwd", "seq_len": 1024, "batch": 8, "kernels_per_step": 11,

@@ -1,7 +1,7 @@
 """The house holds its shape (benchmarks/tree_facts.py measures it): no import cycle, no
 private name taken across modules, no torch at module level in the sweep's own process, every
-module over 300 lines and function over 60 says why at its top; no two folders of study/ import
-each other, few project imports inside functions without a reason, no folder over FOLDER_MAX
+module over 300 lines and function over 60 says why at its top; no two folders of study/,
+analysis/ and reference/ import each other (within a package or across them), few project imports inside functions without a reason, no folder over FOLDER_MAX
 modules. The counting itself is checked on small trees written here."""
 
 import textwrap
@@ -9,7 +9,7 @@ import textwrap
 from benchmarks import tree_facts as tf
 
 # The house's limits, checked against the tree (the last three tests).
-TWO_WAY_PAIRS_MAX = 0  # pairs of folders of study/ that import each other
+TWO_WAY_PAIRS_MAX = 0  # pairs of folders of study/, analysis/, reference/ importing each other
 UNEXPLAINED_MAX = 10  # project imports inside functions without a comment that says why
 FOLDER_MAX = tf.FOLDER_MAX  # modules in one folder
 
@@ -40,19 +40,37 @@ def test_the_check_finds_a_cycle():
     assert tf.cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) != []
 
 
+def test_a_name_taken_from_the_packages_own_init_that_imports_it_back_is_a_cycle(tmp_path):
+    """analysis/findings/__init__.py imported summary, which took START from the package: a
+    cycle that running the package's __init__ first hid. Importing a sibling is not one."""
+    files = {
+        "reference/__init__.py": "",
+        "reference/findings/__init__.py": "from reference.findings import summary\nSTART = 1\n",
+        "reference/findings/summary.py": "from reference.findings import START\n",
+        "reference/findings/markers.py": "",
+        "reference/findings/scope.py": "from reference.findings import markers\n",
+    }
+    for path, src in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(src)
+    known = tf.modules(tmp_path, ("reference",))
+    graph, _ = tf.import_graph(known, tmp_path)
+    assert tf.cycles(graph) == [["reference.findings", "reference.findings.summary"]]
+
+
 def test_no_eval_exec_shell_or_unsafe_load_in_the_code():
     """The red team's security cases (docs/sweeps.md): nothing the code reads is run as code."""
     import re
 
     bad = re.compile(r"(?<![.\w])(eval|exec)\(|shell=True|yaml\.load\(|pickle\.loads?\(")
     hits = [f"{p}:{i}: {line.strip()}"
-            for d in ("study", "analysis", "hydra_plugins") for p in sorted((tf.ROOT / d).rglob("*.py"))
+            for d in tf.PACKAGES for p in sorted((tf.ROOT / d).rglob("*.py"))
             for i, line in enumerate(p.read_text().splitlines(), 1) if bad.search(line)]  # fmt: skip
     assert hits == []
 
 
 def house() -> dict:
-    """The tree's figures that the limits above hold: two-way folder pairs in study/, project
+    """The tree's figures that the limits above hold: two-way folder pairs (tf.HOUSE), project
     imports inside functions without a reason ('file:line'), and folders over FOLDER_MAX modules."""
     known = tf.modules()
     return {
@@ -62,7 +80,8 @@ def house() -> dict:
     }
 
 
-def test_no_two_folders_of_study_import_each_other():
+def test_no_two_folders_of_the_house_import_each_other():
+    assert set(tf.HOUSE) == {"study", "analysis", "reference"}
     pairs = house()["pairs"]
     assert len(pairs) <= TWO_WAY_PAIRS_MAX, pairs
 
@@ -147,7 +166,7 @@ def test_pairs_count_imports_inside_functions_and_top_level_modules(tmp_path):
     known = tree(tmp_path, SMALL)
     # phase.py -> cell at module level, cell -> phase.py in a function: a pair; cell -> rows with
     # a reason and rows -> cell in a function: a pair; sweep -> rows and rows -> workloads one way.
-    assert tf.two_way_pairs(known, tmp_path) == [
+    assert tf.two_way_pairs(known, tmp_path, "study") == [
         ("study/cell", "study/phase.py"),
         ("study/cell", "study/rows"),
     ]
@@ -156,9 +175,39 @@ def test_pairs_count_imports_inside_functions_and_top_level_modules(tmp_path):
     assert tf.folder(tmp_path / "study/cell/a.py", tmp_path) == "study/cell"
 
 
+def test_pairs_span_packages_and_their_subfolders(tmp_path):
+    """reference/findings/host/effects.py took speed/forward and speed/training took
+    host.effects.WRAPPERS: a sibling loop; and a package's top modules that import its
+    subfolders, which import them back, are a pair too. A pair across packages counts."""
+    files = {
+        "analysis/__init__.py": "",
+        "analysis/m.py": "from reference.findings import base\n",
+        "reference/__init__.py": "",
+        "reference/findings/__init__.py": "",
+        "reference/findings/document.py": "from reference.findings.speed import forward\n",
+        "reference/findings/base.py": "",
+        "reference/findings/speed/__init__.py": "",
+        "reference/findings/speed/forward.py": "from reference.findings import base\n",
+        "reference/findings/speed/training.py": "from reference.findings.host import effects\n",
+        "reference/findings/host/__init__.py": "",
+        "reference/findings/host/effects.py": "from reference.findings.speed import forward\n",
+        "reference/findings/x.py": "from analysis import m\n",
+    }
+    for path, src in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(src)
+    known = tf.modules(tmp_path, ("analysis", "reference"))
+    assert tf.two_way_pairs(known, tmp_path, ("analysis", "reference")) == [
+        ("analysis/m.py", "reference/findings"),
+        ("reference/findings", "reference/findings/speed"),
+        ("reference/findings/host", "reference/findings/speed"),
+    ]
+    assert tf.two_way_pairs(known, tmp_path, "analysis") == []  # one package: its own pairs only
+
+
 def test_pairs_go_when_one_direction_goes(tmp_path):
     known = tree(tmp_path, {**SMALL, "study/rows/r.py": "import os\n"})
-    assert tf.two_way_pairs(known, tmp_path) == [("study/cell", "study/phase.py")]
+    assert tf.two_way_pairs(known, tmp_path, "study") == [("study/cell", "study/phase.py")]
 
 
 def test_imports_inside_functions_with_and_without_a_reason(tmp_path):

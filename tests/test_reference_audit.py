@@ -1,4 +1,4 @@
-"""The committed reference study (results/h200, v3) passes its own audit: GPU-bound forward paired speedups not more than 3% below their per-call ratio,
+"""The committed reference study (reference/h200, v3) passes its own audit: GPU-bound forward paired speedups not more than 3% below their per-call ratio,
 per-call ratio and paired speedup within 20% unless timed outside the fast phase, flex's useful
 FLOPs by element counts, one code revision, one host speed."""
 
@@ -6,10 +6,10 @@ import re
 
 import pandas as pd
 
-from analysis.findings import audit
+from reference.findings import audit
 from tests.conftest import ROOT
 
-RESULTS = ROOT / "results" / "h200"
+RESULTS = ROOT / "reference" / "h200"
 
 
 def test_the_committed_study_passes_the_audit_and_the_audit_judged_it():
@@ -24,7 +24,7 @@ def test_the_committed_study_passes_the_audit_and_the_audit_judged_it():
 def test_the_audit_fails_the_committed_study_with_v2s_pairing_gap_put_back():
     """The test above can fail: scale every GPU-bound compiled forward paired speedup down to
     v2's median gap (0.968x of the per-call ratio) and the lead-in check names them."""
-    from analysis.findings.common import read
+    from reference.findings.base.common import read
 
     runs = read(RESULTS)["runs"]
     m = audit.with_twin(runs)

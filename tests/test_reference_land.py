@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import ROOT, root_env
 
-RESULTS = ROOT / "results" / "h200"
+RESULTS = ROOT / "reference" / "h200"
 
 
 def _study(d, rows, source="part1"):

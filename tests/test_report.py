@@ -115,7 +115,7 @@ def test_report_survives_missing_columns(tmp_path):
 
 
 def test_rebuilt_figures_are_byte_identical(two_sweeps, tmp_path):
-    # Committed reports (results/h200) must diff only where the rows do: no dates, no random ids.
+    # Committed reports (reference/h200) must diff only where the rows do: no dates, no random ids.
     for name in ("one", "two"):
         r = report(str(two_sweeps[1]), "--out", str(tmp_path / name))
         assert r.returncode == 0, r.stderr[-3000:]
@@ -183,12 +183,12 @@ def test_a_trace_cpu_bound_cell_that_is_gpu_bound_per_call_says_both():
 
 
 def test_a_source_is_named_relative_to_the_working_dir(tmp_path, monkeypatch):
-    """A committed report names results/h200/part3, not the machine's own /work/... path."""
+    """A committed report names reference/h200/part3, not the machine's own /work/... path."""
     from analysis.report import _shown
 
-    (tmp_path / "results" / "h200").mkdir(parents=True)
+    (tmp_path / "reference" / "h200").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
-    assert _shown(tmp_path / "results" / "h200") == "results/h200"
-    assert _shown("results/h200") == "results/h200"
+    assert _shown(tmp_path / "reference" / "h200") == "reference/h200"
+    assert _shown("reference/h200") == "reference/h200"
     elsewhere = tmp_path.parent / "other"
     assert _shown(elsewhere) == str(elsewhere.resolve())  # outside it: the full path

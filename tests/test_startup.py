@@ -185,10 +185,10 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     cost."""
     import pandas as pd
 
-    from analysis.findings.host import startup as host_startup
+    from reference.findings.host import startup as host_startup
     from tests.conftest import ROOT
 
-    rows = pd.read_csv(ROOT / "results" / "h200" / "startup" / "runs.csv", low_memory=False)
+    rows = pd.read_csv(ROOT / "reference" / "h200" / "startup" / "runs.csv", low_memory=False)
     (tmp_path / "startup").mkdir()
     rows.to_csv(tmp_path / "startup" / "runs.csv", index=False)
     text = "\n".join(host_startup.section({"dir": tmp_path}))
@@ -233,7 +233,7 @@ def test_the_start_table_names_the_machine_only_where_rows_span_two():
 
 
 def test_the_start_text_gives_a_second_machine_as_ratios_to_the_first():
-    from analysis.findings.host import startup as host_startup
+    from reference.findings.host import startup as host_startup
 
     text = host_startup._start_text(_two_machines())
     assert text.startswith("On the H200 (boot aaaaaaaa), cache artifacts cut the first call 3.2x")
@@ -247,7 +247,7 @@ def test_the_start_text_gives_a_second_machine_as_ratios_to_the_first():
 def test_the_regional_text_says_how_far_one_cells_compile_moved_between_machines():
     import pandas as pd
 
-    from analysis.findings.host import startup as host_startup
+    from reference.findings.host import startup as host_startup
 
     base = {
         "variant": "block",
@@ -270,7 +270,7 @@ def test_the_regional_text_says_how_far_one_cells_compile_moved_between_machines
 
 
 def test_the_surveys_are_read_by_boot():
-    from analysis.findings.host import boots
+    from reference.findings.host import boots
 
     line = "host gauge over 5 s: fast level {} us (the lowest ...), {}% of them within 1.3x"
     two = "\n".join(["boot aaaaaaaa", line.format("13.0", 55), "boot bbbbbbbb (later)",
@@ -286,8 +286,8 @@ def test_a_cell_run_in_several_processes_is_one_line_at_its_median_compile():
     """repeats=3: the regional table and the text take each cell's median, not one sample."""
     import pandas as pd
 
-    from analysis.findings.host import startup as host_startup
     from analysis.tables import startup
+    from reference.findings.host import startup as host_startup
 
     base = {"variant": "block", "compile": "default", "status": "ok", "pass": "fwd", "layers": 4,
             "source": "regional", "regional_method": "nested_compile_region"}  # fmt: skip
@@ -309,8 +309,8 @@ def test_two_machines_in_one_source_stay_two_machines_with_repeats(tmp_path):
     are still their own median, and the section names both machines."""
     import pandas as pd
 
-    from analysis.findings.host import startup as host_startup
     from analysis.tables import startup
+    from reference.findings.host import startup as host_startup
 
     r = _two_machines().assign(
         source="start", run_id=lambda x: x["variant"] + x["start"].fillna("")
@@ -332,8 +332,8 @@ def test_a_crash_row_and_machines_without_a_shared_workload_break_nothing():
     machine with other workloads gets its own sentence and no ratio against the first."""
     import pandas as pd
 
-    from analysis.findings.host import boots
-    from analysis.findings.host import startup as host_startup
+    from reference.findings.host import boots
+    from reference.findings.host import startup as host_startup
 
     base = {"compile": "default", "status": "ok", "device_name": "NVIDIA H100 80GB HBM3",
             "regional_method": "nested_compile_region", "speedup_paired": 1.1}  # fmt: skip

@@ -14,15 +14,28 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from analysis import sources
 from analysis.measures import MODES, PASSES, sig
 from analysis.style import MODE_COLORS, Skip, figure, finish, legend_right, legend_width
 
 TRAINING = ("fwd_bwd", "train_step")
 INDUCTOR = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-TARGETS = sources.names("targets")  # the compile targets' sweeps: figures.layers draws them
-OTHER_SHAPES = sources.names("seq_len", "masks", "dynamic")  # not the ladder's cells
+# A sweep that runs a compile target beyond Inductor's modes takes torch.compile apart
+# (figures.layers draws it): its rows come after the ladder's own
+TAKEN_APART = ("dynamo_eager", "aot_eager", "cudagraphs", "cpp_wrapper", "aot_inductor")
 MAX_PANELS = 12
+
+
+def _other_shapes(r: pd.DataFrame) -> pd.Series:
+    """The rows of a sweep over shapes, not at the ladder's one shape, by the rows' own columns:
+    a sweep (source) in which one variant takes several values of ``seq_len`` (attention over length),
+    ``mask`` (FlexAttention mask by mask) or ``dynamic`` (dynamic shapes)."""
+    out = pd.Series(False, index=r.index)
+    if "source" not in r:
+        return out
+    for col in ("seq_len", "mask", "dynamic"):
+        if col in r:
+            out |= r.groupby(["source", "variant"])[col].transform("nunique") > 1
+    return out
 
 
 def training(d) -> tuple:
@@ -36,15 +49,16 @@ def training(d) -> tuple:
         r[col] = (
             r[col].where(r[col].notna(), r["speedup_paired"]) if col in r else r["speedup_paired"]
         )
+    r = r[~_other_shapes(r)]
     # one row per variant, pass and mode: at the blog's attention length where a sweep has more
     if "seq_len" in r and r["seq_len"].nunique() > 1:
         r = r[(r["family"] != "attention") | (r["seq_len"] == 1024)]
     if "source" in r:
-        r = r[~r["source"].isin(OTHER_SHAPES)]
         # the ladder's own sweep before the compile targets' (their modes have a figure of
         # their own): v3's flash fwd_bwd default read 0.976x in part3_bwd, 0.814x in
         # targets_bwd on a slower host, and either could have been drawn
-        r = r.copy().assign(_t=r["source"].isin(TARGETS)).sort_values("_t", kind="stable")
+        apart = set(r.loc[r["compile"].isin(TAKEN_APART), "source"])
+        r = r.copy().assign(_t=r["source"].isin(apart)).sort_values("_t", kind="stable")
     r = r[r["compile"].isin(INDUCTOR)].drop_duplicates(["variant", "pass", "compile"])
     trained = sorted(set(r.loc[r["pass"].isin(TRAINING), "variant"]))
     if not trained:

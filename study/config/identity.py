@@ -29,7 +29,7 @@ NOT_IDENTITY = (
 
 
 # A key's name when cells were first hashed -> its name now: config_hash uses the first, so the
-# cells of a sweep made before the rename (results/h200's among them) keep their identity.
+# cells of a sweep made before the rename (reference/h200's among them) keep their identity.
 HASHED_AS = {
     ("timing", "repeat"): ("timing", "calls"),
     ("step", "kind"): ("pass", "kind"),

@@ -23,7 +23,7 @@ and the cell's figure is exp(centre), the geometric mean of the processes' ratio
 term carries the processes' disagreement, the second their own pairs' noise (it keeps two
 processes that read alike from a zero-width interval). t_{1} = 12.7 and t_{2} = 4.30: with 2
 processes the interval is honest and wide. One process keeps its own interval. A process
-ratio's min-max over processes is a range (``analysis.findings.common.spread_text``: "3 runs:
+ratio's min-max over processes is a range (``reference.findings.base.common.spread_text``: "3 runs:
 a-b"), never called 95%.
 """
 

@@ -1,2 +1,0 @@
-"""What changed since an earlier study kept beside the rows (``DIR/v2``, ``DIR/v1``), cell by
-cell, and why. Sections of ``python -m analysis.findings``."""

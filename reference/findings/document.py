@@ -1,0 +1,150 @@
+"""The reference study's Findings, re-checked against committed results: ``python -m
+reference.findings DIR`` (``python -m reference.h200 [--check | --write]`` for the H200's).
+
+Prints the Findings block from the CSVs in ``DIR`` (e.g. reference/h200): its scope (GPUs, versions
+and host phase level, ``scope``), the blog's claims (``claims``), each with a verdict computed
+from the rows, then one section per question, each in its own module, grouped by what it tells:
+
+- ``speed/``: what compile changes at the blog's shapes (``forward``), training
+  (``training``), the transformer block (``transformer``), FlexAttention (``flex``), attention
+  over length (``scaling``), compile targets layer by layer (``layers``), real models
+  (``models``);
+- ``host/``: compile effects against host effects (``effects``), host cost across machines
+  (``machines``), start-up and guards (``startup``), the same cell in two sweeps
+  (``two_sweeps``);
+- ``changes/``: an earlier study kept beside the rows against this one (``since_kept``;
+  ``since_unpaired`` where only the cross-process v1 is kept);
+- the predictions the rows carry (``predicted``) and the sweep's own cost (``cost``).
+
+A section whose source is missing prints one line naming it. ``--write`` puts the block between
+the markers of ``DIR/FINDINGS.md`` (reference/h200/FINDINGS.md) and, for the reference study, the
+README's summary (``summary``); ``tests/test_findings.py`` fails when those files and this output
+differ. This package reads the generic ``analysis`` modules; none of them reads it. No torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from reference.findings import cost, markers, predicted, scope, summary
+from reference.findings.base.claims import claims
+from reference.findings.base.common import read
+from reference.findings.changes import since_kept
+from reference.findings.host import effects, machines, startup, two_sweeps
+from reference.findings.speed import flex, forward, layers, models, scaling, training, transformer
+
+START, END = markers.pair("findings")
+FILE = "FINDINGS.md"  # in the results dir: reference/h200/FINDINGS.md
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE, README = ROOT / "reference" / "h200", ROOT / "README.md"  # --write: its summary too
+# The sections after the blog's claims, in reading order; each takes the read results.
+SECTIONS = [
+    predicted.section,
+    forward.section,
+    effects.section,
+    machines.section,
+    startup.section,
+    two_sweeps.section,
+    since_kept.section,
+    training.section,
+    transformer.section,
+    flex.section,
+    scaling.section,
+    layers.section,
+    models.section,
+    cost.section,
+]
+
+# Re-exported for the tests and older callers.
+_reproducibility = forward.reproducibility
+
+
+def _safe(section, data: dict) -> list[str]:
+    """A section that cannot be built from these rows says so in one line; the rest go on."""
+    try:
+        return section(data)
+    except Exception as e:  # noqa: BLE001 - one odd row must not take the Findings down
+        name = section.__module__.rsplit(".", 1)[-1]
+        return ["", f"_`{name}` could not be built from these rows: {type(e).__name__}: {e}_"]
+
+
+def findings(d: Path) -> str:
+    data = read(Path(d))
+    out = _safe(scope.section, data) + _safe(claims, data)
+    for section in SECTIONS:
+        out += _safe(section, data)
+    return "\n".join(out) + "\n"
+
+
+def block(path: Path) -> str:
+    """The generated block between the markers of ``path`` (reference/h200/FINDINGS.md)."""
+    return markers.between(path, START, END)
+
+
+HEADER = f"""# Findings on the H200
+
+Generated: the block between the markers is written by
+`python -m reference.h200 --write` from the CSVs in this directory, and
+`tests/test_findings.py` fails when it and the CSVs disagree. Change the generator
+(`reference/findings/`), not the block.
+
+{START}
+{END}
+"""
+
+
+def check(d: Path) -> int:
+    """0 when the block of ``d/FINDINGS.md`` (and, for the reference study, the README's
+    summary) is what the CSVs in ``d`` give, byte for byte; 1, with what to run, when not."""
+    d = Path(d)
+    stale = [] if block(d / FILE) == findings(d) else [d / FILE]
+    if (
+        d.resolve() == REFERENCE
+        and summary.block(README) != "\n".join(summary.summary(read(d))) + "\n"
+    ):
+        stale.append(README)
+    for f in stale:
+        print(
+            f"{f} is stale: its generated block differs from what the CSVs in {d} give; "
+            f"rewrite it with `python -m reference.findings {d} --write`"
+        )
+    if not stale:
+        print(f"{d / FILE}: the generated block matches the CSVs")
+    return 1 if stale else 0
+
+
+def write(path: Path, text: str) -> None:
+    """Put ``text`` between the markers of ``path``, keeping the rest of the file; a missing
+    file starts from a short header."""
+    markers.put(path, START, END, text, new=HEADER)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m reference.findings",
+        description="Print the Findings block from a results dir's CSVs, or --write it into "
+        f"DIR/{FILE}.",
+    )
+    ap.add_argument("dir", nargs="?", default="reference/h200", help="results dir (reference/h200)")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--write", action="store_true", help=f"rewrite the block in DIR/{FILE}")
+    how.add_argument("--check", action="store_true", help=f"exit 1 when DIR/{FILE} is stale")
+    args = ap.parse_args(argv)
+    if args.check:
+        return check(Path(args.dir))
+    text = findings(Path(args.dir))
+    if args.write:
+        out = Path(args.dir) / FILE
+        write(out, text)
+        print(f"wrote the Findings block in {out}")
+        if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
+            summary.write(README, summary.summary(read(Path(args.dir))))
+            print(f"wrote the summary block in {README}")
+        for m in (machines, startup):
+            said = m.draw(Path(args.dir))
+            if said:
+                print(f"drew {m.FIGURE}.png: {said}")
+    else:
+        print(text, end="")
+    return 0
