@@ -191,8 +191,12 @@ def kind_table(runs: pd.DataFrame) -> pd.DataFrame:
             gm = geomean_interval(bm.groupby("variant")["sp"].median())
             if best is None or gm[0] > best[1][0]:
                 best = (m, gm, bm)
+        bad = g[g["status"] != "ok"]
         x = {"kind": kind or "?", "regime": reg, "pass": p,
-             "models": ", ".join(sorted(g["variant"].unique()))}  # fmt: skip
+             "models": ", ".join(sorted(g["variant"].unique())),
+             "not ok (left out of that mode)": "; ".join(
+                 f"{v} {m} {st}" for v, m, st in zip(bad["variant"], bad["compile"],
+                                                      bad["status"], strict=True))}  # fmt: skip
         if best is None:
             x.update({"mode": "none ran on both sides", "speedup": "—"})
         else:
@@ -205,6 +209,10 @@ def kind_table(runs: pd.DataFrame) -> pd.DataFrame:
             })  # fmt: skip
         out.append(x)
     t = pd.DataFrame(out)
+    t = t[
+        [c for c in t.columns if not c.startswith("not ok")]
+        + [c for c in t if c.startswith("not ok")]
+    ]
     return _order(t, "kind", "regime", "pass").reset_index(drop=True).fillna("")
 
 
