@@ -35,6 +35,7 @@ from analysis.tables.suite_stats import (
     bound,
     kind_table,
     mode_table,
+    not_ok,
     paired,
     payback,
     rows,
@@ -42,12 +43,6 @@ from analysis.tables.suite_stats import (
 
 COLUMNS = ["model", "kind", "library", "regime", "pass", "best mode", "speedup [95%]",
            "compile s", "payback_calls", "guard µs/call", "bound", "cause", "not ok"]  # fmt: skip
-
-
-def _not_ok(g: pd.DataFrame) -> str:
-    """'default error; reduce-overhead oom': each mode of the model that did not run ok."""
-    bad = g[g["status"] != "ok"]
-    return "; ".join(f"{m} {s}" for m, s in zip(bad["compile"], bad["status"], strict=True))
 
 
 def _guards(guard: pd.DataFrame, x: dict) -> str:
@@ -79,7 +74,7 @@ def model_stats(runs: pd.DataFrame, kernels=None, autotune=None) -> pd.DataFrame
     for (v, reg, p), g in r.groupby(["variant", "regime", "pass"], sort=False):
         x = g.iloc[0]
         line = {"model": v, "kind": x.get("model_kind", ""), "library": x.get("model_library", ""),
-                "regime": reg, "pass": p, "not ok": _not_ok(g)}  # fmt: skip
+                "regime": reg, "pass": p, "not ok": not_ok(g)}  # fmt: skip
         b = both[(both["variant"] == v) & (both["regime"] == reg) & (both["pass"] == p)]
         b = b[b["both"]]
         if b.empty:
@@ -93,7 +88,9 @@ def model_stats(runs: pd.DataFrame, kernels=None, autotune=None) -> pd.DataFrame
         line["best mode"] = best["compile"] + ("" if faster else
                                                " (slower: stay eager)" if slower
                                                else " (no measurable difference)")  # fmt: skip
-        line["speedup [95%]"] = f"{xs(best['sp'])} [{sig(best['lo'])}–{xs(best['hi'])}]"
+        phase = str(best.get("timing_phase") or "fast")
+        line["speedup [95%]"] = (f"{xs(best['sp'])} [{sig(best['lo'])}–{xs(best['hi'])}]"
+                                 + ("" if phase in ("fast", "nan") else f", host {phase}"))  # fmt: skip
         line["compile s"] = sig(pd.to_numeric(best.get("compile_s"), errors="coerce"))
         line["payback_calls"] = payback(best)
         line["guard µs/call"] = _guards(guard, best)

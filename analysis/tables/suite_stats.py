@@ -12,6 +12,7 @@ what another model of the kind might read; with fewer than ``FEW`` models, their
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -191,12 +192,9 @@ def kind_table(runs: pd.DataFrame) -> pd.DataFrame:
             gm = geomean_interval(bm.groupby("variant")["sp"].median())
             if best is None or gm[0] > best[1][0]:
                 best = (m, gm, bm)
-        bad = g[g["status"] != "ok"]
         x = {"kind": kind or "?", "regime": reg, "pass": p,
              "models": ", ".join(sorted(g["variant"].unique())),
-             "not ok (left out of that mode)": "; ".join(
-                 f"{v} {m} {st}" for v, m, st in zip(bad["variant"], bad["compile"],
-                                                      bad["status"], strict=True))}  # fmt: skip
+             "not ok (left out of that mode)": not_ok(g)}  # fmt: skip
         if best is None:
             x.update({"mode": "none ran on both sides", "speedup": "—"})
         else:
@@ -214,6 +212,27 @@ def kind_table(runs: pd.DataFrame) -> pd.DataFrame:
         + [c for c in t if c.startswith("not ok")]
     ]
     return _order(t, "kind", "regime", "pass").reset_index(drop=True).fillna("")
+
+
+NEEDS = re.compile(r"needs (\w[\w.-]*)")
+
+
+def not_ok(g: pd.DataFrame) -> str:
+    """The cells of ``g`` that did not run ok, by status: 'unsupported (needs timm):
+    deit, vit (every mode); error: resnet50 reduce-overhead'. A model none of whose modes ran
+    ok is said once, with '(every mode)'; a missing library is named from its reason."""
+    bad = g[g["status"] != "ok"]
+    out = []
+    for st, gs in bad.groupby("status", sort=True):
+        said = []
+        for v, gv in gs.groupby("variant", sort=True):
+            every = len(gv) == len(g[g["variant"] == v])
+            said.append(f"{v} (every mode)" if every else f"{v} {', '.join(gv['compile'])}")
+        why = sorted({m for x in gs.get("reason", pd.Series(dtype=str)).dropna().astype(str)
+                      for m in NEEDS.findall(x)})  # fmt: skip
+        head = f"{st} (needs {', '.join(why)})" if why else st
+        out.append(f"{head}: {', '.join(said)}")
+    return "; ".join(out)
 
 
 def payback(x) -> float:
