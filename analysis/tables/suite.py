@@ -31,8 +31,8 @@ from analysis.measures import sig, xs
 from analysis.pairs import table as md_table
 from analysis.tables import causes, hud, startup
 from analysis.tables.suite_stats import (
-    _order,
     bound,
+    in_order,
     kind_table,
     mode_table,
     not_ok,
@@ -101,7 +101,7 @@ def model_stats(runs: pd.DataFrame, kernels=None, autotune=None) -> pd.DataFrame
         line["cause"] = cause.get((best.get("source", ""), best["run_id"]), "")
         out.append(line)
     t = pd.DataFrame(out, columns=COLUMNS)
-    return _order(t, "regime", "pass", "model").reset_index(drop=True)
+    return in_order(t, "regime", "pass", "model").reset_index(drop=True)
 
 
 def model_table(runs: pd.DataFrame, kernels=None, autotune=None) -> pd.DataFrame:

@@ -96,7 +96,7 @@ def geomean_interval(sp) -> tuple[float, float, float, str]:
     return g, g * math.exp(-half), g * math.exp(half), f"95% t-interval over {n} models"
 
 
-def _order(t: pd.DataFrame, *cols: str) -> pd.DataFrame:
+def in_order(t: pd.DataFrame, *cols: str) -> pd.DataFrame:
     keys = {"regime": {r: i for i, r in enumerate(REGIMES)},
             "pass": {p: i for i, p in enumerate(PASSES)},
             "mode": {m: i for i, m in enumerate(MODES)}}  # fmt: skip
@@ -133,7 +133,7 @@ def mode_stats(runs: pd.DataFrame) -> pd.DataFrame:
             if not b["device"].eq("cuda").any():
                 x["graph_share"] = math.nan  # no device trace on the CPU
         out.append(x)
-    return _order(pd.DataFrame(out), "regime", "pass", "mode").reset_index(drop=True)
+    return in_order(pd.DataFrame(out), "regime", "pass", "mode").reset_index(drop=True)
 
 
 def _rate(x) -> str:
@@ -211,7 +211,7 @@ def kind_table(runs: pd.DataFrame) -> pd.DataFrame:
         [c for c in t.columns if not c.startswith("not ok")]
         + [c for c in t if c.startswith("not ok")]
     ]
-    return _order(t, "kind", "regime", "pass").reset_index(drop=True).fillna("")
+    return in_order(t, "kind", "regime", "pass").reset_index(drop=True).fillna("")
 
 
 NEEDS = re.compile(r"needs (\w[\w.-]*)")
