@@ -29,7 +29,7 @@ from analysis.style import (
     readable_log,
 )
 from analysis.tables import hud
-from analysis.tables.suite_stats import REGIMES, mode_stats, paired, rows
+from analysis.tables.suite_stats import NEEDS, REGIMES, mode_stats, paired, rows
 
 FAIL = "#c0392b"
 
@@ -44,9 +44,10 @@ def _slot(x: dict) -> tuple[float, str]:
     """(bar length, failure label or '') of one compiled cell."""
     if x["both"]:
         return x["sp"], ""
-    if not x["eager_ok"]:
-        return np.nan, "eager not ok"
-    return np.nan, str(x["status"]) if x["status"] != "ok" else "no paired speedup"
+    if x["status"] != "ok":  # its own status first: 'unsupported (needs timm)', 'error'
+        lib = NEEDS.findall(str(x.get("reason") or ""))
+        return np.nan, str(x["status"]) + (f" (needs {lib[0]})" if lib else "")
+    return np.nan, "eager not ok" if not x["eager_ok"] else "no paired speedup"
 
 
 def _panel(ax, r, comp, modes: list[str], models: list[str], labels: list[str]) -> int:
