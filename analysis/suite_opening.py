@@ -27,8 +27,9 @@ from analysis.tables.suite_stats import is_suite, kind_table, mode_table
 TITLE = "Your model, measured: the suite"
 LEAD = (
     "Find your kind of model and regime (latency: batch 1, a short sequence, a decoder's one "
-    "decode step; throughput: 32 images or 8 × 512 tokens on CUDA, smaller on the CPU). The mode is the one with "
-    "the highest geometric-mean paired speedup over that kind's models, each ok under eager and "
+    "decode step; throughput: 32 images or 8 × 512 tokens on CUDA, smaller on the CPU). The "
+    "mode is the one with the highest geometric-mean paired speedup over that kind's models, "
+    "each ok under eager and "
     "the mode (a model that failed on one side is left out, and named below); the interval is "
     "a 95% t-interval on the log speedups over those models, their range under 3. Compile s "
     "and first call s are medians: what the mode costs before its first fast call."
