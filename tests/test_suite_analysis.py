@@ -199,3 +199,13 @@ def test_compare_of_a_suite_with_itself_passes_and_a_new_model_is_named_not_fail
     d = _line(g, regime="throughput", mode="default")
     assert rc == 0 and d["ran in B only"] == "deit" and d["models both ran"] == 4
     assert d["geomean A"] == d["geomean B"]  # deit, in B only, moves nothing
+
+
+def test_a_kind_whose_best_mode_is_no_measurable_difference_says_stay_eager():
+    r = raw()
+    vit = (r["variant"] == "vit") & (r["regime"] == "throughput") & (r["compile"] != "off")
+    r.loc[vit, ["speedup_paired", "speedup_ci_low", "speedup_ci_high"]] = [1.01, 0.98, 1.04]
+    t = suite_stats.kind_table(r)
+    said = _line(t, kind="vision-transformer", regime="throughput")["mode"]
+    assert said.endswith("(no mode clearly faster: eager)")
+    assert "clearly" not in _line(t, kind="decoder", regime="throughput")["mode"]

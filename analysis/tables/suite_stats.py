@@ -27,9 +27,11 @@ from analysis.measures import (
     sig,
     xs,
 )
+from study.config import cell_config
 from study.observe.stats import t_quantile
 
-REGIMES = ["latency", "throughput"]  # reading order: the decode-sized call first
+# the suite's regimes (study.config.cell_config.REGIMES, less "none"), the decode-sized first
+REGIMES = sorted((r for r in cell_config.REGIMES if r != "none"), key=lambda r: r != "latency")
 # a suite cell: its model, where it ran and at which size; compile is the other side
 CELL = ["source", "variant", "regime", "pass", "device", "dtype"]
 FEW = 3  # fewer models than this: their range, not an interval
@@ -199,8 +201,9 @@ def kind_table(runs: pd.DataFrame) -> pd.DataFrame:
             x.update({"mode": "none ran on both sides", "speedup": "—"})
         else:
             m, gm, bm = best
+            low = bm["lo"].iloc[0] if gm[3].startswith("range of 1 ") else gm[1]  # its own
             x.update({
-                "mode": m if gm[1] > 1 else f"{m} (no mode clearly faster: eager)",
+                "mode": m if low > 1 else f"{m} (no mode clearly faster: eager)",
                 "speedup": _ci(*gm),
                 "compile s (median)": sig(column(bm, "compile_s").median()),
                 "first call s (median)": sig(column(bm, "first_call_s").median()),
