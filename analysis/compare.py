@@ -47,6 +47,12 @@ is compared in µs where both sides' hosts ran at the same speed (``host_gauge_u
 else in host units (``host_units``), which carry between hosts where µs do not; past 20% it is
 flagged ``host cost``; hosts more than 1.5x apart (a slow phase on one side) are said, not judged.
 
+Two suite sweeps (rows with a regime or a model kind, ``analysis.compare_suite``) get the
+suite's own section: per regime, pass and mode the geomean of the paired speedups over the
+models both sides ran (each ok under eager and the mode in A and in B), the models only one
+side ran named; and per model a verdict. A model that stopped running (a mode that ran in A
+did not in B, or the model is missing in B) or regressed fails the gate, one line each.
+
 Each cell that moved (past a threshold, or with speedup intervals that no longer overlap) says
 why in ``why`` (``analysis.compare_causes``): its kernels or its device time changed (real), the
 speedup's method changed, A's paired speedup predates the lead-in fix, the host (kernels and
@@ -72,7 +78,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import autotune_diff, compare_causes, compare_gate
+from analysis import autotune_diff, compare_causes, compare_gate, compare_suite
 from analysis.load import check_out, expand, load, stop
 from analysis.measures import (
     AXES,
@@ -547,14 +553,16 @@ def _md(df: pd.DataFrame) -> str:
 
 def build(a: str, b: str, out: Path | None) -> tuple[str, pd.DataFrame]:
     """(the summary line, the matched cells); writes the files into ``out`` unless None."""
-    line, m, _, _ = compare(a, b, out)
+    line, m, _, _, _ = compare(a, b, out)
     return line, m
 
 
 def compare(
     a: str, b: str, out: Path | None
-) -> tuple[str, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """``build``, with the cells only in A and only in B."""
+) -> tuple[str, pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """``build``, with the cells only in A and only in B, and the suite's gate lines
+    (``compare_suite``: each model that stopped running or regressed; none without suite
+    rows)."""
     da, la = side(a)
     db, lb = side(b)
     m, only_a, only_b = match(da, db, every_status=True)
@@ -572,8 +580,10 @@ def compare(
         dev = ", ".join(sorted({str(x) for x in r.get("device_name", pd.Series()).dropna()}))
         env.append(f"{lab}: {len(r)} cells, torch {tv or '?'}, {dev or '?'}")
     thresholds = RULE
+    suite_md, suite_failed = compare_suite.section(da["runs"], db["runs"], m, _md)
+    line += (" " + compare_suite.line(da["runs"], db["runs"])) if suite_md else ""
     md = ["# What changed: A → B", "", f"A = {env[0]}  ", f"B = {env[1]}", "", f"**{line}**", "",
-          thresholds, "", "## Per variant (geometric means)", "", _md(per_variant(m)),
+          thresholds, "", *suite_md, "## Per variant (geometric means)", "", _md(per_variant(m)),
           "## Regressions", "", _md(cell_table(regressions(m)) if len(m) else m),
           "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
     picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
@@ -602,7 +612,7 @@ def compare(
             from analysis.style import save
 
             save(changes(m, la, lb)[0], out / "compare")
-    return line, m, only_a, only_b
+    return line, m, only_a, only_b, suite_failed
 
 
 def _cell(r, m: pd.DataFrame | None = None) -> str:
@@ -657,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         check_out(out)
-        line, m, only_a, only_b = compare(args.a, args.b, out)
+        line, m, only_a, only_b, suite_failed = compare(args.a, args.b, out)
     except FileNotFoundError as e:  # a path given that is no sweep (load.NotASweep), or none
         stop("compare", e)
     print(line)
@@ -669,6 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
         print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A)")
     failed = compare_gate.failures(m, only_a)  # every one said: each fails the gate
+    failed += suite_failed  # by model: one that stopped running or regressed
     for f in failed:
         print(f"  {f}")
     _print_only(only_b, "only in B")

@@ -61,8 +61,11 @@ def unfinished(arg: str) -> str:
     return ""
 
 
-def _name(r) -> str:
-    return f"{r['source']}: {r['variant']} · {r['compile']}"
+def _name(r, source: str = "source") -> str:
+    """'suite: gpt2 · default', with a suite row's regime: 'suite: gpt2 (latency) · default'."""
+    reg = r.get("regime")
+    reg = f" ({reg})" if isinstance(reg, str) and reg not in ("", "none") else ""
+    return f"{r[source]}: {r['variant']}{reg} · {r['compile']}"
 
 
 def failures(m: pd.DataFrame, only_a: pd.DataFrame) -> list[str]:
@@ -73,7 +76,7 @@ def failures(m: pd.DataFrame, only_a: pd.DataFrame) -> list[str]:
         a, b = m["status_a"].fillna(""), m["status_b"].fillna("")
         still = m[(b != "ok") & (b != a) & ~m["lost"]]
         for _, r in still.iterrows():
-            out.append(f"not ok in B: {r['source_a']}: {r['variant']} · {r['compile']} "
+            out.append(f"not ok in B: {_name(r, 'source_a')} "
                        f"({r['status_a'] or '?'} in A, {r['status_b'] or '?'} in B)")  # fmt: skip
     return out
 

@@ -46,9 +46,10 @@ CONFIG_KEY = ("variant", "compile", "pass", "dtype", "device", *SHAPE_KEYS, "cau
 # that vary.
 # (regional_method is not one: a result, written once the cell compiled, and torch's choice
 # under compile.regional_how=auto.)
+# A suite's regime (throughput, latency) is one too: blank and "none" are the variant's own sizes.
 AXES = {"layers": "", "cache": "cold", "start": "cold", "compile_stance": "default",
         "compiled_autograd": "0", "freezing": "0", "regional": "0", "compile_threads": "1",
-        "seed": "0", "timing_overrides": ""}  # fmt: skip
+        "seed": "0", "timing_overrides": "", "regime": "none"}  # fmt: skip
 
 
 def norm_value(v) -> str:

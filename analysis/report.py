@@ -30,7 +30,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import figures, page
+from analysis import figures, page, suite_opening
 from analysis.load import check_out, expand, load, newest_sweep, stop
 from analysis.measures import (
     AXES,
@@ -535,8 +535,10 @@ def build(dirs: list[Path], out: Path) -> Path:
     skipped_all += [("every source", n, w) for n, w in _across(doc, d, out)]
     _environment(doc, d, checked)
     answer_md, answer_html = _answer(d, made_at, out)
+    suite_md, suite_html, suite_toc = suite_opening.opening(d, out)  # a suite sweep opens so
     md += (
-        answer_md
+        suite_md
+        + answer_md
         + [
             f"Sources: {srcs}  ",
             f"Built {stamp} from {len(runs)} cells ({n_ok} ok, {len(runs) - n_ok} not ok)"
@@ -554,8 +556,9 @@ def build(dirs: list[Path], out: Path) -> Path:
     )
     if answer_html:
         doc[1].insert(0, (1, "answer", "The answer"))
+    doc[1][0:0] = suite_toc
     (out / "report.html").write_text(
-        page.page(TITLE, intro, doc[1], "".join(doc[2]), lead=answer_html)
+        page.page(TITLE, intro, doc[1], "".join(doc[2]), lead=suite_html + answer_html)
     )
     n_made = sum(x.startswith("<figure") for x in doc[2])
     print(

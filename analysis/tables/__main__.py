@@ -5,6 +5,7 @@
     startup     the first call (cold, warm, artifacts), regional compilation, guards
     models      real models: speedup, compile s, graph breaks, memory, pass rate
     training    speedup per pass, memory, dynamic shapes
+    suite       the model suite: per kind, mode and model; the HUD's figures beside
 
 The rest of ``SWEEP_DIR...`` and any option go to the topic (``layers --source S``)."""
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from analysis.tables import host_model, layers, models, startup, training
+from analysis.tables import host_model, layers, models, startup, suite, training
 
 TOPICS = {
     "layers": layers.main,
@@ -20,6 +21,7 @@ TOPICS = {
     "startup": startup.main,
     "models": models.main,
     "training": training.main,
+    "suite": suite.main,
 }
 
 

@@ -28,7 +28,7 @@ from study.rows.schema import SHAPE_KEYS
 
 START_ORDER = {"cold": 0, "warm": 1, "artifacts": 2}
 # what one cell is, in these tables: its workload, shape and mode, in one sweep (source)
-CELL = ["variant", "compile", "pass", "dtype", *SHAPE_KEYS, "layers", "causal", "source"]
+CELL = ["variant", "compile", "pass", "regime", "dtype", *SHAPE_KEYS, "layers", "causal", "source"]
 START_NOTE = (
     "start=warm: a primer process compiled the cell into its caches first (a restart); "
     "start=artifacts: the cell loaded a primer's torch.compiler.save_cache_artifacts() into "
@@ -136,17 +136,19 @@ def start_table(runs: pd.DataFrame) -> pd.DataFrame:
     return _with_machine(r, out, "cell")
 
 
-def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: host units (and µs) a call with guards evaluated and skipped, and what the
-    guards cost: the units' difference times the guarded row's host speed G. The two rows are
-    two processes, often in different host phases, so their µs alone do not subtract."""
+def guard_costs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per cell with both stances, as numbers: ``variant``, ``compile``, ``pass`` and ``regime``
+    (where the rows have them), each stance's host units, µs and host speed G (``_on``: guards
+    evaluated, ``_off``: skipped), the device µs, and what the guards cost a call:
+    ``guard_units`` (the units' difference) and ``guard_us`` (times the guarded row's G). The
+    two rows are two processes, often in different host phases, so their µs alone do not
+    subtract."""
     if "compile_stance" not in runs.columns or "host_units" not in runs.columns:
         return pd.DataFrame()
     r = _ok_compiled(runs)
     out = []
     keys = [k for k in [*CELL, "start", "cache"] if k in r.columns]
-    for key, g in r.groupby(keys, dropna=False):  # one cell of one sweep: never across shapes
-        v, m = key[0], key[1]
+    for _, g in r.groupby(keys, dropna=False):  # one cell of one sweep: never across shapes
         on = g[g["compile_stance"] == "default"]
         off = g[g["compile_stance"] == "skip_guard_eval_unsafe"]
         if on.empty or off.empty:
@@ -154,23 +156,40 @@ def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
         uu, us = on["host_units"].median(), off["host_units"].median()
         if pd.isna(uu) or pd.isna(us):
             continue
-        gauge = on["host_gauge_us"].median()
-        out.append(
-            {
-                "cell": f"{v} {m}",
-                "guards evaluated: host units (µs, G)": _units(on),
-                "guards skipped: host units (µs, G)": _units(off),
-                "guards: host units": f"{uu - us:.2f}",
-                "guards µs a call (units x G)": f"{(uu - us) * gauge:.1f}",
-                "device µs": sig(on["device_time_us"].median()),
-            }
-        )
+        x = {k: g[k].iloc[0] for k in ("variant", "compile", "pass", "regime") if k in g}
+        for side, s in (("on", on), ("off", off)):
+            x[f"units_{side}"] = s["host_units"].median()
+            x[f"host_us_{side}"] = s["host_us"].median()
+            x[f"gauge_{side}"] = s["host_gauge_us"].median()
+        x["device_us"] = on["device_time_us"].median() if "device_time_us" in on else None
+        x["guard_units"] = uu - us
+        x["guard_us"] = (uu - us) * x["gauge_on"]
+        out.append(x)
     return pd.DataFrame(out)
 
 
-def _units(x: pd.DataFrame) -> str:
-    return (f"{x['host_units'].median():.2f} ({sig(x['host_us'].median())} µs, "
-            f"G {x['host_gauge_us'].median():.1f})")  # fmt: skip
+def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per cell: host units (and µs) a call with guards evaluated and skipped, and what the
+    guards cost: the units' difference times the guarded row's host speed G
+    (``guard_costs``)."""
+    g = guard_costs(runs)
+    out = [
+        {
+            "cell": f"{x['variant']} {x['compile']}",
+            "guards evaluated: host units (µs, G)": _units(x, "on"),
+            "guards skipped: host units (µs, G)": _units(x, "off"),
+            "guards: host units": f"{x['guard_units']:.2f}",
+            "guards µs a call (units x G)": f"{x['guard_us']:.1f}",
+            "device µs": sig(x["device_us"]),
+        }
+        for x in g.to_dict("records")
+    ]
+    return pd.DataFrame(out)
+
+
+def _units(x: dict, side: str) -> str:
+    return (f"{x[f'units_{side}']:.2f} ({sig(x[f'host_us_{side}'])} µs, "
+            f"G {x[f'gauge_{side}']:.1f})")  # fmt: skip
 
 
 def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
