@@ -212,10 +212,8 @@ def test_the_host_cost_section_gives_host_us_units_and_host_speed_per_machine(tm
     k, of = re.search(r"(\d+) of (\d+) within ±10%", loo).groups()
     assert f"within 10% in {k} of {of} rows" in readme
     (cross,) = [x for x in lines if x.startswith("Where compiling stops paying")]
-    g = float(re.search(r"cudnn default `part3` ([\d.]+) µs", cross).group(1))
-    assert 10 < g < 20  # at the line: the machines' G (12.6-16 µs) straddle it
-    both = cross.split("host-bound on both sides throughout")[1]
-    assert "linear default `part2`" in both and "cudnn" not in both
+    noise = cross.split("so the crossover is noise: ")[1]
+    assert "cudnn default `part3`" in noise  # at the line: its predicted gain is within noise
     assert "needs `host_machines" in host_machines.section({"dir": tmp_path})[1]
 
 

@@ -31,6 +31,7 @@ from analysis.measures import WRAPPERS, sig  # Inductor, no CUDA graphs
 from analysis.pairs import table
 from analysis.tables import host_model
 from reference import sources
+from reference.findings.host import predict
 from study.rows.metrics import device_us
 
 MIN_FAST = 5  # study.measure.host_cost.MIN_FAST_BLOCKS (that module imports torch)
@@ -297,37 +298,15 @@ def _waited(variants: list[str], kernels) -> str:
 
 
 def _crossings(rows: pd.DataFrame, d) -> list[str]:
-    """Where compiling stops paying: per compiled cell, the host speed at which its predicted
-    speedup falls through 1 (``host_model.curve`` over its machines' rows, alpha fitted over
-    the layer, as the figure draws it), the cells host-bound on both sides at every G, and the
-    figure where ``draw`` made it."""
-    c = host_model.cells(rows)
-    if c.empty:
+    """Where compiling stops paying (``predict.crossings``), its table and the figure where
+    ``draw`` made it."""
+    t = predict.crossings(host_model.cells(rows), _label)
+    if t.empty:
         return []
-    alpha, grid = host_model.fit_alpha(c), host_model.GRID
-    cross, both = [], []
-    for _, x in c.groupby("cell", sort=True):
-        name = f"{_label(x['cell'].iloc[0].split(':', 1)[-1], x['compile'].iloc[0])}"
-        name += f" `{x['source'].iloc[0]}`" if "source" in x else ""
-        g = host_model.crossing(grid, host_model.curve(x, grid, alpha))
-        fit = x[["dev_e", "u_e", "dev_c", "u_c"]].median()
-        if g is not None:
-            cross.append(f"{name} {sig(g)} µs")
-        elif fit.u_c * grid[0] > fit.dev_c and fit.u_e * grid[0] > fit.dev_e:
-            both.append(name)
-    fig = d is not None and (d / f"{FIGURE}.png").exists()
-    text = (
-        "Where compiling stops paying (the host speed G at which the predicted speedup falls "
-        "through 1: latency ≈ max(device µs, host µs at G) each side, host µs scaled as G ** "
-        f"{alpha:.2f}, fitted over these rows; the figure draws the same curves): "
-        + ("; ".join(cross) if cross else "no cell")
-        + f". The others keep their side of 1 from {grid[0]:.0f} to {grid[-1]:.0f} µs"
-        + (f"; host-bound on both sides throughout, so slower at any host speed: {', '.join(both)}"
-           if both else "")
-        + "."
-    )  # fmt: skip
-    return [text, "", f"![At what host speed does compiling stop paying?]({FIGURE}.png)"] if (
-        fig) else [text]  # fmt: skip
+    out = [*predict.crossings_text(t), "", *table(predict.HEAD, predict.table_rows(t))]
+    if d is not None and (d / f"{FIGURE}.png").exists():
+        out += ["", f"![At what host speed does compiling stop paying?]({FIGURE}.png)"]
+    return out
 
 
 def draw(d) -> str | None:
@@ -384,34 +363,5 @@ def headline_text(h: dict) -> str:
 
 
 def _loo(rows: pd.DataFrame) -> list[str]:
-    """Each machine's paired speedups predicted from the other machines (host_model)."""
-    c = host_model.cells(rows)
-    lo = host_model.leave_one_out(c) if len(c) else pd.DataFrame()
-    lo = lo[lo["measured"].notna()] if len(lo) else lo
-    if lo.empty:
-        return []
-    err = lo["err"].abs()
-    worst = lo.loc[err.idxmax()]
-    # host-bound compiled on that machine: the case the model is for (the rest predict ~1x)
-    hb = c.assign(hb=c["host_us"] > c["dev_c"]).groupby(["machine", "cell"])["hb"].any()
-    on = [bool(hb.get((m, k), False)) for m, k in zip(lo["machine"], lo["cell"], strict=True)]
-    e_hb = err[on]
-    off = lo[err > 0.10].sort_values("err")
-    named = "; ".join(f"{x.machine} {x.variant} {x.compile} {x.measured:.3f}x predicted "
-                      f"{x.predicted:.3f} ({x.err:+.1%})" for x in off.itertuples())  # fmt: skip
-    plain = host_model.leave_one_out(c, alpha=1.0)
-    plain = plain[plain["measured"].notna()]["err"].abs()
-    hb_said = (f"; of the {len(e_hb)} host-bound compiled, {int((e_hb <= 0.10).sum())} within "
-               f"±10%, the worst {e_hb.max():.1%} off" if len(e_hb) else "")  # fmt: skip
-    return [
-        "Each machine's paired speedup, predicted from the other machines at the host speed of "
-        "the row's paired rounds (the level its gauge held; latency ≈ max(device µs, host µs at "
-        "G), host µs scaled as G ** alpha, alpha fitted on the others, "
-        f"{lo['alpha'].min():.2f}–{lo['alpha'].max():.2f}; rows with host figures only): "
-        f"{int((err <= 0.10).sum())} of {len(lo)} within ±10%, {int((err <= 0.15).sum())} within "
-        f"±15%, the worst {worst.err:+.1%} ({worst.machine} {worst.variant} {worst['compile']})"
-        + hb_said
-        + (f"; beyond ±10%: {named}" if len(off) else "")
-        + f". Plain units × G (alpha 1): {int((plain <= 0.10).sum())} of {len(plain)} within "
-        f"±10%, the worst {plain.max():.1%} off."
-    ]
+    """Each machine's paired speedups predicted from the other machines, beside the null."""
+    return predict.loo_text(host_model.cells(rows))
