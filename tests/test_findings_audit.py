@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reference" / "h200"
 
@@ -68,3 +70,61 @@ def test_defect_3_no_crossover_is_listed_within_noise_or_beyond_its_reach():
         (row,) = [x for x in _text().splitlines() if x.startswith(f"| {name} | ")
                   and "→" in x.split("|")[6]]  # fmt: skip
         assert "x |" in row
+
+
+def _startup_rows() -> pd.DataFrame:
+    return pd.read_csv(REF / "startup" / "runs.csv", low_memory=False)
+
+
+def test_defect_5_a_guard_figure_from_a_row_without_fast_blocks_is_marked():
+    """The Linear skip-guards row has host_blocks_fast = 0 (G 23.7): its figures carry †."""
+    r = _startup_rows()
+    few = r[r["source"].eq("guards") & (pd.to_numeric(r["host_blocks_fast"]) < 5)]
+    assert len(few) >= 1  # the rows still hold the case the audit found
+    lines = _text().splitlines()
+    for x in few.itertuples():
+        (row,) = [s for s in lines if s.startswith(f"| {x.variant} {x.compile} |")
+                  and "G " in s]  # fmt: skip
+        assert f"† {int(x.host_blocks_fast)} fast blocks" in row, row
+    (text,) = [s for s in lines if "Skipping guards is unsafe" in s]
+    assert "† a host figure from a row with fewer than 5 fast-phase blocks" in text
+
+
+def test_defect_6_the_regional_prose_compares_fast_rows_with_fast_rows_only():
+    """'gpt2 x12 … 2.45x → 2.01x' set a slow row against a fast one; on the other machine, both
+    fast, it is 1.96x → 1.94x."""
+    (text,) = [s for s in _text().splitlines() if "compiling the repeated block by region" in s]
+    assert "2.45x → 2.01x" not in text and "1.96x → 1.94x" in text
+    r = _startup_rows()
+    reg = r[r["source"].str.startswith("regional") & (r["status"] == "ok")]
+    slow = reg[reg["timing_phase"] != "fast"]
+    assert len(slow) >= 5
+    for x in slow.itertuples():
+        mine = text.split(f"(boot {x.boot_id[:8]}), ")[1].split("as follows: ")[1].split(". ")[0]
+        (item,) = [s for s in mine.split("; ") if s.startswith(f"{x.variant} x{int(x.layers)} ")]
+        assert "not compared" in item and f"{x.speedup_paired:.2f}x" not in item, item
+
+
+def test_defect_7_the_guard_threshold_comes_from_the_current_host_layer():
+    """'Under 15% … (3–14%, benchmarks/README.md)' came from m1–m4; in m5–m7 one cell's host
+    units spread 0–102%, 8 of 38 cells beyond 15%."""
+    from reference.findings.host import startup
+
+    sp = startup.spread(REF)
+    assert sp["n"] == 38 and sp["over"] == 8 and sp["hi"] > 1.0
+    (text,) = [s for s in _text().splitlines() if "Skipping guards is unsafe" in s]
+    assert "3–14%" not in text
+    assert f"spread {sp['lo']:.0%}–{sp['hi']:.0%} (median {sp['median']:.0%}; 8 of 38" in text
+
+
+def test_defect_9_regional_rows_are_labelled_h100_and_the_cudagraphs_rerun_is_not_part3():
+    r = _startup_rows()
+    reg = r[r["source"].str.startswith("regional")]
+    assert set(reg["device_name"]) == {"NVIDIA H100 80GB HBM3"}
+    heads = [s for s in _text().splitlines() if s.startswith("### ")]
+    (regional,) = [s for s in heads if "compiled by region" in s]
+    assert "H100 80GB HBM3 rows only, no H200 row" in regional
+    (cg,) = [s for s in heads if s.startswith("### Did CUDA graphs apply?")]
+    code = r[r["source"] == "cudagraphs"]["code_hash"].iloc[0]
+    assert "(part3 under reduce-overhead)" not in cg and f"code {code}" in cg
+    assert "not the `part3` source" in cg
