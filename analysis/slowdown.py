@@ -1,6 +1,6 @@
 """Why a slower compiled cell is slower: the host, the device, or the timing of an older study.
-Shared by the Findings' compile table (``reference.findings.speed.forward``) and host section
-(``reference.findings.host.effects``), and by the latency figure.
+Used by the reference Findings' compile table (``reference.findings.speed.forward``, which says
+"not its device time" for 'the host': its rows measure no host time) and by the latency figure.
 
 The device side is the trace's GPU busy time a step where both sides have it
 (``analysis.pairs.device_pair``): a CUDA-graph mode's ``device_time_us`` is do_bench around

@@ -440,10 +440,11 @@ def test_a_training_step_slower_through_the_host_alone_gives_the_rule():
     rows += pair("math", 298.0, 450.0, 289.0, 298 / 450, gpu_c=400.0)  # the device changed
     (line,) = [x for x in speed_training.host_steps(_data(rows)["runs"]) if x]
     assert "cudnn fwd_bwd default 0.662x [0.642–0.682] (289 µs on the device, as eager's 289; the step took " \
-        "450 µs of host time, at least 152 more than eager's)" in line  # fmt: skip
-    assert "host side took 450 µs here" in line and "math" not in line
+        "450 µs, 152 more than eager's)" in line  # fmt: skip
+    assert "Such a compiled step took 450 µs here" in line and "math" not in line
+    assert "of host time" not in line  # latency and device time only: no host time is measured
     assert (
-        "GPU work that covers its host side: flash fwd_bwd default 0.995x [0.975–1.01] (437 µs)"
+        "latency within 10% of the device time: flash fwd_bwd default 0.995x [0.975–1.01] (437 µs)"
         in line
     )
     covered = pair("flash", 446.0, 448.0, 437.0, 0.995)
@@ -465,7 +466,7 @@ def test_the_summary_names_the_host_step_only_from_rows_timed_on_one_core():
     assert "threads on different cores" in spread and "Where it loses" not in spread
     one = summary.trains(_data([{**r, "timing_core": 3} for r in rows]))
     assert "different cores" not in one
-    assert "the host does: compiled cudnn takes 505 µs a fwd_bwd step for 289 µs" in one
+    assert "its device time does not: compiled cudnn takes 505 µs a fwd_bwd step for 289 µs" in one
 
 
 def test_the_summary_names_the_source_of_a_training_cell_measured_in_two_sweeps():

@@ -39,9 +39,9 @@ def test_a_step_at_the_line_follows_the_hosts_speed():
     assert "1 compiled cell(s) have a paired speedup in more than one source; 0 agree" in text
     assert (
         "- flash fwd_bwd default: 0.976x [0.971–0.979] in `part3_bwd`, 0.814x "
-        "[0.789–0.843] in `targets_bwd`; the host: its fast level 11.5 → 13.2 µs (1.15x), the "
-        "compiled step 1.19x as long (456 → 541 µs), host-bound in `targets_bwd` (GPU work "
-        "435 → 438 µs)." in text
+        "[0.789–0.843] in `targets_bwd`; not its device time: its fast level 11.5 → 13.2 µs "
+        "(1.15x), the compiled step 1.19x as long (456 → 541 µs), its latency over 1.1x its "
+        "device time in `targets_bwd` (GPU work 435 → 438 µs)." in text
     )
 
 
@@ -75,10 +75,12 @@ def test_a_cause_is_claimed_only_where_the_rows_carry_it():
     hi_slow = [a[0], {**a[1], "timing_phase": "slow"}]
     hi_slow += _pair("b", 541.0, 438.0, 0.814, 0.789, 0.843, 13.2)
     text = _section(hi_slow)
-    assert "a slow phase" not in text and "; the host: the compiled step 1.19x" in text
+    assert "a slow phase" not in text and "; not its device time: the compiled step 1.19x" in text
     # the host's level fell: no level phrase, the step still host-bound
     fell = a + _pair("b", 541.0, 438.0, 0.814, 0.789, 0.843, 11.5)
-    assert "fast level" not in _section(fell) and "the host: the compiled step" in _section(fell)
+    assert "fast level" not in _section(
+        fell
+    ) and "not its device time: the compiled step" in _section(fell)
     # no GPU work on record: said, not 'the same'
     bare = [{k: v for k, v in r.items() if k != "gpu_us_per_step"} for r in a]
     bare += [{k: v for k, v in r.items() if k != "gpu_us_per_step"}

@@ -9,8 +9,8 @@ from the rows, then one section per question, each in its own module, grouped by
   (``training``), the transformer block (``transformer``), FlexAttention (``flex``), attention
   over length (``scaling``), compile targets layer by layer (``layers``), real models
   (``models``);
-- ``host/``: compile effects against host effects (``effects``), host cost across machines
-  (``machines``), start-up and guards (``startup``), the same cell in two sweeps
+- ``host/``: host cost measured across machines (``machines``, the model against the null in
+  ``predict``), start-up and guards (``startup``), the same cell in two sweeps
   (``two_sweeps``);
 - ``changes/``: an earlier study kept beside the rows against this one (``since_kept``;
   ``since_unpaired`` where only the cross-process v1 is kept);
@@ -31,7 +31,7 @@ from reference.findings import cost, markers, predicted, scope, summary
 from reference.findings.base.claims import claims
 from reference.findings.base.common import read
 from reference.findings.changes import since_kept
-from reference.findings.host import effects, machines, startup, two_sweeps
+from reference.findings.host import machines, startup, two_sweeps
 from reference.findings.speed import flex, forward, layers, models, scaling, training, transformer
 
 START, END = markers.pair("findings")
@@ -42,7 +42,6 @@ REFERENCE, README = ROOT / "reference" / "h200", ROOT / "README.md"  # --write: 
 SECTIONS = [
     predicted.section,
     forward.section,
-    effects.section,
     machines.section,
     startup.section,
     two_sweeps.section,

@@ -16,13 +16,12 @@ import pandas as pd
 
 from analysis.measures import column, count, sig, xs
 from analysis.pairs import one_core
-from analysis.slowdown import slow_cause
 from analysis.tables import training
 from reference import sources
 from reference.findings import markers
 from reference.findings.base.claims import claims, claims_source, eager_attention
-from reference.findings.base.common import is_fast, of, phase_note, sp_text
-from reference.findings.host import effects, machines
+from reference.findings.base.common import cause, is_fast, of, phase_note, sp_text
+from reference.findings.host import machines
 from reference.findings.speed import flex, forward
 
 MAX_LINES = 15
@@ -30,9 +29,8 @@ START, END = markers.pair("summary")
 LINK = "reference/h200/FINDINGS.md"
 MODELS = sources.one("models")  # real models: a section of their own, not the blog's cells
 ALSO = (
-    "each cell's cause (the host's µs a call against the device's), compile targets taken "
-    "apart, FlexAttention, attention over sequence length, dynamic shapes, what training saves "
-    "for backward, and the sweep's own cost"
+    "host µs measured on several machines, compile targets taken apart, FlexAttention, "
+    "attention over length, dynamic shapes, what training saves, the sweep's cost"
 )
 
 
@@ -139,11 +137,9 @@ def costs(data: dict, every: list[dict]) -> str:
         return ""
     lost = sorted(lost, key=lambda x: x["sp"])[:4]
     cells = ", ".join(
-        f"{x['label']} {sp_text(x)}" + (f" ({slow_cause(x)})" if slow_cause(x) else "")
-        for x in lost
+        f"{x['label']} {sp_text(x)}" + (f" ({cause(x)})" if cause(x) else "") for x in lost
     )
     measured = machines.headline(data)
-    rule = effects.rule_figures(effects.frame(data["runs"]), data["runs"])
     said = ""
     if measured:
         h = measured
@@ -156,16 +152,7 @@ def costs(data: dict, every: list[dict]) -> str:
             f"compiled host time ({sig(h['host_lo'])}–{sig(h['host_hi'])} µs) loses unless its "
             "kernels save more"
         )
-    elif rule:
-        s = rule["star"]
-        said = (
-            f"; a host-bound call compiled without CUDA graphs took {rule['host']}{s} µs of host "
-            f"time over {rule['m']} cells, and {rule['added']}{s} µs against eager's (median "
-            f"{rule['median']}{s}) over the {rule['n']} host-bound on both sides, so a call with "
-            "less GPU work than its compiled host time loses"
-            + (" (*: not timed in the host's fast phase)" if s else "")
-        )
-    return f"It costs where a call is host-bound or one library kernel already does the work: {cells}{said}."
+    return f"It costs where one library kernel already does the work: {cells}{said}."
 
 
 def trains(data: dict) -> str:
@@ -211,8 +198,8 @@ def _by_variant(g: pd.DataFrame) -> list[str]:
 
 
 def _host_step(c: pd.DataFrame) -> str:
-    """The slowest training cell that is host-bound compiled: its step's latency against its
-    GPU work (the host's, not the kernels'). Only cells timed on one core (``timing_core``), as
+    """The slowest training cell whose compiled latency runs over 1.1x its GPU work: its step's
+    latency against its GPU work (latency and device time only: no host time is measured). Only cells timed on one core (``timing_core``), as
     in ``speed.training.host_steps``: with the threads spread, the backward's thread ran on
     other cores in other phases, and the step's latency read the spread, not the host."""
     lat = pd.to_numeric(c.get("latency_median_us"), errors="coerce")
@@ -224,7 +211,7 @@ def _host_step(c: pd.DataFrame) -> str:
         return ""
     x = hb.loc[hb["speedup_paired"].idxmin()]
     return (
-        f". Where it loses, the host does: compiled {x['variant']} takes "
+        f". Where it loses, its device time does not: compiled {x['variant']} takes "
         f"{sig(float(x['latency_median_us']))} µs a {x['pass']} step{phase_note(x)} for "
         f"{sig(float(x['gpu_us_per_step']))} µs of GPU work"
     )

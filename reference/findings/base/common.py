@@ -81,8 +81,15 @@ def sp_text(row) -> str:
     phase = row.get("timing_phase")
     note = f", host {phase}" if isinstance(phase, str) and phase != "fast" else ""
     if row.get("sp_kind") == "paired" and lo == lo and hi == hi:
-        return f"{xs(sp)} [{sig(lo)}–{sig(hi)}]{note}"
+        return f"{xs(sp)} [{sig(lo)}–{sig(hi)}{_one_process(row)}]{note}"
     return xs(sp) + note
+
+
+def _one_process(row) -> str:
+    """', one process's pairs' where a repeated cell's interval rests on one of its processes
+    (the others left out as slower-phase): then it is not an interval over processes."""
+    n, fast = number(row.get("n_repeats")), number(row.get("n_repeats_fast"))
+    return ", one process's pairs" if n == n and n > 1 and fast == 1 else ""
 
 
 def spread_text(row) -> str:
@@ -129,3 +136,17 @@ def calibrated_peak(runs: pd.DataFrame, row) -> float | None:
         & (runs["torch_version"].astype(str) == str(row["torch_version"]))
     ]["peak_tflops"].dropna()
     return float(same.median()) if len(same) else None
+
+
+HOST_FREE = "not its device time"  # slow_cause's "the host", said from the rows' own columns
+
+
+def cause(x: dict) -> str:
+    """``analysis.slowdown.slow_cause`` in the Findings' words: a slower cell whose device time
+    did not rise enough to carry its added latency is "not its device time". The reference rows
+    measure no host time (host_us is the host-cost layer's, ``host/machines``), so a host-bound
+    cause is never inferred from latency here."""
+    from analysis.slowdown import slow_cause  # deferred: only the speed sections say causes
+
+    c = slow_cause(x)
+    return HOST_FREE if c == "the host" else c

@@ -1,2 +1,2 @@
-"""What the host costs: compile effects against host effects, host cost across machines,
+"""What the host costs: host cost measured across machines (and the model against the null),
 start-up and guards, and the same cell in two sweeps. Sections of ``python -m reference.findings``."""

@@ -75,10 +75,10 @@ def cause(a: dict, b: dict) -> str:
         slower = fa == fa and fb == fb and fb > fa
         host = f"its fast level {sig(fa)} → {sig(fb)} µs ({fb / fa:.2f}x), " if slower else ""
         return (
-            f"the host: {host}the compiled step {lb / la:.2f}x as long ({sig(la)} → {sig(lb)} "
-            f"µs), host-bound in `{b['source']}` ({work})"
+            f"not its device time: {host}the compiled step {lb / la:.2f}x as long ({sig(la)} → "
+            f"{sig(lb)} µs), its latency over 1.1x its device time in `{b['source']}` ({work})"
         )
-    return f"unexplained by the rows ({work}, no slow phase on its side, not host-bound)"
+    return f"unexplained by the rows ({work}, no slow phase on its side, latency within 1.1x its device time)"
 
 
 def _keys(m: pd.DataFrame) -> list[str]:
@@ -135,12 +135,14 @@ def section(data: dict) -> list[str]:
         f"one source; {n - len({a['_k'] for a, _ in differ})} agree (their 95% intervals "
         f"overlap, or sit within {PAIRED_NOISE:.0%} of each other)"
     )
+    apart = len({a["_k"] for a, _ in differ})
     if not differ:
         return ["", head + "."]
     return [
         "",
-        head + ", and these do not: each interval covers its own processes on its own host, "
-        "so a claim on such a cell holds for the host it names:",
+        head + f", and {apart} do not, in these {len(differ)} pairs of sources: each interval "
+        "covers its own processes on its own host, so a claim on such a cell holds for the host "
+        "it names:",
         "",
         *(
             f"- {a['_name']}: {sp_text(a)} in `{a['source']}`, {sp_text(b)} in "

@@ -103,6 +103,11 @@ def _device(r: pd.DataFrame, s) -> str:
     kern = f"sum of the trace's kernel durations a step {sig(s['us_eager'])} → " \
            f"{sig(s['us_compiled'])} µs ({s['us_eager'] / s['us_compiled']:.2f}x; kernels.csv)"  # fmt: skip
     m = s["compile"]
+    lat = pd.to_numeric(r.set_index("compile")["latency_median_us"], errors="coerce")
+    if "off" in lat and lat["off"] == lat["off"] and s["us_eager"] > lat["off"]:
+        kern += (f"; eager's sum exceeds its whole timed call ({sig(lat['off'])} µs): the "
+                 "profiled step ran slower than the timed ones (the profiler perturbs it), so "
+                 "the sums are a perturbed trace's")  # fmt: skip
     if "off" not in dev or m not in dev or not (dev["off"] == dev["off"] and dev[m] == dev[m]):
         return f". No device time recorded; {kern}."
     method = f", {how[m]}" if how is not None and isinstance(how[m], str) else ""
