@@ -378,8 +378,8 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
 def _host_cost(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(up, down) of a call's host cost: host µs per call B/A where both sides ran at the same
     host speed (their ``host_gauge_us`` within ``HOST_SPEED``), else host units (host µs over the
-    gauge's), which carry from one host to another where µs do not (benchmarks/README.md: 3-14%
-    apart across four H200 machines, µs up to 40%). Sets ``host_cost`` (the ratio) and
+    gauge's), which carry from one host to another better than µs do (benchmarks/README.md:
+    a median 7% apart across three H200 machines, 8 of 38 cells beyond 15%). Sets ``host_cost`` (the ratio) and
     ``host_cost_by`` ("µs", "units", or "" where a side has none)."""
     speed = column(m, "host_gauge_us_b") / column(m, "host_gauge_us_a")
     same = (speed - 1).abs() <= HOST_SPEED
