@@ -2,7 +2,7 @@
 
 import pytest
 
-from reference.findings.document import END, START, block, findings, write
+from reference.findings.document import END, START, block, findings, full, write
 from tests.conftest import ROOT
 
 RESULTS = ROOT / "reference" / "h200"
@@ -92,7 +92,7 @@ def _with_fake_sources(tmp_path):
 
 
 def test_compile_table_keeps_shapes_apart_and_compares_within_one_sweep(tmp_path):
-    text = findings(_with_fake_sources(tmp_path))
+    text = full(_with_fake_sources(tmp_path))
     assert "| matmul_add (n=64) | default | part1 |" in text
     assert "| matmul_add (n=4096) | default | part1 | 3 → 2 | 217 → 173 | 1.25x | faster |" in text
     assert "| matmul_add | default | core |" not in text  # part1 comes first
@@ -144,7 +144,7 @@ def test_no_scaling_section_without_a_scaling_source(tmp_path):
     # A results dir whose own sweeps lack it falls back to the previous study's, labelled so.
     (out / "v1").mkdir()
     runs.to_csv(out / "v1" / "runs.csv", index=False)
-    text = findings(out)
+    text = full(out)
     assert "Attention over sequence length (source `v1/scaling`: v1's sweep" in text
     assert "| naive | off | 16384 |" in text
 
@@ -261,7 +261,7 @@ def test_repeated_cells_with_paired_speedups(tmp_path):
     pd.concat([runs[runs["source"] != "part3"], new]).to_csv(tmp_path / "runs.csv", index=False)
     for f in ("kernels.csv", "ncu.csv"):
         shutil.copy(src / f, tmp_path / f)
-    text = findings(tmp_path)
+    text = full(tmp_path)
     assert "speedup = paired: eager and compiled timed in alternating blocks in one process" in text
     # 1.01x the cross-process 0.933x; each repeat's interval 0.97-1.03x of it; the 3 repeats
     # agree, so the t-interval over them is their own errors alone, t_2 * se / sqrt(3) = 2.48
@@ -354,10 +354,18 @@ def test_a_cells_spread_names_the_runs_it_covers():
 
 
 def test_check_says_whether_the_block_is_what_the_csvs_give(tmp_path, capsys):
-    from reference.findings.document import check
+    from reference.findings import tables
+    from reference.findings.document import check, generate
 
-    write(tmp_path / "FINDINGS.md", findings(tmp_path))
+    text, files = generate(tmp_path)
+    write(tmp_path / "FINDINGS.md", text)
+    tables.write(tmp_path, files)
     assert check(tmp_path) == 0
+    if files:  # a linked table edited by hand is stale too
+        one = tmp_path / tables.DIR / sorted(files)[0]
+        one.write_text(one.read_text() + "x\n")
+        assert check(tmp_path) == 1
+        tables.write(tmp_path, files)
     f = tmp_path / "FINDINGS.md"
     f.write_text(f.read_text().replace(END, f"one more line\n{END}"))
     assert check(tmp_path) == 1

@@ -15,7 +15,12 @@ REF = ROOT / "reference" / "h200"
 def _text() -> str:
     """FINDINGS.md and every generated table it links, as one text."""
     parts = [(REF / "FINDINGS.md").read_text()]
-    parts += [f.read_text() for f in sorted((REF / "tables").glob("*.md"))]
+    parts += [
+        x
+        for f in sorted((REF / "tables").glob("*.md"))
+        for x in f.read_text().splitlines()
+        if x.startswith("|")
+    ]  # fmt: skip (the table rows: their captions stay in FINDINGS)
     return "\n".join(parts)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reference.findings import cost, markers, predicted, scope, summary
+from reference.findings import cost, markers, predicted, scope, summary, tables
 from reference.findings.base.claims import claims
 from reference.findings.base.common import read
 from reference.findings.changes import since_kept
@@ -68,12 +68,27 @@ def _safe(section, data: dict) -> list[str]:
         return ["", f"_`{name}` could not be built from these rows: {type(e).__name__}: {e}_"]
 
 
-def findings(d: Path) -> str:
+def generate(d: Path) -> tuple[str, dict[str, str]]:
+    """(the Findings block, {table file: its text}): each section's long tables moved into
+    ``d/tables/<section>-<k>.md`` and linked (``tables.split``)."""
     data = read(Path(d))
-    out = _safe(scope.section, data) + _safe(claims, data)
-    for section in SECTIONS:
-        out += _safe(section, data)
-    return "\n".join(out) + "\n"
+    out, files = [], {}
+    for section in [scope.section, claims, *SECTIONS]:
+        lines, moved = tables.split(_safe(section, data), section.__module__.rsplit(".", 1)[-1])
+        out += lines
+        files.update(moved)
+    return "\n".join(out) + "\n", files
+
+
+def findings(d: Path) -> str:
+    """The Findings block of ``d`` (its long tables linked, ``generate``)."""
+    return generate(d)[0]
+
+
+def full(d: Path) -> str:
+    """The block with its linked tables' text after it: what a reader of ``d`` can follow."""
+    text, files = generate(d)
+    return text + "".join(f"\n{files[f]}" for f in sorted(files))
 
 
 def block(path: Path) -> str:
@@ -97,7 +112,8 @@ def check(d: Path) -> int:
     """0 when the block of ``d/FINDINGS.md`` (and, for the reference study, the README's
     summary) is what the CSVs in ``d`` give, byte for byte; 1, with what to run, when not."""
     d = Path(d)
-    stale = [] if block(d / FILE) == findings(d) else [d / FILE]
+    text, files = generate(d)
+    stale = ([] if block(d / FILE) == text else [d / FILE]) + tables.stale(d, files)
     if (
         d.resolve() == REFERENCE
         and summary.block(README) != "\n".join(summary.summary(read(d))) + "\n"
@@ -105,7 +121,7 @@ def check(d: Path) -> int:
         stale.append(README)
     for f in stale:
         print(
-            f"{f} is stale: its generated block differs from what the CSVs in {d} give; "
+            f"{f} is stale: its generated text differs from what the CSVs in {d} give; "
             f"rewrite it with `python -m reference.findings {d} --write`"
         )
     if not stale:
@@ -132,10 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.check:
         return check(Path(args.dir))
-    text = findings(Path(args.dir))
+    text, files = generate(Path(args.dir))
     if args.write:
         out = Path(args.dir) / FILE
         write(out, text)
+        tables.write(Path(args.dir), files)
         print(f"wrote the Findings block in {out}")
         if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
             summary.write(README, summary.summary(read(Path(args.dir))))

@@ -260,6 +260,8 @@ def section(data: dict) -> list[str]:
     ]
     if h:
         out += ["", headline_text(h)]
+    out += ["", "Host cost per cell: host and device µs eager and compiled, medians over the "
+            "machines [their min–max]:"]  # fmt: skip
     out += ["", *table(["cell", "source", "device µs eager → compiled",
                         "host µs eager → compiled", "host units eager → compiled", "G µs",
                         "bound (compiled)", "paired speedup [range over machines]"], body)]  # fmt: skip
