@@ -56,3 +56,41 @@ def test_benchmarks_readme_quotes_the_leave_one_out_under_the_current_method():
         n = [int((lo[k].abs() <= 0.10).sum()) for k in ("err", "plain_err", "null_err")]
         row = f"| {len(lo)} | {n[0]} | {n[1]} | {n[2]} | {host_model.fit_alpha(c):.2f} |"
         assert row in text, f"{names[0]}–{names[-1]}: expected {row}"
+
+
+def test_the_results_readme_says_which_gpus_and_code_each_folder_holds():
+    """Audit defect 9: reference/h200 said one H200 and one code revision, while `startup/` holds
+    H100 and H200 rows at other code hashes and was missing from the sources table."""
+    d = ROOT / "reference" / "h200"
+    text = (d / "README.md").read_text()
+    assert "Every row was made by one code revision" not in text
+    assert "| `startup/` |" in text.split("What each folder holds")[0]  # in the sources table
+    holds = text.split("What each folder holds")[1]
+    for f in sorted(d.glob("**/runs.csv")):
+        r = pd.read_csv(f, low_memory=False)
+        folder = f.parent.relative_to(d).as_posix()
+        row = _row(holds, folder)
+        for gpu in r["device_name"].dropna().str.replace("NVIDIA ", "").unique():
+            assert gpu in row, f"{folder}: {gpu} not said"
+        for code in r.get("code_hash", pd.Series(dtype=str)).dropna().astype(str).unique():
+            assert code[:12] in row, f"{folder}: code {code[:12]} not said"
+
+
+def _row(holds: str, folder: str) -> str:
+    """The holds-table row of ``folder``: '.', 'startup', 'v1', or 'host_machines/m2' (in the
+    row '`host_machines/m1`–`m3`')."""
+    rows = [x for x in holds.splitlines() if x.startswith("| ")]
+    first = {x: x.split("|")[1] for x in rows}
+    if folder == ".":
+        (row,) = [x for x in rows if "`.`" in first[x]]
+    elif folder.startswith("host_machines/m"):
+        n = int(folder.rsplit("m", 1)[1])
+        (row,) = [x for x in rows if "host_machines" in first[x]
+                  and _span(first[x])[0] <= n <= _span(first[x])[-1]]  # fmt: skip
+    else:
+        (row,) = [x for x in rows if f"`{folder}/`" in first[x]]
+    return row
+
+
+def _span(cell: str) -> list[int]:
+    return [int(x) for x in re.findall(r"m(\d)", cell)]
