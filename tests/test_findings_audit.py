@@ -114,9 +114,9 @@ def test_defect_6_the_regional_prose_compares_fast_rows_with_fast_rows_only():
 def test_defect_7_the_guard_threshold_comes_from_the_current_host_layer():
     """'Under 15% … (3–14%, benchmarks/README.md)' came from m1–m4; in m5–m7 one cell's host
     units spread 0–102%, 8 of 38 cells beyond 15%."""
-    from reference.findings.host import startup
+    from reference.findings.host import guards
 
-    sp = startup.spread(REF)
+    sp = guards.spread(REF)
     assert sp["n"] == 38 and sp["over"] == 8 and sp["hi"] > 1.0
     (text,) = [s for s in _text().splitlines() if "Skipping guards is unsafe" in s]
     assert "3–14%" not in text

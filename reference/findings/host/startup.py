@@ -19,10 +19,9 @@ from analysis.load import TEXT
 from analysis.pairs import table
 from analysis.tables import cudagraphs, startup
 from reference import sources
-from reference.findings.host import boots
+from reference.findings.host import boots, guards
 
 DIR = sources.STARTUP
-MIN_FAST = 5  # host figures from a row with fewer fast-phase blocks are marked (†)
 FIGURE = f"{DIR}/regional"  # .png and .svg, drawn by ``draw`` (findings --write)
 PUBLISHED = {
     "start": "Published: `save_cache_artifacts` / `load_cache_artifacts` took a first call from "
@@ -170,93 +169,6 @@ def _regional_text(r: pd.DataFrame) -> str:
     return " ".join(out)
 
 
-def few_fast(r: pd.DataFrame) -> pd.DataFrame:
-    """The rows whose host figures rest on fewer than ``MIN_FAST`` fast-phase blocks."""
-    n = pd.to_numeric(r.get("host_blocks_fast"), errors="coerce")
-    return r[
-        n.notna() & (n < MIN_FAST) & pd.to_numeric(r.get("host_units"), errors="coerce").notna()
-    ]
-
-
-def spread(d) -> dict | None:
-    """How far one cell's host units move between the host-cost layer's machines (m5–m7):
-    over the cells two machines or more measured, the min, max and median of max / min - 1, and
-    how many exceed 15%; None without the layer."""
-    from analysis.tables import host_model  # the layer's own table
-    from reference.findings.host import machines
-
-    got = machines._layer_rows({"dir": d})
-    if got is None:
-        return None
-    t = host_model.units_spread(machines.fast_only(got[4].reset_index(drop=True)))
-    s = t["spread"][t.drop(columns="spread").notna().sum(axis=1) >= 2]
-    if s.empty:
-        return None
-    return {"n": len(s), "lo": s.min(), "hi": s.max(), "median": s.median(),
-            "over": int((s > 0.15).sum()), "machines": ", ".join(got[2])}  # fmt: skip
-
-
-def _guards_text(r: pd.DataFrame, sp: dict | None = None) -> str:
-    """What guards cost, against how far one cell's host units move between machines in the
-    current host-cost layer (``spread``): a share under its median is not told apart."""
-    cols = ["host_units", "host_gauge_us"]
-    on = r[r["compile_stance"] == "default"].groupby("variant")[cols].median()
-    off = r[r["compile_stance"] == "skip_guard_eval_unsafe"].groupby("variant")[cols].median()
-    both = sorted(on.index.intersection(off.index))
-    if not both:
-        return ""
-    noise = sp["median"] if sp else float("nan")
-    units = {v: on.at[v, "host_units"] - off.at[v, "host_units"] for v in both}
-    share = {v: units[v] / on.at[v, "host_units"] for v in both}
-    few = few_fast(r)
-    mark = {v: "†" if v in set(few["variant"]) else "" for v in both}
-    real = [v for v in both if share[v] >= noise]
-    said = [f"{v}{mark[v]} {units[v]:.2f} host units a call ({units[v] * on.at[v, 'host_gauge_us']:.0f} µs "
-            f"at G {on.at[v, 'host_gauge_us']:.1f}), {share[v]:.0%} of its compiled host cost"
-            for v in real]  # fmt: skip
-    rest = [f"{v}{mark[v]} {share[v]:.0%}" for v in both if v not in real]
-    ruler = (
-        f"Between the current host-cost layer's machines ({sp['machines']}), one cell's host units "
-        f"spread {sp['lo']:.0%}–{sp['hi']:.0%} (median {sp['median']:.0%}; {sp['over']} of "
-        f"{sp['n']} cells beyond 15%). "
-        if sp
-        else "No host-cost layer to measure how far host units move between machines. "
-    )
-    marked = "; ".join(
-        f"{x.variant} {x.compile_stance} ({int(x.host_blocks_fast)} fast blocks)"
-        for x in few.itertuples()
-    )
-    return (
-        ruler
-        + (f"Guards cost {'; '.join(said)}: beyond that median, within the spread of the "
-           f"{sp['over']} cells beyond 15%. " if said and sp else "")
-        + (f"Under the median ({', '.join(rest)}), the difference is not told apart from what "
-           "one cell's host units move. " if rest and sp else "")
-        + (f"† a host figure from a row with fewer than {MIN_FAST} fast-phase blocks (its host "
-           f"time includes slow-phase blocks): {marked}. " if marked else "")
-        + "Skipping guards is unsafe: an input that changes is no longer caught."
-    )  # fmt: skip
-
-
-def _mark_guard_table(t: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
-    """Mark (†) each guard-table figure taken from a row with fewer than MIN_FAST fast blocks."""
-    t = t.copy()
-    few = few_fast(r)
-    cols = {"default": "guards evaluated: host units (µs, G)",
-            "skip_guard_eval_unsafe": "guards skipped: host units (µs, G)"}  # fmt: skip
-    for x in few.itertuples():
-        col = cols.get(x.compile_stance)
-        hit = t["cell"].astype(str).str.startswith(f"{x.variant} ")
-        if col in t:
-            t.loc[hit, col] = (
-                t.loc[hit, col].astype(str) + f" † {int(x.host_blocks_fast)} fast blocks"
-            )
-        for c in ("guards: host units", "guards µs a call (units x G)"):
-            if c in t:
-                t.loc[hit, c] = t.loc[hit, c].astype(str) + " †"
-    return t
-
-
 def _cudagraphs_text(r: pd.DataFrame) -> str:
     share = r["cudagraph_kernel_share"].dropna()
     if share.empty:
@@ -296,8 +208,8 @@ def section(data: dict) -> list[str]:
         ("regional", "The whole model against its repeated block compiled by region"
          + _gpus(by["regional"]), startup.regional_table, _regional_text),
         ("guards", "What Dynamo's guards cost a call" + _gpus(by["guards"]),
-         lambda x: _mark_guard_table(startup.guard_table(x), x[x["status"] == "ok"]),
-         lambda x: _guards_text(x, spread(d))),
+         lambda x: guards.mark_table(startup.guard_table(x), x[x["status"] == "ok"]),
+         lambda x: guards.text(x, guards.spread(d))),
         ("cudagraphs", "Did CUDA graphs apply? " + _rerun(by["cudagraphs"]),
          lambda x: cudagraphs.table(x, None), _cudagraphs_text),
     )  # fmt: skip
