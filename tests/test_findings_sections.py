@@ -273,14 +273,14 @@ def test_flex_judges_a_host_bound_length_by_its_device_time():
     ]
     text = "\n".join(speed_flex.section(_data(rows)))
     assert (
-        "1024: flex/flash 1.50x, flex/cudnn 2.50x (flex host-bound: 150 µs per call for 75.0 µs "
+        "1024: flex/flash 1.50x, flex/cudnn 2.50x (flex latency-bound: 150 µs per call for 75.0 µs "
         "on the GPU; by device time flex/flash 0.750x, flex/cudnn 1.25x)." in text
     )
     # 1024 reads far below the rest by latency (172 against 344, 327), within 1.3x by device time
     assert "roughly flat over length (within 1.3x): **holds** — seq_len 1024, 4096, 16384" in text
     assert (
         "Judged over the lengths where flex is GPU-bound (4096, 16384: within 1.05x); at 1024 "
-        "flex is host-bound (50.0 µs per call for 25.0 µs on the GPU; by device time 344 useful "
+        "flex is latency-bound (50.0 µs per call for 25.0 µs on the GPU; by device time 344 useful "
         "TFLOP/s)." in text
     )
 

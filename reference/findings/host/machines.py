@@ -307,7 +307,10 @@ def _crossings(rows: pd.DataFrame, d) -> list[str]:
         return []
     out = [*predict.crossings_text(t), "", *table(predict.HEAD, predict.table_rows(t))]
     if d is not None and (d / f"{FIGURE}.png").exists():
-        out += ["", f"![At what host speed does compiling stop paying?]({FIGURE}.png)"]
+        out += ["", f"![At what host speed does compiling stop paying?]({FIGURE}.png)", "",
+                f"The figure draws the model's curves over 5–100 µs; beyond {predict.REACH}x the "
+                "G a cell was measured at they are extrapolation, and no crossover is read "
+                "from them."]  # fmt: skip
     return out
 
 

@@ -124,7 +124,7 @@ def ratios(r: pd.DataFrame) -> list[str]:
             line += (
                 " ("
                 + ", ".join(
-                    f"{w['variant']} host-bound{phase_note(w)}: {sig(w['latency_median_us'])} "
+                    f"{w['variant']} latency-bound{phase_note(w)}: {sig(w['latency_median_us'])} "
                     f"µs per call for "
                     f"{sig(w['device_time_us'])} µs on the GPU"
                     for w in waits
@@ -179,8 +179,9 @@ def sliding(r: pd.DataFrame) -> list[str]:
     waits = ""
     if hb.any() and len(g) < 2:
         waits = (
-            f" Flex is host-bound at {int(hb.sum())} of {len(s)} lengths, too many to leave out: "
-            "the verdict is over every length, and those numbers measure the host too."
+            f" Flex is latency-bound (latency over 1.1x its device time) at {int(hb.sum())} of "
+            f"{len(s)} lengths, too many to leave out: the verdict is over every length, and "
+            "those numbers are not the kernels' alone."
         )
     elif hb.any():
         waits = (
@@ -188,7 +189,7 @@ def sliding(r: pd.DataFrame) -> list[str]:
             + ", ".join(str(int(x)) for x in g["seq_len"])
             + f": within {judged.max() / judged.min():.2f}x); at "
             + ", ".join(
-                f"{int(x['seq_len'])} flex is host-bound{phase_note(x)} "
+                f"{int(x['seq_len'])} flex is latency-bound{phase_note(x)} "
                 f"({sig(x['latency_median_us'])} µs per "
                 f"call for {sig(x['device_time_us'])} µs on the GPU; by device time "
                 f"{sig(x['tflops_useful'] * x['latency_median_us'] / x['device_time_us'])} useful "
