@@ -173,8 +173,8 @@ def keyed_sides(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
 
 def untold(k: pd.DataFrame) -> pd.DataFrame:
     """Cells of one side that share a source and a key with another cell of other config_hash:
-    they differ only in what no column records (check.*, profile.*), so only one of them is
-    compared (the first ok)."""
+    they differ only in what no column records (check.*, profile.*, variant.kwargs), so only one
+    of them is compared (the first not ok, else the first)."""
     if "config_hash" not in k or k.empty:
         return k.iloc[0:0]
     n = k.groupby(["source", "_key"])["config_hash"].transform("nunique")
@@ -216,9 +216,11 @@ def _status(r: pd.DataFrame) -> pd.Series:
 
 
 def _one_per_key(x: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration, an ok one where there is one."""
-    bad = (x["status"] != "ok").to_numpy()
-    return x.iloc[np.argsort(bad, kind="stable")].drop_duplicates("_key").sort_index()
+    """One row per configuration, a not-ok one where there is one: cells no column tells apart
+    (``untold``) are one cell to the comparison, and a crash among them is never hidden behind
+    an ok one (issue 68: two points differing only in a ``+variant.kwargs`` value)."""
+    ok = (x["status"] == "ok").to_numpy()
+    return x.iloc[np.argsort(ok, kind="stable")].drop_duplicates("_key").sort_index()
 
 
 def match(

@@ -27,6 +27,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
 from study.config import check, rules
 from study.config.bounds import MAX_REPEATS
+from study.config.cell_config import to_plain
+from study.config.identity import config_hash
 from study.config.usage import fail
 from study.rows.summary import summary
 from study.sweep import names, sweepdir
@@ -109,6 +111,29 @@ def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
     )
 
 
+# Keys left out of a cell's identity (study.config.identity.NOT_IDENTITY) that can change its
+# outcome or its row: two points differing only in one would be one cell to the analysis.
+UNTOLD = ("cpu_mem_limit_gb", "timeout_s", "cores", "expect", "calibration_file")
+
+
+def indistinct(pts: list[list[str]], cells: list[dict | None]) -> str | None:
+    """Why two points would be one cell to every reader of the rows (the same config_hash and
+    repeat, differing only in UNTOLD: ``cpu_mem_limit_gb=4,0.001`` made a crash and an ok row
+    of one cell), or None."""
+    seen: dict[tuple, int] = {}
+    for i, c in enumerate(cells):
+        if c is None:
+            continue
+        at = seen.setdefault((config_hash(c), c.get("repeat", 0)), i)
+        keys = [k for k in UNTOLD if c.get(k) != cells[at].get(k)]
+        if at != i and keys:
+            a, b = (" ".join(pts[j]) or "(no overrides)" for j in (at, i))
+            return (f"two sweep points differ only in {', '.join(keys)}, which no row records: "
+                    f"[{a}] and [{b}] would read as one cell; no cell was started. Run each "
+                    "value as a sweep of its own.")  # fmt: skip
+    return None
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a scheduler's, ``kill``): ended as Ctrl-C is, with exit status 143."""
 
@@ -165,17 +190,20 @@ class Sweeper(BasicSweeper):
                 whys.append(check.composition_error(e))
         self._leave_out_unplanned(pts, jobs, configs, whys)
         variants = launcher.variants if launcher is not None else None  # waited for when needed
+        plain: list[dict | None] = [None] * len(configs)
         for i, cfg in enumerate(configs):
             if cfg is not None:
                 cell = cfg.copy()
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
                 whys[i] = point_error(cell, variants)
+                if not whys[i]:
+                    plain[i] = to_plain(cell)
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
         dirs = subdirs(configs)
         self.dirs = [Path(d).name for d in dirs if not d.startswith("\0")]  # the summary's plan
-        message = bad_points(pts, whys) or one_dir_each(pts, dirs)
+        message = bad_points(pts, whys) or one_dir_each(pts, dirs) or indistinct(pts, plain)
         if message:
             fail(message)
         return configs
