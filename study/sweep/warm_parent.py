@@ -16,8 +16,6 @@ Messages (dicts): ``{"ready": status}`` once; ``{"op": "spawn", "id", "target": 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import gc
 import importlib
 import json
@@ -32,27 +30,12 @@ from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
 from study.config.env import code_hash, git_revision
+from study.lifeline import die_with_parent
 from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
 from study.sweep.pycache import bytecode_cache
 from study.workloads import registry
 
-PR_SET_PDEATHSIG = 1
 ROOT = str(Path(__file__).resolve().parents[2])  # first on the parent's PYTHONPATH
-
-
-@functools.cache
-def libc_prctl():
-    """libc's ``prctl`` (None: not Linux), looked up before any fork: a child forked beside
-    other threads then calls it without the loader's lock."""
-    try:
-        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-def die_with_parent() -> None:
-    if libc_prctl() is not None:
-        libc_prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class WarmParentError(RuntimeError):
