@@ -76,7 +76,7 @@ def test_points_that_differ_only_in_what_no_row_records_are_told_apart_or_refuse
     """Issue 68: cpu_mem_limit_gb=4,0.001 made a crash row and an ok row of one config_hash, and
     the report read one ok cell. Such points are refused; repeats of one cell, and points that
     differ in what they measure, are not."""
-    from study.sweep.sweeper import indistinct
+    from study.sweep.apart import indistinct
 
     cell = {"variant": {"name": "naive"}, "compile": {"mode": "off"}, "cpu_mem_limit_gb": 4,
             "repeat": 0, "timeout_s": 600}  # fmt: skip
@@ -121,3 +121,29 @@ def test_a_name_never_starts_with_a_plus_so_its_row_keeps_the_same_run_id():
     (name,) = run_dirs([["+variant.kwargs.layers=1", "compile=default"]])
     assert not name.startswith("+") and set(name.split(",")) == {
         "compile=default", "variant.kwargs.layers=1"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "subdir, why",
+    [("@x", "starts with '@'"), ("-x", "starts with '-'"), (".", "is the sweep dir itself"),
+     ("", "is the sweep dir itself"), ("../out", "is outside the sweep dir"),
+     ("/elsewhere", "is outside the sweep dir"), ("a/=b", "starts with '='")],
+)  # fmt: skip
+def test_a_subdir_whose_row_could_not_name_it_is_refused(subdir, why, tmp_path):
+    """Issue 68: subdir=@x made an ok cell read "no row" on every run and resume (its run_id
+    was written '@x); '.' or '' ran the cell in the sweep dir; one outside was refused only
+    after it was made."""
+    from study.sweep.apart import bad_subdir
+
+    said = bad_subdir([["variant=naive"]], [subdir], tmp_path / "sweep")
+    assert said and f"hydra.sweep.subdir={subdir!r} {why} [variant=naive]" in said
+    assert bad_subdir([["variant=naive"]], ["x@-"], tmp_path / "sweep") is None
+    assert bad_subdir([["a"]], ["\0" + "0"], tmp_path / "sweep") is None  # said as a bad point
+
+
+@pytest.mark.slow
+def test_a_subdir_outside_the_sweep_is_refused_before_it_is_made(tmp_path):
+    r = cli("-m", "variant=naive", "compile=off", f"hydra.sweep.subdir={tmp_path}/outside",
+            f"out_root={tmp_path}/o", *TINY)  # fmt: skip
+    assert r.returncode == 2 and "is outside the sweep dir" in r.stderr, r.stderr[-1500:]
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "o").exists()
