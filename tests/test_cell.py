@@ -129,3 +129,37 @@ def test_block_compiles_into_fewer_kernels_around_its_library_calls(run_inline):
     assert calls["aten::mm"] == 5  # qkv, proj, gate, up, down: extern GEMMs
     assert calls["aten::_scaled_dot_product_flash_attention_for_cpu"] == 1
     assert any("native_layer_norm" in k["kernel"] and k["fused_ops"] for k in kernels)
+
+
+def _raised(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as e:
+            raise outer from e
+    except BaseException as e:  # noqa: BLE001 - the chain as a cell catches it
+        return e
+
+
+def test_a_full_disk_during_a_compile_is_the_machines_failure_and_says_so():
+    """Issue 68: a compile under `ulimit -f 100` read `error (compile: CalledProcessError ...)`
+    and the sweep exited 0; "File too large" was only in the cell's log."""
+    import errno
+    import subprocess
+
+    from study.rows.summary import harness_failure
+
+    gxx = subprocess.CalledProcessError(1, ["g++", "x.cpp"])
+    cases = [  # Inductor's C++ error carries the compiler's words, raised from its subprocess
+        _raised(RuntimeError("C++ compile error\nOutput:\ng++: internal compiler error: File "
+                             "size limit exceeded signal terminated program cc1plus"), gxx),
+        OSError(errno.EFBIG, "File too large"),
+        _raised(RuntimeError("write failed"), OSError(errno.ENOSPC, "No space left on device")),
+        subprocess.CalledProcessError(1, ["g++"], output=b"fatal error: No space left on device"),
+    ]  # fmt: skip
+    for e in cases:
+        status, reason = classify_error(e, [])
+        assert status == "error" and reason.startswith("disk: "), reason
+        assert harness_failure({"status": status, "reason": reason})  # the sweep exits 1
+    status, reason = classify_error(_raised(RuntimeError("C++ compile error"), gxx), [])
+    assert not reason.startswith("disk: ")  # a compiler's own error stays a compile result
