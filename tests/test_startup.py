@@ -141,6 +141,25 @@ def test_the_guard_table_gives_what_guards_cost_in_units_at_the_guarded_rows_hos
     assert t.iloc[0]["guards evaluated: host units (µs, G)"] == "4.00 (55.0 µs, G 13.0)"
 
 
+def test_the_guard_table_shows_cpu_rows_which_have_no_host_units(tmp_path, capsys):
+    """Issue 68: on a CPU stance=default,skip_guard_eval_unsafe sweep the table said the rows
+    were missing and asked for the very sweep that was run (the CPU measures no host units)."""
+    from analysis.tables import startup
+    from tests import synth
+
+    r = _rows()
+    cpu = r[r["variant"] == "linear"].drop(columns=["host_us", "host_units", "host_gauge_us",
+                                                    "device_time_us"])  # fmt: skip
+    cpu = cpu.assign(latency_median_us=[165.0, 150.0], timing_phase=["fast", "contended"],
+                     source="cpu", run_id=["a", "b"])  # fmt: skip
+    t = startup.guard_table(cpu)
+    assert len(t) == 1 and t.iloc[0]["cell"] == "linear default"
+    assert t.iloc[0]["latency µs: evaluated, skipped"] == "165, 150 (host contended)"
+    assert t.iloc[0]["guards: host units"] == "–"
+    assert startup.main([str(synth.write({"runs": cpu}, tmp_path / "s"))]) == 0
+    assert "Guards: host cost" in capsys.readouterr().out
+
+
 def test_the_regional_table_sets_each_regional_row_beside_its_whole_model():
     import pandas as pd
 

@@ -12,7 +12,8 @@ Prints, from runs.csv alone (no torch):
   call with Dynamo's guards evaluated and skipped. The two are different processes, often in
   different host phases, so what the guards cost is the difference of host units (host µs over
   the gauge's µs, study.measure.host_cost), which carry across phases, times the guarded row's host
-  speed G.
+  speed G. The CPU measures no host units: its rows show each side's latency a call and host
+  phase alone.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per cell: host units (and µs) a call with guards evaluated and skipped, and what the
     guards cost: the units' difference times the guarded row's host speed G. The two rows are
     two processes, often in different host phases, so their µs alone do not subtract."""
-    if "compile_stance" not in runs.columns or "host_units" not in runs.columns:
+    if "compile_stance" not in runs.columns:
         return pd.DataFrame()
     r = _ok_compiled(runs)
     out = []
@@ -151,21 +152,34 @@ def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
         off = g[g["compile_stance"] == "skip_guard_eval_unsafe"]
         if on.empty or off.empty:
             continue
-        uu, us = on["host_units"].median(), off["host_units"].median()
-        if pd.isna(uu) or pd.isna(us):
-            continue
-        gauge = on["host_gauge_us"].median()
+        uu, us = _median(on, "host_units"), _median(off, "host_units")
+        units = uu is not None and us is not None  # the CPU measures no host units
+        gauge = _median(on, "host_gauge_us")
         out.append(
             {
                 "cell": f"{v} {m}",
-                "guards evaluated: host units (µs, G)": _units(on),
-                "guards skipped: host units (µs, G)": _units(off),
-                "guards: host units": f"{uu - us:.2f}",
-                "guards µs a call (units x G)": f"{(uu - us) * gauge:.1f}",
-                "device µs": sig(on["device_time_us"].median()),
+                "guards evaluated: host units (µs, G)": _units(on) if units else "–",
+                "guards skipped: host units (µs, G)": _units(off) if units else "–",
+                "guards: host units": f"{uu - us:.2f}" if units else "–",
+                "guards µs a call (units x G)": f"{(uu - us) * gauge:.1f}" if units and gauge
+                else "–",
+                "latency µs: evaluated, skipped": f"{_lat(on)}, {_lat(off)}",
+                "device µs": sig(_median(on, "device_time_us")) if units else "–",
             }
-        )
+        )  # fmt: skip
     return pd.DataFrame(out)
+
+
+def _median(x: pd.DataFrame, col: str) -> float | None:
+    v = pd.to_numeric(x[col], errors="coerce").median() if col in x else None
+    return None if v is None or pd.isna(v) else float(v)
+
+
+def _lat(x: pd.DataFrame) -> str:
+    """A side's latency a call, and its host phase where not fast (two processes: the guards'
+    cost is their difference only in one phase; the CPU has no host units to carry across)."""
+    v = _median(x, "latency_median_us")
+    return "–" if v is None else f"{sig(v)}" + _phase(x.iloc[0])
 
 
 def _units(x: pd.DataFrame) -> str:
