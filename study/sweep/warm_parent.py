@@ -253,29 +253,33 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
     status = _warm_up(prewarm_on, eager)
     conn.send({"ready": status})
     children: dict[int, object] = {}  # pid -> request id
-    while True:
-        _reap(children, conn.send)
-        try:
+    try:
+        while True:
+            _reap(children, conn.send)
             if not conn.poll(0.02):
                 continue
-            req = conn.recv()
-        except (EOFError, OSError):  # the sweep is gone: so are its cells
-            for pid in children:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-            return
-        if req.get("op") == "status":
-            conn.send({"status": _status(status)})  # the live fields asked again
-        elif req.get("op") == "spawn":
-            if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
-                status["prewarm_s"]["cpu_isa"] = cpu_isa()
-            sys.stdout.flush()
-            me = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                _child(req, me, conn)
-            children[pid] = req.get("id")
-            conn.send({"spawned": req.get("id"), "pid": pid})
+            _answer(conn.recv(), conn, children, status, prewarm_on)
+    except (EOFError, OSError):  # the sweep is gone (a send to its closed end: BrokenPipeError;
+        # its SIGTERM's cleanup closes the pipe as the cells it killed are reaped): so are its cells
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _answer(req: dict, conn, children: dict, status: dict, prewarm_on: bool) -> None:
+    """One request of the sweep: its status, or a cell forked (never returns in the child)."""
+    if req.get("op") == "status":
+        conn.send({"status": _status(status)})  # the live fields asked again
+    elif req.get("op") == "spawn":
+        if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
+            status["prewarm_s"]["cpu_isa"] = cpu_isa()
+        sys.stdout.flush()
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            _child(req, me, conn)
+        children[pid] = req.get("id")
+        conn.send({"spawned": req.get("id"), "pid": pid})
 
 
 if __name__ == "__main__":  # started by WarmParent: its end's fd, then serve's options as JSON
