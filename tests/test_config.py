@@ -127,6 +127,7 @@ def test_bad_values_raise_config_error_naming_the_key(override, key):
         ("repeats=100000000", "repeats=100000000 is not allowed: from 1 to 1000 fresh"),
         ("timing.calls=10000000000", "timing.calls=10000000000 is too large: at most 2147483647"),
         ("family.softcap=inf", "family.softcap=inf is not allowed: it must be a finite number."),
+        ("shape.layers=100000000", "shape.layers=100000000 is not allowed: from 1 to 1024 blocks"),
     ],
 )
 def test_every_value_is_finite_and_in_range_naming_the_key(override, said):
