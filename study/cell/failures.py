@@ -34,6 +34,23 @@ UNSUPPORTED_PATTERNS = (
 )
 
 
+# What a process capped by RLIMIT_AS (cpu_mem_limit_gb) says as it dies before its row: the
+# allocator's words, Python's, C++'s, and OpenMP's when its threads' stacks cannot be mapped.
+DIED_OF_MEMORY = (*OOM_PATTERNS, "memoryerror", "bad_alloc",
+                  "thread creation failed: resource temporarily unavailable")  # fmt: skip
+
+
+def died(how: str, log_tail: str, capped: bool) -> tuple[str, str]:
+    """(status, reason) of a cell process that died before writing its row: ``oom`` where its
+    memory was capped (``capped``) and its log's last words are an allocation's failure
+    (cpu_mem_limit_gb=0.001 read ``crash``), else ``crash``."""
+    reason = f"cell process died ({how}) before writing its row; log: {log_tail}"
+    if capped and any(p in log_tail.lower() for p in DIED_OF_MEMORY):
+        return "oom", (f"out of host memory under its cpu_mem_limit_gb cap (raise it, or 0 for "
+                       f"no cap): {reason}")  # fmt: skip
+    return "crash", reason
+
+
 def exited(e: SystemExit) -> RuntimeError:
     """A ``sys.exit()`` inside the cell (a factory, a forward) as an error that says so: the
     process would end with no row, and its crash row with an empty log."""
