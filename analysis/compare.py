@@ -73,7 +73,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes, compare_gate
-from analysis.load import check_out, expand, load, stop
+from analysis.load import NotASweep, check_out, expand, load, stop
 from analysis.measures import (
     AXES,
     CONFIG_KEY,
@@ -143,7 +143,8 @@ def side(arg: str) -> tuple[dict, str]:
     if src is not None:
         if src not in set(d["runs"]["source"]):
             have = ", ".join(dict.fromkeys(d["runs"]["source"]))
-            raise SystemExit(f"analysis.compare: {path} has no source {src!r} (it has: {have})")
+            raise NotASweep(f"{path} has no source {src!r} (it has: {have}): give DIR:SOURCE "
+                            "with one of them")  # fmt: skip
         d = {k: (v[v["source"] == src] if isinstance(v, pd.DataFrame) and "source" in v else v)
              for k, v in d.items()}  # fmt: skip
     return d, arg

@@ -173,3 +173,17 @@ def test_every_matched_cell_is_counted_in_one_bucket(tmp_path):
     counts = m["verdict"].value_counts().to_dict()
     assert counts == {"improved": 1, "within noise": 1, "unchanged": 2}
     assert sum(counts.values()) == len(m) == 4
+
+
+def test_a_source_that_is_not_there_exits_2_in_compare_and_in_tables(tmp_path, capsys):
+    """Issue 68: a bad source name exited 1 in compare and was ignored by `tables --source`."""
+    from analysis.tables import layers
+
+    a = str(synth.write({"runs": four()}, tmp_path / "a"))
+    for run in (lambda: main([a, f"{a}:nope", "--out", str(tmp_path / "o")]),
+                lambda: layers.main([a, "--source", "nope"])):  # fmt: skip
+        with pytest.raises(SystemExit) as e:
+            run()
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "'nope'" in err and "cpu" in err and "Traceback" not in err
