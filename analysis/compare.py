@@ -79,7 +79,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes, compare_gate, compare_suite
-from analysis.load import check_out, expand, load, stop
+from analysis.load import NotASweep, check_out, expand, load, stop
 from analysis.measures import (
     AXES,
     CONFIG_KEY,
@@ -149,7 +149,8 @@ def side(arg: str) -> tuple[dict, str]:
     if src is not None:
         if src not in set(d["runs"]["source"]):
             have = ", ".join(dict.fromkeys(d["runs"]["source"]))
-            raise SystemExit(f"analysis.compare: {path} has no source {src!r} (it has: {have})")
+            raise NotASweep(f"{path} has no source {src!r} (it has: {have}): give DIR:SOURCE "
+                            "with one of them")  # fmt: skip
         d = {k: (v[v["source"] == src] if isinstance(v, pd.DataFrame) and "source" in v else v)
              for k, v in d.items()}  # fmt: skip
     return d, arg
@@ -179,8 +180,8 @@ def keyed_sides(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
 
 def untold(k: pd.DataFrame) -> pd.DataFrame:
     """Cells of one side that share a source and a key with another cell of other config_hash:
-    they differ only in what no column records (check.*, profile.*), so only one of them is
-    compared (the first ok)."""
+    they differ only in what no column records (check.*, profile.*, variant.kwargs), so only one
+    of them is compared (the first not ok, else the first)."""
     if "config_hash" not in k or k.empty:
         return k.iloc[0:0]
     n = k.groupby(["source", "_key"])["config_hash"].transform("nunique")
@@ -222,9 +223,11 @@ def _status(r: pd.DataFrame) -> pd.Series:
 
 
 def _one_per_key(x: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration, an ok one where there is one."""
-    bad = (x["status"] != "ok").to_numpy()
-    return x.iloc[np.argsort(bad, kind="stable")].drop_duplicates("_key").sort_index()
+    """One row per configuration, a not-ok one where there is one: cells no column tells apart
+    (``untold``) are one cell to the comparison, and a crash among them is never hidden behind
+    an ok one (issue 68: two points differing only in a ``+variant.kwargs`` value)."""
+    ok = (x["status"] == "ok").to_numpy()
+    return x.iloc[np.argsort(ok, kind="stable")].drop_duplicates("_key").sort_index()
 
 
 def match(

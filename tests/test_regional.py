@@ -88,6 +88,12 @@ def test_the_repeated_block_is_found_in_a_module_list_or_a_sequential():
     assert regional.find(PreNormBlock(16, 2, 32)) is None  # one block: nothing repeats
     mixed = nn.ModuleList([nn.Linear(4, 4), nn.ReLU()])
     assert regional.find(mixed) is None
+    b = nn.Linear(4, 4)  # weight-tied: one block applied 3 times (issue 68: "no repeated block")
+    assert regional.find(nn.Sequential(nn.ReLU(), nn.ModuleList([b, b, b]))) == (
+        nn.Linear,
+        ["1"],
+        3,
+    )
 
 
 def test_the_view_shares_parameters_and_leaves_the_eager_module_as_it_was():
