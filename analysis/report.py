@@ -39,8 +39,8 @@ from analysis.measures import (
     latency_methods,
     order,
     sig,
-    speedups,
 )
+from analysis.shown import paired_us, with_shown
 from analysis.style import save
 from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup
 from study.rows.schema import SHAPE_KEYS
@@ -111,6 +111,19 @@ def _speedup_text(row) -> str:
     return (f"≈ {sig(sp)}x" if row.get("sp_same") else f"{sig(sp)}x") + kind
 
 
+PER_CALL = "µs a call (compiled: eager → compiled, paired blocks)"
+
+
+def _us_a_call(row) -> str:
+    """An eager cell's own latency; a compiled cell's eager → compiled µs from the paired blocks
+    its speedup comes from (never its calls timed apart, whose ratio is not the speedup)."""
+    both = paired_us(row) if row.get("compile") != "off" else None
+    if both:
+        return f"{sig(both[0])} → {sig(both[1])}"
+    lat = row.get("latency_median_us")
+    return sig(lat) if lat == lat and lat is not None else ""
+
+
 def _per_call(revealed: str, host_bound) -> str:
     """The trace's "CPU-bound" (profiled CPU time above GPU busy time) beside what the per-call
     latency says, where it says otherwise: the profiler slows the host (v3's block, eager: 826
@@ -128,7 +141,7 @@ def cell_table(d: dict) -> pd.DataFrame:
     r = d["runs"]
     if r.empty:
         return r
-    r = order(speedups(r))
+    r = order(with_shown(r))
 
     def col(c):
         return r[c] if c in r else pd.Series(float("nan"), index=r.index)
@@ -147,13 +160,15 @@ def cell_table(d: dict) -> pd.DataFrame:
             out[c] = axis_values(r, c)
     out["compile"], out["status"] = col("compile"), col("status")
     out["kernels per forward"] = col("kernels_per_step")
-    out["latency µs"] = col("latency_median_us")
+    out[PER_CALL] = [_us_a_call(x) for x in r.to_dict("records")]
     out["speedup"] = [_speedup_text(x) for x in r.to_dict("records")]
     if r["sp_kind"].eq("paired").any():
         out["95% CI"] = [
             f"{sig(lo)}–{sig(hi)}" if lo == lo and hi == hi else ""
             for lo, hi in zip(r["sp_lo"], r["sp_hi"], strict=True)
         ]
+    if r["apart"].astype(bool).any():  # where the two cells' own latencies say otherwise
+        out["timed apart"] = r["apart"]
     if "n_repeats" in r and (r["n_repeats"] > 1).any():
         out["repeats"] = r["n_repeats"]
         if "latency_median_us_spread_pct" in r:
@@ -503,7 +518,9 @@ def _how(runs: pd.DataFrame) -> str:
     return (
         f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "
         "The speedup is eager over compiled, paired: both timed in alternating blocks in one "
-        "process, with a 95% interval; where a row has no paired timing the report shows the "
+        "process, with a 95% interval, and a compiled cell's µs are those blocks' (their "
+        "ratio is the speedup; the cells' calls timed apart stay in runs.csv, and where their "
+        "ratio disagrees the table says why); where a row has no paired timing the report shows the "
         "latency ratio instead (eager's per-call latency over compiled's, from separate "
         "processes) and says so. ≈ marks no change: an interval that contains 1.0 (no "
         "measurable difference), or a paired one within ±1% of it (the pairs' own error). "

@@ -1,7 +1,8 @@
 """What the console says per cell and at the end of a sweep: how a figure was timed (the host's
 phase, host and device us per call) is never hidden. No process, no compile."""
 
-from study.rows.summary import phase_lines
+from study.rows.metrics import apart_note
+from study.rows.summary import apart_lines, phase_lines
 from study.sweep.rundir import summary_line
 
 
@@ -61,3 +62,41 @@ def test_more_slots_than_cores_is_said():
     assert shared_cores(groups) == 2
     _, groups = pinning.plan(list(range(8)), 2, "auto")
     assert shared_cores(groups) == 0
+
+
+def test_a_compiled_line_gives_the_paired_blocks_us_not_its_calls_timed_apart():
+    """Issue 68: 'naive compiled 552.4 us/call' against eager's 653.6, then '0.92x paired' on
+    the same line. Beside the paired speedup the line gives the two us it comes from."""
+    row = {"status": "ok", "latency_median_us": "552.4", "eager_latency_paired_us": "560.0",
+           "compiled_latency_paired_us": "608.7", "kernels_per_step": "3",
+           "speedup_paired": "0.92", "speedup_ci_low": "0.90", "speedup_ci_high": "0.94"}  # fmt: skip
+    line = summary_line(row, 5.0)
+    assert "560.0 -> 608.7 us/call eager -> compiled (paired)" in line
+    assert "552.4" not in line and "0.92x paired [0.90-0.94]" in line
+
+
+def test_latencies_timed_apart_that_disagree_with_the_paired_speedup_say_why():
+    assert apart_note(1.18, 0.92, 0.90, 0.94, busy=True) == (
+        "timed apart 1.18x: host busy between them"
+    )
+    assert "separate processes" in apart_note(1.18, 0.92, 0.90, 0.94, busy=False)
+    assert apart_note(0.95, 0.92, 0.90, 0.94, busy=True) == ""  # within the interval and 5%
+    assert apart_note(None, 0.92, 0.90, 0.94, busy=True) == ""
+    rows = [
+        {"compile": "off", "config_hash": "e", "status": "ok", "timing_phase": "contended"},
+        {
+            "compile": "default",
+            "eager_hash": "e",
+            "status": "ok",
+            "timing_phase": "fast",
+            "run_id": "compile=default,variant=naive",
+            "speedup": "1.18",
+            "speedup_paired": "0.92",
+            "speedup_ci_low": "0.90",
+            "speedup_ci_high": "0.94",
+        },  # fmt: skip
+    ]
+    (line,) = apart_lines(rows)
+    assert line.startswith("compile=default,variant=naive: timed apart 1.18x: host busy")
+    assert "speedup is the paired 0.92x" in line
+    assert apart_lines([rows[0], {**rows[1], "speedup": "0.93"}]) == []

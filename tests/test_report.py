@@ -55,8 +55,13 @@ def test_report_of_one_sweep_without_torch(two_sweeps):
     assert "ncu.enabled=true" in r.stdout  # the Nsight Compute figure says how to get it
     md = (out / "report.md").read_text()
     runs = pd.read_csv(sweep / "runs.csv")
-    for _, row in runs[runs["status"] == "ok"].iterrows():
-        assert sig(row["latency_median_us"]) in md  # the table agrees with runs.csv
+    for _, row in runs[runs["status"] == "ok"].iterrows():  # the table agrees with runs.csv
+        if row["compile"] == "off":
+            assert sig(row["latency_median_us"]) in md
+        else:  # beside the paired speedup, the paired blocks' µs: their ratio is the speedup
+            pe, pc = row["eager_latency_paired_us"], row["compiled_latency_paired_us"]
+            assert f"{sig(pe)} → {sig(pc)}" in md
+            assert abs(pe / pc / row["speedup_paired"] - 1) < 1e-6
     failed = runs[runs["variant"] == "efficient"]
     assert set(failed["status"]) == {"unsupported"}
     assert "No viable backend" in md and "unsupported" in md

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from study.rows import io
+from study.rows import io, metrics
 
 
 def harness_failure(row: dict) -> bool:
@@ -56,7 +56,7 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
         print(
             f"[study]   {d}: no row (see the lines above; its files: {sweep_dir / d})", flush=True
         )
-    for line in phase_lines(rows):
+    for line in phase_lines(rows) + apart_lines(rows):
         print(f"[study] {line}", flush=True)
     print(
         f"[study] rows: {path}\n[study] report: "
@@ -113,4 +113,24 @@ def phase_lines(rows: list[dict]) -> list[str]:
             "row is called fast against its slow level; host_units still carry each call's cost "
             "to a faster host"
         )
+    return out
+
+
+def apart_lines(rows: list[dict]) -> list[str]:
+    """Compiled cells whose latencies timed apart (the eager cell's over this one's, two
+    processes: ``speedup``) disagree with the paired speedup beyond its interval
+    (``metrics.apart_note``): one line each, saying why, and which one is the speedup."""
+    phase = {r.get("config_hash"): r.get("timing_phase") for r in rows if r.get("compile") == "off"}
+    out = []
+    for r in rows:
+        if r.get("status") != "ok" or r.get("compile") in (None, "", "off"):
+            continue
+        sides = (r.get("timing_phase"), phase.get(r.get("eager_hash")))
+        busy = any(p not in (None, "", "fast") for p in sides)
+        note = metrics.apart_note(r.get("speedup"), r.get("speedup_paired"),
+                                  r.get("speedup_ci_low"), r.get("speedup_ci_high"), busy)  # fmt: skip
+        if note:
+            out.append(f"{r.get('run_id')}: {note}; its speedup is the paired "
+                       f"{float(r['speedup_paired']):.2f}x (eager and compiled timed in "
+                       "alternating blocks in one process)")  # fmt: skip
     return out
