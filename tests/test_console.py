@@ -29,15 +29,28 @@ def test_the_summary_counts_rows_off_the_fast_phase_and_says_what_to_do():
     rows = [
         {"timing_phase": p, "gauge_held": "True"} for p in ("fast", "slow", "mixed", "contended")
     ]
-    lines = phase_lines(rows)
+    rows = [{**r, "cpu_cores": "1"} for r in rows]
+    lines = phase_lines(rows, allowed=list(range(8)))
     assert len(lines) == 1 and "3 of 4 rows were not timed in the host's fast phase" in lines[0]
-    assert "resume=true" in lines[0] and "cores=" in lines[0]
+    assert "resume=true" in lines[0] and "cores=2-7" in lines[0]
     assert phase_lines([{"timing_phase": "fast", "gauge_held": "True"}]) == []
 
 
 def test_a_host_that_never_held_its_fast_phase_is_said_at_the_end():
-    rows = [{"timing_phase": "slow", "gauge_held": "False"}] * 3
-    assert any("never held its fast phase (3 rows" in x for x in phase_lines(rows))
+    rows = [{"timing_phase": "slow", "gauge_held": "False", "device": "cuda"}] * 3
+    (line,) = [x for x in phase_lines(rows) if "never held its fast phase (3 rows" in x]
+    assert "host_units" in line
+    cpu = [{**r, "device": "cpu"} for r in rows]  # the CPU never measures host units
+    assert not any("host_units" in x for x in phase_lines(cpu))
+
+
+def test_no_cores_advice_where_no_core_is_spare():
+    """Issue 68: on 2 cores every line said contended and the summary said 'cores=...', which
+    changed nothing: the sweep keeps core 0, the cells ran on core 1."""
+    rows = [{"timing_phase": "contended", "gauge_held": "True", "cpu_cores": "1"}] * 4
+    (line,) = phase_lines(rows, allowed=[0, 1])
+    assert "cores=" not in line and "no core is spare" in line
+    assert "cores=2-3" in phase_lines(rows, allowed=[0, 1, 2, 3])[0]
 
 
 def test_the_cpu_line_says_where_the_shapes_came_from():

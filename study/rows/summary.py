@@ -14,6 +14,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from study.config import cores
+from study.config.cores import fmt_cores
 from study.rows import io, metrics
 
 
@@ -89,9 +91,25 @@ def summary(sweep_dir: Path, t0: float = 0.0, planned: list[str] | None = None) 
     return 0
 
 
-def phase_lines(rows: list[dict]) -> list[str]:
+def spare_cores(rows: list[dict], allowed: list[int] | None = None) -> list[int]:
+    """Cores this process may use that no cell ran on and the sweep does not keep (the first
+    one, ``cores=auto``): those ``cores=`` could give a contended cell. None on a 2-core
+    machine whose second core ran the cells."""
+    have = sorted(allowed if allowed is not None else cores.allowed())
+    used = set(have[:1])
+    for r in rows:
+        try:
+            used.update(cores.parse_cores(r.get("cpu_cores") or ""))
+        except ValueError:  # a row without its cores (an old one, a crash): count none
+            pass
+    return [c for c in have if c not in used]
+
+
+def phase_lines(rows: list[dict], allowed: list[int] | None = None) -> list[str]:
     """What the sweep says about the host's phase (study.measure.host_gauge): how many rows were not timed in
-    its fast phase, and what to do; and when the host never held its fast phase at all."""
+    its fast phase, and what to do (``cores=`` only where a core is spare: ``spare_cores``);
+    and when the host never held its fast phase at all (host units only where CUDA rows
+    measured them)."""
     timed = [r for r in rows if r.get("timing_phase")]
     off = Counter(r["timing_phase"] for r in timed if r["timing_phase"] != "fast")
     out = []
@@ -100,18 +118,23 @@ def phase_lines(rows: list[dict]) -> list[str]:
         todo = []
         if off.keys() & {"slow", "mixed"}:
             todo.append("run those cells again (resume=true keeps the rest) or raise timing.max_s")
-        if "contended" in off:
-            todo.append("give the cells cores nothing else uses (cores=...)")
+        spare = spare_cores(rows, allowed)
+        if "contended" in off and spare:
+            todo.append(f"give the cells cores nothing else uses (cores={fmt_cores(spare)})")
+        elif "contended" in off:
+            todo.append("other programs took CPU from the cells' cores and no core is spare: "
+                        "run again with the machine quieter")  # fmt: skip
         out.append(
             f"{sum(off.values())} of {len(timed)} rows were not timed in the host's fast phase "
             f"({what}): their figures are that phase's; " + "; ".join(todo)
         )
     unheld = [r for r in timed if str(r.get("gauge_held")).lower() in ("false", "0", "0.0")]
     if unheld:
+        cuda = any(r.get("device") == "cuda" for r in unheld)
         out.append(
             f"this host never held its fast phase ({len(unheld)} rows, gauge_held false): no "
-            "row is called fast against its slow level; host_units still carry each call's cost "
-            "to a faster host"
+            "row is called fast against its slow level"
+            + ("; host_units still carry each call's cost to a faster host" if cuda else "")
         )
     return out
 
