@@ -42,7 +42,7 @@ from analysis.measures import (
 )
 from analysis.shown import paired_us, with_shown
 from analysis.style import save
-from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup
+from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup, swept
 from study.rows.schema import SHAPE_KEYS
 
 ENV_COLS = [
@@ -341,8 +341,9 @@ def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
     cause the rows support and a link to the figure that shows it ((source, key) in ``made``:
     the figure's path), as report.md's lines and report.html's section."""
     a = causes.answer(d["runs"], d["kernels"], d["autotune"])
+    alone = swept.answer(d["runs"], skip=a["run_id"])  # no eager twin: what the sweep varied
     if a.empty:
-        return [], ""
+        return _swept(alone, "## The answer", "h2 id='answer'")
     md_links, html_links = [], []
     for src, key in zip(a["source"], a["figure"], strict=True):
         path = made.get((src, key))
@@ -362,6 +363,18 @@ def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
     body = f"<h2 id='answer'>The answer</h2><p class='muted'>{html.escape(said)}</p>" + page.table(
         a[cols].assign(figure=html_links), html_cols=("figure",), sortable=False
     )
+    more_md, more_body = _swept(alone, "### Cells without an eager twin", "h3")
+    return md + more_md, body + more_body
+
+
+def _swept(alone: pd.DataFrame, head: str, tag: str) -> tuple[list[str], str]:
+    """The compiled cells without an eager twin (analysis.tables.swept), under ``head``."""
+    if alone.empty:
+        return [], ""
+    title = head.lstrip("# ")
+    md = [head, "", swept.SAID, "", md_table(alone), ""]
+    body = (f"<{tag}>{html.escape(title)}</{tag.split()[0]}><p class='muted'>"
+            f"{html.escape(swept.SAID)}</p>" + page.table(alone, sortable=False))  # fmt: skip
     return md, body
 
 
