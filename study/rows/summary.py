@@ -8,14 +8,13 @@ are results, not failures of the command.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from study.config import cores
-from study.config.cores import fmt_cores
 from study.rows import io, metrics
 
 
@@ -95,14 +94,21 @@ def spare_cores(rows: list[dict], allowed: list[int] | None = None) -> list[int]
     """Cores this process may use that no cell ran on and the sweep does not keep (the first
     one, ``cores=auto``): those ``cores=`` could give a contended cell. None on a 2-core
     machine whose second core ran the cells."""
-    have = sorted(allowed if allowed is not None else cores.allowed())
+    have = sorted(allowed if allowed is not None else os.sched_getaffinity(0))
     used = set(have[:1])
-    for r in rows:
-        try:
-            used.update(cores.parse_cores(r.get("cpu_cores") or ""))
-        except ValueError:  # a row without its cores (an old one, a crash): count none
-            pass
+    for r in rows:  # cpu_cores reads '1' or '0-3,8' (study.config.cores, not imported: rows
+        for part in str(r.get("cpu_cores") or "").split(","):  # come before the config)
+            lo, _, hi = part.strip().partition("-")
+            if lo.isdigit() and (hi or lo).isdigit():
+                used.update(range(int(lo), int(hi or lo) + 1))
     return [c for c in have if c not in used]
+
+
+def _spelled(cores: list[int]) -> str:
+    """[2, 3, 4, 5] -> '2-5'; [2, 5] -> '2,5'."""
+    if cores == list(range(cores[0], cores[-1] + 1)) and len(cores) > 1:
+        return f"{cores[0]}-{cores[-1]}"
+    return ",".join(map(str, cores))
 
 
 def phase_lines(rows: list[dict], allowed: list[int] | None = None) -> list[str]:
@@ -120,7 +126,7 @@ def phase_lines(rows: list[dict], allowed: list[int] | None = None) -> list[str]
             todo.append("run those cells again (resume=true keeps the rest) or raise timing.max_s")
         spare = spare_cores(rows, allowed)
         if "contended" in off and spare:
-            todo.append(f"give the cells cores nothing else uses (cores={fmt_cores(spare)})")
+            todo.append(f"give the cells cores nothing else uses (cores={_spelled(spare)})")
         elif "contended" in off:
             todo.append("other programs took CPU from the cells' cores and no core is spare: "
                         "run again with the machine quieter")  # fmt: skip
