@@ -111,6 +111,7 @@ def _speedup_text(row) -> str:
     return (f"≈ {sig(sp)}x" if row.get("sp_same") else f"{sig(sp)}x") + kind
 
 
+YES_NO = ("regional", "freezing", "compiled_autograd")  # the axes that are switches
 PER_CALL = "µs a call (compiled: eager → compiled, paired blocks)"
 
 
@@ -158,6 +159,8 @@ def cell_table(d: dict) -> pd.DataFrame:
     for c in AXES:  # the axes the sweep crossed: start, compile stance, regional, layers, ...
         if c in r and axis_values(r, c).nunique() > 1:
             out[c] = axis_values(r, c)
+            if c in YES_NO:  # a switch reads yes/no, not 0/1
+                out[c] = out[c].map({"1": "yes", "0": "no"}).fillna(out[c])
     out["compile"], out["status"] = col("compile"), col("status")
     out["kernels per forward"] = col("kernels_per_step")
     out[PER_CALL] = [_us_a_call(x) for x in r.to_dict("records")]
@@ -274,6 +277,7 @@ def render(d: dict, where: Path, which=None) -> tuple[list, list]:
     another list (``figures.ACROSS``: figures over every source at once)."""
     made, skipped = [], []
     for key, name, fn in figures.FIGURES if which is None else which:
+        name = figures.heading(key, name, d["runs"])
         try:
             fig, sentence = fn(d)
         except figures.Skip as e:
@@ -347,7 +351,9 @@ def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
     md_links, html_links = [], []
     for src, key in zip(a["source"], a["figure"], strict=True):
         path = made.get((src, key))
-        name = dict((k, n) for k, n, _ in figures.FIGURES).get(key, key)
+        name = figures.heading(key, dict((k, n) for k, n, _ in figures.FIGURES).get(key, key),
+                               d["runs"][d["runs"]["source"] == src] if "source" in d["runs"]
+                               else d["runs"])  # fmt: skip
         if path is None:
             md_links.append("")
             html_links.append("")

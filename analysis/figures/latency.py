@@ -199,13 +199,15 @@ def speedup(d) -> tuple:
     n_same = int(r["sp_same"].sum())
     where = (lambda x: f"{x['label']} {sweep[0]}={int(x[sweep[0]])} · {x['compile']}") if sweep else (
         lambda x: f"{x['label']} · {x['compile']}")  # fmt: skip
-    s = f"{kinds_text(r)[0].upper()}{kinds_text(r)[1:]} of {len(r)} compiled cells"
+    s = f"{kinds_text(r)[0].upper()}{kinds_text(r)[1:]} of {len(r)} compiled cell{'s' * (len(r) != 1)}"
     if len(clear):
         best = clear.loc[clear["sp"].idxmax()]
         worst = clear.loc[clear["sp"].idxmin()]
-        s += f": best {where(best)} {speedup_words(best)}, worst {where(worst)} {speedup_words(worst)}"
+        s += (f": best {where(best)} {speedup_words(best)}, worst {where(worst)} "
+              f"{speedup_words(worst)}" if len(clear) > 1
+              else f": {where(best)} {speedup_words(best)}")  # fmt: skip
     s += (
-        f"; {n_same} show no change (interval contains 1.0, or within ±{PAIRED_NOISE:.0%})."
+        f"; {n_same} {'shows' if n_same == 1 else 'show'} no change (interval contains 1.0, or within ±{PAIRED_NOISE:.0%})."
         if n_same
         else "."
     )
