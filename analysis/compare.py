@@ -286,6 +286,15 @@ def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
     return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
 
 
+def _contended(m: pd.DataFrame, side: str) -> pd.Series:
+    """Cells whose ``side`` was timed while others ran on its cores (``timing_phase``)."""
+    col = f"timing_phase_{side}"
+    if col not in m:
+        return pd.Series(False, index=m.index)
+    ph = m[col].astype(str).where(m[col].notna(), "")
+    return ph.str.split("/").apply(lambda xs: "contended" in xs)
+
+
 def _memory(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """Peak memory B/A (``memory``) and each side's spread (``mem_w_*``): the allocator's peak,
     or for a mode that replays CUDA graphs its reserved memory, where both sides have it (the
@@ -367,12 +376,15 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
 
 def _compile_time(m: pd.DataFrame, cmp_t: pd.Series) -> tuple[pd.Series, pd.Series]:
     """(up, down) of compile time past its threshold. Compile time moves between processes
-    too: under COMPILE_FLOOR_S it is not judged, nor where either side's host was off its fast
-    phase (compiling is host work: two identical CPU quickstarts on a busy host read the
-    first's compile as "improved" in the second); such a move is within noise, 'host phase'."""
+    too: under COMPILE_FLOOR_S it is not judged, nor where either side was contended (others
+    ran on the cell's cores), by no more than HOST_PHASE: compiling is host work, and two
+    identical CPU quickstarts on a busy host read the first's compile as "improved" in the
+    second. Such a move is within noise, 'host phase'. A slow or mixed phase is the timed
+    rounds', not the compile's, so it excuses no compile time."""
     big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
     up, down = big & (m["compile_time"] > 1 + cmp_t), big & (m["compile_time"] < 1 - cmp_t)
-    busy = _off_phase(m, "a") | _off_phase(m, "b")
+    r = m["compile_time"]  # what a busy host can cause: within HOST_PHASE either way
+    busy = (_contended(m, "a") | _contended(m, "b")) & (r <= HOST_PHASE) & (r >= 1 / HOST_PHASE)
     quiet = m["within_noise"] == ""
     m["within_noise"] = m["within_noise"].where(~(quiet & busy & (up | down)), "host phase")
     return up & ~busy, down & ~busy

@@ -17,7 +17,7 @@ from the rows, then one section per question, each in its own module, grouped by
 
 A section whose source is missing prints one line naming it. ``--write`` puts the block between
 the markers of ``DIR/FINDINGS.md`` (results/h200/FINDINGS.md) and, for the reference study, the
-README's summary (``summary``); ``tests/test_findings.py`` fails when those files and this output
+short summary, results/h200/SUMMARY.md (``summary``); ``tests/test_findings.py`` fails when those files and this output
 differ. This package reads the generic ``analysis`` modules; none of them reads it. No torch.
 """
 
@@ -36,7 +36,8 @@ from analysis.findings.speed import flex, forward, layers, models, scaling, trai
 START, END = markers.pair("findings")
 FILE = "FINDINGS.md"  # in the results dir: results/h200/FINDINGS.md
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE, README = ROOT / "results" / "h200", ROOT / "README.md"  # --write: its summary too
+REFERENCE = ROOT / "results" / "h200"
+SUMMARY = REFERENCE / "SUMMARY.md"  # --write: its summary too (the README links it)
 # The sections after the blog's claims, in reading order; each takes the read results.
 SECTIONS = [
     predicted.section,
@@ -113,9 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         out = Path(args.dir) / FILE
         write(out, text)
         print(f"wrote the Findings block in {out}")
-        if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
-            summary.write(README, summary.summary(read(Path(args.dir))))
-            print(f"wrote the summary block in {README}")
+        if Path(args.dir).resolve() == REFERENCE:  # SUMMARY.md summarises the reference study
+            summary.write(SUMMARY, summary.summary(read(Path(args.dir))))
+            print(f"wrote the summary block in {SUMMARY}")
         for m in (machines, startup):
             said = m.draw(Path(args.dir))
             if said:

@@ -1,7 +1,8 @@
-"""The README's short summary of the Findings: at most ``MAX_LINES`` lines, generated from the
+"""The short summary of the Findings (results/h200/SUMMARY.md, linked from the README): at most
+``MAX_LINES`` lines, generated from the
 same rows as results/h200/FINDINGS.md, so that its headline numbers cannot drift from the CSVs.
 ``python -m analysis.findings results/h200 --write`` writes both; ``tests/test_findings.py``
-fails when the README's block and the rows disagree. No torch.
+fails when SUMMARY.md's block and the rows disagree. No torch.
 
 Each line is one question: what of the blog held, where compiling pays, where it costs and why,
 what training keeps of it, and what real models get. A line whose rows are missing is left out.
@@ -27,7 +28,7 @@ from analysis.tables import training
 
 MAX_LINES = 15
 START, END = markers.pair("summary")
-LINK = "results/h200/FINDINGS.md"
+LINK = "FINDINGS.md"  # beside SUMMARY.md, in results/h200
 MODELS = sources.one("models")  # real models: a section of their own, not the blog's cells
 ALSO = (
     "each cell's cause (the host's µs a call against the device's), compile targets taken "
@@ -290,7 +291,7 @@ def flex_line(data: dict) -> str:
 
 
 def block(path: Path) -> str:
-    """The summary between the markers of ``path`` (README.md)."""
+    """The summary between the markers of ``path`` (results/h200/SUMMARY.md)."""
     return markers.between(path, START, END)
 
 
