@@ -159,8 +159,8 @@ def test_the_cell_table_tells_cells_apart_by_the_axes_the_sweep_crossed():
     )  # fmt: skip
     t = cell_table({"runs": runs, "revealed": pd.DataFrame()})
     assert sorted(zip(t["compile"], t["start"], t["regional"], strict=True)) == [
-        ("default", "cold", "0"), ("default", "cold", "1"), ("default", "warm", "0"),
-        ("off", "cold", "0")]  # fmt: skip
+        ("default", "cold", "no"), ("default", "cold", "yes"), ("default", "warm", "no"),
+        ("off", "cold", "no")]  # a switch reads yes/no, not 0/1 (issue 68)  # fmt: skip
     assert "seed" not in t
 
 
