@@ -363,7 +363,8 @@ def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
         html_links.append(f"<a href='#{page.anchor(sid, key)}'>{html.escape(name)}</a>")
     cols = ["cell", "verdict", "speedup", "µs a call", "cause"]
     said = ("Per compiled cell, against its eager twin: the verdict (the paired speedup's 95% "
-            "interval against 1.0), the speedup with its interval, each cell's latency, the "
+            "interval against 1.0), the speedup with its interval, the µs of the paired blocks it "
+            "comes from, the "
             "one cause its rows support, and the figure that shows it.")  # fmt: skip
     md = ["## The answer", "", said, "", md_table(a[cols].assign(figure=md_links)), ""]
     body = f"<h2 id='answer'>The answer</h2><p class='muted'>{html.escape(said)}</p>" + page.table(
