@@ -248,7 +248,8 @@ def match(
         k["res_w"] = _spread(k, "peak_mem_reserved_bytes")
         k["step_w"] = _spread(k, "peak_mem_step_bytes")
         k["lat_lo"], k["lat_hi"], k["lat_iv"] = latency_interval(k)
-        k["hbound"] = host_bound_of(k).fillna(False).astype(bool)
+        cuda = k["device"].eq("cuda") if "device" in k else True  # the CPU: host and device are one
+        k["hbound"] = host_bound_of(k).fillna(False).astype(bool) & cuda
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
@@ -292,6 +293,15 @@ def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
         return pd.Series(False, index=m.index)
     ph = m[col].astype(str).where(m[col].notna(), "")
     return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
+
+
+def _contended(m: pd.DataFrame, side: str) -> pd.Series:
+    """Cells whose ``side`` was timed while others ran on its cores (``timing_phase``)."""
+    col = f"timing_phase_{side}"
+    if col not in m:
+        return pd.Series(False, index=m.index)
+    ph = m[col].astype(str).where(m[col].notna(), "")
+    return ph.str.split("/").apply(lambda xs: "contended" in xs)
 
 
 def _memory(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -352,15 +362,10 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     m["within_noise"] = np.where(
         host & moved, "host phase", np.where((up & ~above) | (down & ~below), "latency", "")
     )
-    # Compile time moves between processes too: under COMPILE_FLOOR_S it is not judged.
-    big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
     flags = {
         "latency": (up & above & ~host, down & below & ~host),
         "speedup": (sp_worse & ~host, sp_better & ~host),
-        "compile time": (
-            big & (m["compile_time"] > 1 + cmp_t),
-            big & (m["compile_time"] < 1 - cmp_t),
-        ),
+        "compile time": _compile_time(m, cmp_t),
         "peak memory": mem_flags, "host cost": _host_cost(m), **_host_proof(m, lat_t),
     }  # fmt: skip
     worse, better = [], []
@@ -376,6 +381,22 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
         m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo), (up & above) | (down & below)
     )
     return order(m).reset_index(drop=True)
+
+
+def _compile_time(m: pd.DataFrame, cmp_t: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(up, down) of compile time past its threshold. Compile time moves between processes
+    too: under COMPILE_FLOOR_S it is not judged, nor where either side was contended (others
+    ran on the cell's cores), by no more than HOST_PHASE: compiling is host work, and two
+    identical CPU quickstarts on a busy host read the first's compile as "improved" in the
+    second. Such a move is within noise, 'host phase'. A slow or mixed phase is the timed
+    rounds', not the compile's, so it excuses no compile time."""
+    big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
+    up, down = big & (m["compile_time"] > 1 + cmp_t), big & (m["compile_time"] < 1 - cmp_t)
+    r = m["compile_time"]  # what a busy host can cause: within HOST_PHASE either way
+    busy = (_contended(m, "a") | _contended(m, "b")) & (r <= HOST_PHASE) & (r >= 1 / HOST_PHASE)
+    quiet = m["within_noise"] == ""
+    m["within_noise"] = m["within_noise"].where(~(quiet & busy & (up | down)), "host phase")
+    return up & ~busy, down & ~busy
 
 
 def _host_cost(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:

@@ -51,6 +51,7 @@ NEWER_NUMERIC = [
     "speedup_ci_high",
     "pairs",
     "eager_latency_paired_us",
+    "compiled_latency_paired_us",
     "peak_mem_alloc_bytes",
     "peak_mem_step_bytes",
     "eager_peak_mem_step_bytes",

@@ -187,3 +187,22 @@ def test_a_source_that_is_not_there_exits_2_in_compare_and_in_tables(tmp_path, c
         assert e.value.code == 2
         err = capsys.readouterr().err
         assert "'nope'" in err and "cpu" in err and "Traceback" not in err
+
+
+def test_two_identical_quickstarts_on_a_busy_host_call_no_compile_improved_nor_cpu_host_bound(
+    tmp_path, capsys
+):
+    """Issue 68: the second of two identical CPU quickstarts on a busy host read '1 improved'
+    (the first compile, 6.0 -> 4.2 s) and called a CPU cell host-bound."""
+    a = four()
+    a["timing_phase"], a["device"] = "contended", "cpu"
+    a["gpu_us_per_step"] = a["latency_median_us"] / 2  # latency over busy time: no CPU verdict
+    compiled = a["compile"] != "off"
+    a.loc[compiled, "compile_s"] = 6.0
+    b = a.copy()
+    b.loc[compiled, "compile_s"] = 4.2
+    rc, out = gate(tmp_path, a, b, capsys)
+    assert rc == 0 and "0 improved" in out[0] and "host-bound" not in "\n".join(out)
+    quiet = a.assign(timing_phase="fast")
+    rc, out = gate(tmp_path / "2", quiet, b.assign(timing_phase="fast"), capsys)
+    assert "compile time" in "\n".join(out)  # on a quiet host the same change counts

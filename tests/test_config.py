@@ -30,7 +30,7 @@ def test_variant_yaml_and_registry_agree():
     assert not stray, (
         f"conf/variant/{stray[0]}.yaml names variant {stray[0]!r}, which no family module "
         "registers: register a builder with @register in study/workloads/, or name your own "
-        "factory with variant.target (README, 'Add a workload')"
+        "factory with variant.target (docs/workloads.md, 'Add a workload')"
     )
     assert {
         "matmul_add",

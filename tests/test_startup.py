@@ -425,3 +425,24 @@ def test_a_killed_sweep_takes_its_primer_with_it(tmp_path):
     for pid in left:  # the test's own leftovers, by pid
         os.kill(pid, signal.SIGKILL)
     assert not left, "the primer outlived the killed sweep"
+
+
+def test_the_start_and_regional_tables_name_the_axis_that_splits_two_rows():
+    """Issue 68: 'analysis.tables startup' printed two identical-looking 'block default | cold'
+    rows (they differed in compile.regional), and the regional table had no start column."""
+    import pandas as pd
+
+    from analysis.tables import startup
+
+    base = {"variant": "block", "compile": "default", "status": "ok", "pass": "fwd",
+            "layers": 4, "first_call_s": 9.0, "compile_s": 8.0, "speedup_paired": 1.1}  # fmt: skip
+    r = pd.DataFrame([
+        {**base, "start": s, "regional": g, "regional_method": "nested_compile_region" if g else None}
+        for s in ("cold", "artifacts") for g in (False, True)
+    ])  # fmt: skip
+    t = startup.start_table(r)
+    assert len(t) == 4 and "regional" in t.columns
+    assert len(t[["cell", "start", "regional"]].drop_duplicates()) == 4
+    g = startup.regional_table(r)
+    assert "start" in g.columns and sorted(g["start"]) == ["artifacts", "artifacts", "cold", "cold"]
+    assert len(g[["workload", "compiled", "start"]].drop_duplicates()) == 4

@@ -15,6 +15,9 @@ Prints, from runs.csv alone (no torch):
   speed G. The CPU measures no host units: its rows show each side's latency a call and host
   phase alone.
 """
+# Long: the three start-up tables (start, regional, guards) read the same compiled ok rows and
+# split them by the same axes and machines; one question: what compiling costs before the first
+# fast call.
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import argparse
 import pandas as pd
 
 from analysis.load import cells, expand, load, stop
-from analysis.measures import sig
+from analysis.measures import AXES, axis_values, sig
 from analysis.pairs import table as md_table
 from study.rows.schema import SHAPE_KEYS
 
@@ -83,6 +86,23 @@ def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
     return one_per_cell(runs[(runs["compile"] != "off") & (runs["status"] == "ok")])
 
 
+def _split_by(r: pd.DataFrame, shown: tuple[str, ...]) -> list[str]:
+    """The axes (``measures.AXES``: start, regional, compile stance, layers, ...) that vary
+    among ``r`` and that a table does not show already (``shown``): a column each, so that no
+    two of its rows look alike."""
+    return [c for c in AXES if c not in shown and c in r and axis_values(r, c).nunique() > 1]
+
+
+def _axes_cols(t: pd.DataFrame, r: pd.DataFrame, axes: list[str], after: str) -> pd.DataFrame:
+    """``t`` (one row per row of ``r``, in its order) with a column per axis in ``axes``."""
+    if t.empty:
+        return t
+    at = list(t.columns).index(after) + 1
+    for i, c in enumerate(axes):
+        t.insert(at + i, c.replace("_", " "), axis_values(r, c).to_numpy())
+    return t
+
+
 def _num(row, col):
     v = row.get(col)
     return None if v is None or pd.isna(v) or v == "" else float(v)
@@ -134,7 +154,7 @@ def start_table(runs: pd.DataFrame) -> pd.DataFrame:
                 ),
             }
         )
-    return _with_machine(r, out, "cell")
+    return _axes_cols(_with_machine(r, out, "cell"), r, _split_by(r, ("start", "cache")), "start")
 
 
 def guard_costs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -218,8 +238,9 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
     if not reg.any():
         return pd.DataFrame()
     r = r.assign(_reg=reg, _depth=r["layers"] if "layers" in r else None, _m=machine(r))
-    out = []
+    out, rows = [], []
     keys = [k for k in [*CELL, "_depth"] if k in r.columns and k != "layers"]
+    keys += _split_by(r, ("regional", "layers"))  # never one group across starts or stances
     order = {m: i for i, m in enumerate(dict.fromkeys(r["_m"]))}
     groups = sorted(r.groupby(keys, dropna=False), key=lambda kg: (
         str(kg[1]["variant"].iloc[0]), pd.to_numeric(kg[1]["_depth"], errors="coerce").fillna(0).iloc[0],
@@ -227,7 +248,8 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
     for _, g in groups:  # by workload and depth, each machine's rows together
         if not g["_reg"].any():
             continue
-        for _, x in g.sort_values("_reg").iterrows():
+        for i, x in g.sort_values("_reg").iterrows():
+            rows.append(i)
             lo, hi = _num(x, "speedup_ci_low"), _num(x, "speedup_ci_high")
             sp = _num(x, "speedup_paired")
             out.append(
@@ -247,7 +269,8 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "kernels a step": int(_num(x, "kernels_per_step") or 0),
                 }
             )  # fmt: skip
-    return _with_machine(r, out, "workload")
+    t = _with_machine(r, out, "workload")
+    return _axes_cols(t, r.loc[rows], _split_by(r, ("regional", "layers")), "compiled")
 
 
 def _phase(x) -> str:
