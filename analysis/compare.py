@@ -79,7 +79,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes, compare_gate, compare_suite
-from analysis.load import check_out, expand, load, stop
+from analysis.load import NotASweep, check_out, expand, load, stop
 from analysis.measures import (
     AXES,
     CONFIG_KEY,
@@ -149,7 +149,8 @@ def side(arg: str) -> tuple[dict, str]:
     if src is not None:
         if src not in set(d["runs"]["source"]):
             have = ", ".join(dict.fromkeys(d["runs"]["source"]))
-            raise SystemExit(f"analysis.compare: {path} has no source {src!r} (it has: {have})")
+            raise NotASweep(f"{path} has no source {src!r} (it has: {have}): give DIR:SOURCE "
+                            "with one of them")  # fmt: skip
         d = {k: (v[v["source"] == src] if isinstance(v, pd.DataFrame) and "source" in v else v)
              for k, v in d.items()}  # fmt: skip
     return d, arg
@@ -179,8 +180,8 @@ def keyed_sides(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
 
 def untold(k: pd.DataFrame) -> pd.DataFrame:
     """Cells of one side that share a source and a key with another cell of other config_hash:
-    they differ only in what no column records (check.*, profile.*), so only one of them is
-    compared (the first ok)."""
+    they differ only in what no column records (check.*, profile.*, variant.kwargs), so only one
+    of them is compared (the first not ok, else the first)."""
     if "config_hash" not in k or k.empty:
         return k.iloc[0:0]
     n = k.groupby(["source", "_key"])["config_hash"].transform("nunique")
@@ -222,9 +223,11 @@ def _status(r: pd.DataFrame) -> pd.Series:
 
 
 def _one_per_key(x: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration, an ok one where there is one."""
-    bad = (x["status"] != "ok").to_numpy()
-    return x.iloc[np.argsort(bad, kind="stable")].drop_duplicates("_key").sort_index()
+    """One row per configuration, a not-ok one where there is one: cells no column tells apart
+    (``untold``) are one cell to the comparison, and a crash among them is never hidden behind
+    an ok one (issue 68: two points differing only in a ``+variant.kwargs`` value)."""
+    ok = (x["status"] == "ok").to_numpy()
+    return x.iloc[np.argsort(ok, kind="stable")].drop_duplicates("_key").sort_index()
 
 
 def match(
@@ -245,7 +248,8 @@ def match(
         k["res_w"] = _spread(k, "peak_mem_reserved_bytes")
         k["step_w"] = _spread(k, "peak_mem_step_bytes")
         k["lat_lo"], k["lat_hi"], k["lat_iv"] = latency_interval(k)
-        k["hbound"] = host_bound_of(k).fillna(False).astype(bool)
+        cuda = k["device"].eq("cuda") if "device" in k else True  # the CPU: host and device are one
+        k["hbound"] = host_bound_of(k).fillna(False).astype(bool) & cuda
     keep = ["source", "run_id", "variant", "compile", "family", "status", "reason", "_key",
             "latency_median_us", "lat_lo", "lat_hi", "lat_iv", "sp", "sp_lo", "sp_hi",
             "sp_kind", "compile_s", "kernels_per_step", "peak_mem_alloc_bytes",
@@ -289,6 +293,15 @@ def _off_phase(m: pd.DataFrame, side: str) -> pd.Series:
         return pd.Series(False, index=m.index)
     ph = m[col].astype(str).where(m[col].notna(), "")
     return (ph != "") & ~ph.str.split("/").apply(lambda xs: "fast" in xs)
+
+
+def _contended(m: pd.DataFrame, side: str) -> pd.Series:
+    """Cells whose ``side`` was timed while others ran on its cores (``timing_phase``)."""
+    col = f"timing_phase_{side}"
+    if col not in m:
+        return pd.Series(False, index=m.index)
+    ph = m[col].astype(str).where(m[col].notna(), "")
+    return ph.str.split("/").apply(lambda xs: "contended" in xs)
 
 
 def _memory(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -349,15 +362,10 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
     m["within_noise"] = np.where(
         host & moved, "host phase", np.where((up & ~above) | (down & ~below), "latency", "")
     )
-    # Compile time moves between processes too: under COMPILE_FLOOR_S it is not judged.
-    big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
     flags = {
         "latency": (up & above & ~host, down & below & ~host),
         "speedup": (sp_worse & ~host, sp_better & ~host),
-        "compile time": (
-            big & (m["compile_time"] > 1 + cmp_t),
-            big & (m["compile_time"] < 1 - cmp_t),
-        ),
+        "compile time": _compile_time(m, cmp_t),
         "peak memory": mem_flags, "host cost": _host_cost(m), **_host_proof(m, lat_t),
     }  # fmt: skip
     worse, better = [], []
@@ -373,6 +381,22 @@ def judge(m: pd.DataFrame) -> pd.DataFrame:
         m, moved | (sp_b_lo > sp_a_hi) | (sp_b_hi < sp_a_lo), (up & above) | (down & below)
     )
     return order(m).reset_index(drop=True)
+
+
+def _compile_time(m: pd.DataFrame, cmp_t: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(up, down) of compile time past its threshold. Compile time moves between processes
+    too: under COMPILE_FLOOR_S it is not judged, nor where either side was contended (others
+    ran on the cell's cores), by no more than HOST_PHASE: compiling is host work, and two
+    identical CPU quickstarts on a busy host read the first's compile as "improved" in the
+    second. Such a move is within noise, 'host phase'. A slow or mixed phase is the timed
+    rounds', not the compile's, so it excuses no compile time."""
+    big = (column(m, "compile_s_b") - column(m, "compile_s_a")).abs() > COMPILE_FLOOR_S
+    up, down = big & (m["compile_time"] > 1 + cmp_t), big & (m["compile_time"] < 1 - cmp_t)
+    r = m["compile_time"]  # what a busy host can cause: within HOST_PHASE either way
+    busy = (_contended(m, "a") | _contended(m, "b")) & (r <= HOST_PHASE) & (r >= 1 / HOST_PHASE)
+    quiet = m["within_noise"] == ""
+    m["within_noise"] = m["within_noise"].where(~(quiet & busy & (up | down)), "host phase")
+    return up & ~busy, down & ~busy
 
 
 def _host_cost(m: pd.DataFrame) -> tuple[pd.Series, pd.Series]:

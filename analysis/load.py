@@ -8,7 +8,8 @@ sweeps apart (machines, torch versions).
 A cell run N times in fresh processes (``repeat``/``repeats`` columns) has N rows in runs.csv.
 Figures get ONE row per cell (``cells``): numbers are the median over its ok repeats, with
 ``<col>_min``/``<col>_max`` and ``<col>_spread_pct`` for the headline columns and
-``n_repeats``; the raw rows stay in ``load()["repeats"]``. A cell is its ``config_hash`` when
+``n_repeats``; the raw rows stay in ``load()["repeats"]``. A cell with any repeat not ok is not
+ok: its status and reason are its first failed repeat's. A cell is its ``config_hash`` when
 the rows have one, else (source, run_id, pass).
 
 A sweep dir's ``runs.csv`` is checked against its run dirs before it is read (``check_sweep``):
@@ -50,6 +51,7 @@ NEWER_NUMERIC = [
     "speedup_ci_high",
     "pairs",
     "eager_latency_paired_us",
+    "compiled_latency_paired_us",
     "peak_mem_alloc_bytes",
     "peak_mem_step_bytes",
     "eager_peak_mem_step_bytes",
@@ -147,7 +149,30 @@ def cells(raw: pd.DataFrame) -> pd.DataFrame:
     extra["n_repeats_ok"] = by_cell["_ok"].sum()
     extra["n_repeats_fast"] = by_cell["_fast"].sum()
     row = pd.concat([row, pd.DataFrame(extra)], axis=1).reindex(r["_cell"].unique())
+    _not_ok(row, r)
     return row.drop(columns=["_ok", "_fast"]).reset_index(drop=True)
+
+
+def _not_ok(row: pd.DataFrame, r: pd.DataFrame) -> None:
+    """A cell with any repeat not ok is not ok (in place): its status is that of its first
+    failed repeat, its reason says which repeat and why. Its numbers stay the medians of its ok
+    repeats (``n_repeats_ok`` of ``n_repeats``), which no figure of ok cells then draws: a
+    crash never disappears into an ok row of the same configuration."""
+    bad = r[~r["_ok"]].groupby("_cell", sort=False).head(1).set_index("_cell")
+    bad = bad[bad.index.isin(row.index)]
+    if bad.empty:
+        return
+    n = row.loc[bad.index, "n_repeats"].astype(int).astype(str)
+    which = (bad["repeat"].astype("Int64").astype(str).replace("<NA>", "?")
+             if "repeat" in bad else pd.Series("?", index=bad.index))  # fmt: skip
+    why = (bad["reason"] if "reason" in bad else pd.Series("", index=bad.index)).fillna("")
+    status = bad["status"].fillna("unknown").astype(str)
+    row.loc[bad.index, "status"] = status
+    row["reason"] = row["reason"].astype(object) if "reason" in row else None
+    row.loc[bad.index, "reason"] = (
+        "repeat " + which + " of " + n + " " + status
+        + (": " + why.astype(str)).where(why.astype(str) != "", "")
+    )  # fmt: skip
 
 
 def _machines_mixed(r: pd.DataFrame) -> None:

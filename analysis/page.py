@@ -102,16 +102,21 @@ def figure(path: Path, name: str, sentence: str, anchor_id: str) -> str:
 def page(title: str, intro: str, toc: list[tuple[int, str, str]], body: str, lead: str = "") -> str:
     """``toc``: (level, anchor, text) in reading order; ``lead``: the first screen (the answer),
     above the intro and the contents."""
+    # a heading's sub-list sits inside its <li>, so the columns never split "Figures" from its
+    # figures (nav>ul>li avoids a break inside)
     items, level = [], 1
     for lv, a, text in toc:
+        if items and lv <= level:
+            items.append("</li>")
+        while level > lv:
+            items.append("</ul></li>")
+            level -= 1
         while level < lv:
             items.append("<ul>")
             level += 1
-        while level > lv:
-            items.append("</ul>")
-            level -= 1
-        items.append(f"<li><a href='#{a}'>{html.escape(text)}</a></li>")
-    items += ["</ul>"] * (level - 1)
+        items.append(f"<li><a href='#{a}'>{html.escape(text)}</a>")
+    items += ["</li>"] if items else []
+    items += ["</ul></li>"] * (level - 1)
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"

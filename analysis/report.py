@@ -39,10 +39,10 @@ from analysis.measures import (
     latency_methods,
     order,
     sig,
-    speedups,
 )
+from analysis.shown import paired_us, with_shown
 from analysis.style import save
-from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup
+from analysis.tables import autotune_picks, causes, cudagraphs, kdiff, startup, swept
 from study.rows.schema import SHAPE_KEYS
 
 ENV_COLS = [
@@ -111,6 +111,20 @@ def _speedup_text(row) -> str:
     return (f"≈ {sig(sp)}x" if row.get("sp_same") else f"{sig(sp)}x") + kind
 
 
+YES_NO = ("regional", "freezing", "compiled_autograd")  # the axes that are switches
+PER_CALL = "µs a call (compiled: eager → compiled, paired blocks)"
+
+
+def _us_a_call(row) -> str:
+    """An eager cell's own latency; a compiled cell's eager → compiled µs from the paired blocks
+    its speedup comes from (never its calls timed apart, whose ratio is not the speedup)."""
+    both = paired_us(row) if row.get("compile") != "off" else None
+    if both:
+        return f"{sig(both[0])} → {sig(both[1])}"
+    lat = row.get("latency_median_us")
+    return sig(lat) if lat == lat and lat is not None else ""
+
+
 def _per_call(revealed: str, host_bound) -> str:
     """The trace's "CPU-bound" (profiled CPU time above GPU busy time) beside what the per-call
     latency says, where it says otherwise: the profiler slows the host (v3's block, eager: 826
@@ -128,7 +142,7 @@ def cell_table(d: dict) -> pd.DataFrame:
     r = d["runs"]
     if r.empty:
         return r
-    r = order(speedups(r))
+    r = order(with_shown(r))
 
     def col(c):
         return r[c] if c in r else pd.Series(float("nan"), index=r.index)
@@ -145,15 +159,19 @@ def cell_table(d: dict) -> pd.DataFrame:
     for c in AXES:  # the axes the sweep crossed: start, compile stance, regional, layers, ...
         if c in r and axis_values(r, c).nunique() > 1:
             out[c] = axis_values(r, c)
+            if c in YES_NO:  # a switch reads yes/no, not 0/1
+                out[c] = out[c].map({"1": "yes", "0": "no"}).fillna(out[c])
     out["compile"], out["status"] = col("compile"), col("status")
     out["kernels per forward"] = col("kernels_per_step")
-    out["latency µs"] = col("latency_median_us")
+    out[PER_CALL] = [_us_a_call(x) for x in r.to_dict("records")]
     out["speedup"] = [_speedup_text(x) for x in r.to_dict("records")]
     if r["sp_kind"].eq("paired").any():
         out["95% CI"] = [
             f"{sig(lo)}–{sig(hi)}" if lo == lo and hi == hi else ""
             for lo, hi in zip(r["sp_lo"], r["sp_hi"], strict=True)
         ]
+    if r["apart"].astype(bool).any():  # where the two cells' own latencies say otherwise
+        out["timed apart"] = r["apart"]
     if "n_repeats" in r and (r["n_repeats"] > 1).any():
         out["repeats"] = r["n_repeats"]
         if "latency_median_us_spread_pct" in r:
@@ -259,6 +277,7 @@ def render(d: dict, where: Path, which=None) -> tuple[list, list]:
     another list (``figures.ACROSS``: figures over every source at once)."""
     made, skipped = [], []
     for key, name, fn in figures.FIGURES if which is None else which:
+        name = figures.heading(key, name, d["runs"])
         try:
             fig, sentence = fn(d)
         except figures.Skip as e:
@@ -326,12 +345,15 @@ def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
     cause the rows support and a link to the figure that shows it ((source, key) in ``made``:
     the figure's path), as report.md's lines and report.html's section."""
     a = causes.answer(d["runs"], d["kernels"], d["autotune"])
+    alone = swept.answer(d["runs"], skip=a["run_id"])  # no eager twin: what the sweep varied
     if a.empty:
-        return [], ""
+        return _swept(alone, "## The answer", "h2 id='answer'")
     md_links, html_links = [], []
     for src, key in zip(a["source"], a["figure"], strict=True):
         path = made.get((src, key))
-        name = dict((k, n) for k, n, _ in figures.FIGURES).get(key, key)
+        name = figures.heading(key, dict((k, n) for k, n, _ in figures.FIGURES).get(key, key),
+                               d["runs"][d["runs"]["source"] == src] if "source" in d["runs"]
+                               else d["runs"])  # fmt: skip
         if path is None:
             md_links.append("")
             html_links.append("")
@@ -341,12 +363,25 @@ def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:
         html_links.append(f"<a href='#{page.anchor(sid, key)}'>{html.escape(name)}</a>")
     cols = ["cell", "verdict", "speedup", "µs a call", "cause"]
     said = ("Per compiled cell, against its eager twin: the verdict (the paired speedup's 95% "
-            "interval against 1.0), the speedup with its interval, each cell's latency, the "
+            "interval against 1.0), the speedup with its interval, the µs of the paired blocks it "
+            "comes from, the "
             "one cause its rows support, and the figure that shows it.")  # fmt: skip
     md = ["## The answer", "", said, "", md_table(a[cols].assign(figure=md_links)), ""]
     body = f"<h2 id='answer'>The answer</h2><p class='muted'>{html.escape(said)}</p>" + page.table(
         a[cols].assign(figure=html_links), html_cols=("figure",), sortable=False
     )
+    more_md, more_body = _swept(alone, "### Cells without an eager twin", "h3")
+    return md + more_md, body + more_body
+
+
+def _swept(alone: pd.DataFrame, head: str, tag: str) -> tuple[list[str], str]:
+    """The compiled cells without an eager twin (analysis.tables.swept), under ``head``."""
+    if alone.empty:
+        return [], ""
+    title = head.lstrip("# ")
+    md = [head, "", swept.SAID, "", md_table(alone), ""]
+    body = (f"<{tag}>{html.escape(title)}</{tag.split()[0]}><p class='muted'>"
+            f"{html.escape(swept.SAID)}</p>" + page.table(alone, sortable=False))  # fmt: skip
     return md, body
 
 
@@ -503,7 +538,9 @@ def _how(runs: pd.DataFrame) -> str:
     return (
         f"Per-call latency is the median over timed calls, timed with {latency_methods(runs)}. "
         "The speedup is eager over compiled, paired: both timed in alternating blocks in one "
-        "process, with a 95% interval; where a row has no paired timing the report shows the "
+        "process, with a 95% interval, and a compiled cell's µs are those blocks' (their "
+        "ratio is the speedup; the cells' calls timed apart stay in runs.csv, and where their "
+        "ratio disagrees the table says why); where a row has no paired timing the report shows the "
         "latency ratio instead (eager's per-call latency over compiled's, from separate "
         "processes) and says so. ≈ marks no change: an interval that contains 1.0 (no "
         "measurable difference), or a paired one within ±1% of it (the pairs' own error). "

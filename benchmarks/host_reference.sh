@@ -20,7 +20,8 @@
 # suite_train (train_step, eager and default), suite_text (the Llama's decode step and
 # the five language models' throughput regime); quickstart; part3 (+experiment=part3).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
-# gauge before and after. LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
+# gauge before and after, host_check.md the worst host/latency ratios (benchmarks/host_check.py),
+# suite.md the suite's answer (python -m analysis.tables suite). LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
 set -uo pipefail
 out=$(realpath -m "$1"); shift; mkdir -p "$out"
@@ -121,3 +122,8 @@ for set in "$@"; do
   esac
 done
 python3 -m study.measure.host_gauge 5 | tee -a "$out/survey.md"  # the host after the cells
+# every ok CUDA row's host figure against its latency (the worst ratios), and the suite's answer
+mapfile -t runs < <(find "$out" -mindepth 2 -maxdepth 2 -name runs.csv)
+[ "${#runs[@]}" -gt 0 ] && python3 benchmarks/host_check.py "${runs[@]}" | tee "$out/host_check.md"
+mapfile -t suites < <(find "$out" -mindepth 2 -maxdepth 2 -path "*suite*" -name runs.csv -printf "%h\n")
+[ "${#suites[@]}" -gt 0 ] && python3 -m analysis.tables suite "${suites[@]}" > "$out/suite.md" 2>&1

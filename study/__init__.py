@@ -1,6 +1,6 @@
 """study: what torch.compile/Inductor really does against eager mode.
 
-The package is split one concern per module (see the README's file tree). Importing
+The package is split one concern per module (see docs/files.md). Importing
 ``study`` itself imports neither torch nor Hydra, so ``analysis/`` can reuse the schema
 on a laptop without torch.
 """

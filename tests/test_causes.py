@@ -116,8 +116,10 @@ def test_cpu_says_host_and_device_are_one_and_explains_kernel_time_above_latency
     assert a["verdict"] == "no measurable difference"
     assert a["cause_kind"] == "kernels"
     assert "host and device are one" in a["cause"]
-    assert "eager's kernel time (3,131 µs) exceeds its latency (472 µs)" in a["cause"]
-    assert "6.76x" in a["cause"] and "compiled's kernel time" not in a["cause"]
+    # issue 68: "kernel time exceeds its latency ... ran 1.96x a timed call", unexplained; a
+    # distorted profile is said to be one, and no conclusion is drawn from its kernel times
+    assert "the profile is distorted (its steps ran 6.76x a timed call)" in a["cause"]
+    assert "no conclusion from its kernel times" in a["cause"] and "3,131" not in a["cause"]
     assert a["µs a call"] == "472 eager → 506 compiled (separate cells)"
 
 
@@ -215,3 +217,26 @@ def test_the_answer_gives_the_paired_blocks_us_and_the_host_phase():
     c = {"eager_latency_paired_us": 560.0, "sp": 1.12, "sp_kind": "paired",
          "latency_median_us": 645.0}  # fmt: skip
     assert per_call(c, {"latency_median_us": 608.0}) == "560 eager → 500 compiled (paired blocks)"
+    c2 = {
+        **c,
+        "compiled_latency_paired_us": 498.0,
+        "apart": "timed apart 0.94x: host busy between them",
+    }
+    assert per_call(c2, {}) == (
+        "560 eager → 498 compiled (paired blocks; timed apart 0.94x: host busy between them)"
+    )
+
+
+def test_fusion_under_a_distorted_profile_counts_kernels_and_reads_no_kernel_time():
+    """Issue 68: 'fusion did not pay … kernel time 248 µs eager → 4,538 µs compiled … its
+    profiled steps ran 13.5x a timed call'. The counts stand; the kernel times do not."""
+    e = _cell("naive", "off", device="cpu", latency_median_us=600.0, kernels_per_step=6,
+              gpu_us_per_step=248.0, profiler_overhead=1.1)  # fmt: skip
+    c = _cell("naive", "default", 0.8, 0.7, 0.9, device="cpu", latency_median_us=750.0,
+              kernels_per_step=3, gpu_us_per_step=4538.0, profiler_overhead=13.5)  # fmt: skip
+    a = _answer([e, c]).iloc[0]
+    assert a["cause"].startswith("fusion cut kernels 6 → 3 per step")
+    assert "distorted (its steps ran 13.5x a timed call)" in a["cause"]
+    assert "4,538" not in a["cause"] and "did not pay" not in a["cause"]
+    quiet = _answer([e, {**c, "gpu_us_per_step": 500.0, "profiler_overhead": 1.2}]).iloc[0]
+    assert "distorted" not in quiet["cause"] and "kernel time 248 µs eager" in quiet["cause"]

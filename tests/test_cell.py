@@ -129,3 +129,62 @@ def test_block_compiles_into_fewer_kernels_around_its_library_calls(run_inline):
     assert calls["aten::mm"] == 5  # qkv, proj, gate, up, down: extern GEMMs
     assert calls["aten::_scaled_dot_product_flash_attention_for_cpu"] == 1
     assert any("native_layer_norm" in k["kernel"] and k["fused_ops"] for k in kernels)
+
+
+def _raised(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as e:
+            raise outer from e
+    except BaseException as e:  # noqa: BLE001 - the chain as a cell catches it
+        return e
+
+
+def test_a_full_disk_during_a_compile_is_the_machines_failure_and_says_so():
+    """Issue 68: a compile under `ulimit -f 100` read `error (compile: CalledProcessError ...)`
+    and the sweep exited 0; "File too large" was only in the cell's log."""
+    import errno
+    import subprocess
+
+    from study.rows.summary import harness_failure
+
+    gxx = subprocess.CalledProcessError(1, ["g++", "x.cpp"])
+    cases = [  # Inductor's C++ error carries the compiler's words, raised from its subprocess
+        _raised(RuntimeError("C++ compile error\nOutput:\ng++: internal compiler error: File "
+                             "size limit exceeded signal terminated program cc1plus"), gxx),
+        OSError(errno.EFBIG, "File too large"),
+        _raised(RuntimeError("write failed"), OSError(errno.ENOSPC, "No space left on device")),
+        subprocess.CalledProcessError(1, ["g++"], output=b"fatal error: No space left on device"),
+    ]  # fmt: skip
+    for e in cases:
+        status, reason = classify_error(e, [])
+        assert status == "error" and reason.startswith("disk: "), reason
+        assert harness_failure({"status": status, "reason": reason})  # the sweep exits 1
+    status, reason = classify_error(_raised(RuntimeError("C++ compile error"), gxx), [])
+    assert not reason.startswith("disk: ")  # a compiler's own error stays a compile result
+
+
+def test_a_capped_cell_that_dies_for_memory_is_oom_not_crash():
+    """Issue 68: cpu_mem_limit_gb=0.001 read `crash` (OpenMP could not map its threads' stacks
+    before the cell wrote its row)."""
+    from study.cell.failures import died
+
+    omp = "libgomp: Thread creation failed: Resource temporarily unavailable"
+    status, reason = died("exit code 1", omp, capped=True)
+    assert status == "oom" and "cpu_mem_limit_gb" in reason and omp in reason
+    assert died("exit code 1", "MemoryError", capped=True)[0] == "oom"
+    assert died("exit code 1", omp, capped=False)[0] == "crash"  # no cap: not ours to say
+    assert died("killed by signal SIGSEGV", "Segmentation fault", capped=True)[0] == "crash"
+
+
+@pytest.mark.slow
+def test_a_tiny_memory_cap_gives_an_oom_row(tmp_path):
+    from study.rows import io
+    from tests.conftest import TINY, cli
+
+    r = cli("-m", "variant=naive", "compile=off", "cpu_mem_limit_gb=0.001",
+            f"out_root={tmp_path}", *TINY)  # fmt: skip
+    (row,) = io.read_csv(next(tmp_path.glob("sweeps/*/runs.csv")))
+    assert row["status"] == "oom", row["reason"]
+    assert r.returncode == 0, r.stderr[-1500:]  # an oom is a result, not the harness's failure

@@ -67,6 +67,23 @@ def test_a_cell_failing_otherwise_in_b_fails_the_gate_the_same_failure_does_not(
     assert not [x for x in out if x.startswith("  not ok in B")]
 
 
+def test_a_crash_sharing_an_ok_cells_configuration_fails_the_gate(tmp_path, capsys):
+    """Issue 68: B holds a crash row of the same configuration as an ok row (two points no
+    column tells apart: one config_hash, or a +variant.kwargs value no column records). The
+    crash is never hidden behind the ok row: the gate fails on it."""
+    a = four().assign(config_hash=lambda x: x["run_id"])
+    crash = a.iloc[[0]].assign(
+        run_id="other", status="crash", reason="killed", latency_median_us=None
+    )
+    for same_hash in (True, False):  # merged as repeats of one cell / two cells of one key
+        b = pd.concat([a, crash.assign(config_hash=a["run_id"][0] if same_hash else "kw")])
+        rc, out = gate(tmp_path / str(same_hash), a, b, capsys)
+        cell = f"cpu: {a['variant'][0]} · {a['compile'][0]}"
+        assert rc == 1, out
+        said = [x for x in out if x.startswith(("  regressed: ", "  not ok in B: "))]
+        assert len(said) == 1 and cell in said[0] and "crash" in said[0], out
+
+
 def _sweep(d, rows: pd.DataFrame, total: int):
     """A sweep dir as the sweeper leaves it: a run dir per finished cell, sweep.yaml, lock."""
     rows = rows.copy()
@@ -156,3 +173,36 @@ def test_every_matched_cell_is_counted_in_one_bucket(tmp_path):
     counts = m["verdict"].value_counts().to_dict()
     assert counts == {"improved": 1, "within noise": 1, "unchanged": 2}
     assert sum(counts.values()) == len(m) == 4
+
+
+def test_a_source_that_is_not_there_exits_2_in_compare_and_in_tables(tmp_path, capsys):
+    """Issue 68: a bad source name exited 1 in compare and was ignored by `tables --source`."""
+    from analysis.tables import layers
+
+    a = str(synth.write({"runs": four()}, tmp_path / "a"))
+    for run in (lambda: main([a, f"{a}:nope", "--out", str(tmp_path / "o")]),
+                lambda: layers.main([a, "--source", "nope"])):  # fmt: skip
+        with pytest.raises(SystemExit) as e:
+            run()
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "'nope'" in err and "cpu" in err and "Traceback" not in err
+
+
+def test_two_identical_quickstarts_on_a_busy_host_call_no_compile_improved_nor_cpu_host_bound(
+    tmp_path, capsys
+):
+    """Issue 68: the second of two identical CPU quickstarts on a busy host read '1 improved'
+    (the first compile, 6.0 -> 4.2 s) and called a CPU cell host-bound."""
+    a = four()
+    a["timing_phase"], a["device"] = "contended", "cpu"
+    a["gpu_us_per_step"] = a["latency_median_us"] / 2  # latency over busy time: no CPU verdict
+    compiled = a["compile"] != "off"
+    a.loc[compiled, "compile_s"] = 6.0
+    b = a.copy()
+    b.loc[compiled, "compile_s"] = 4.2
+    rc, out = gate(tmp_path, a, b, capsys)
+    assert rc == 0 and "0 improved" in out[0] and "host-bound" not in "\n".join(out)
+    quiet = a.assign(timing_phase="fast")
+    rc, out = gate(tmp_path / "2", quiet, b.assign(timing_phase="fast"), capsys)
+    assert "compile time" in "\n".join(out)  # on a quiet host the same change counts

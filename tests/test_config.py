@@ -30,7 +30,7 @@ def test_variant_yaml_and_registry_agree():
     assert not stray, (
         f"conf/variant/{stray[0]}.yaml names variant {stray[0]!r}, which no family module "
         "registers: register a builder with @register in study/workloads/, or name your own "
-        "factory with variant.target (README, 'Add a workload')"
+        "factory with variant.target (docs/workloads.md, 'Add a workload')"
     )
     assert {
         "matmul_add",
@@ -127,6 +127,7 @@ def test_bad_values_raise_config_error_naming_the_key(override, key):
         ("repeats=100000000", "repeats=100000000 is not allowed: from 1 to 1000 fresh"),
         ("timing.calls=10000000000", "timing.calls=10000000000 is too large: at most 2147483647"),
         ("family.softcap=inf", "family.softcap=inf is not allowed: it must be a finite number."),
+        ("shape.layers=100000000", "shape.layers=100000000 is not allowed: from 1 to 1024 blocks"),
     ],
 )
 def test_every_value_is_finite_and_in_range_naming_the_key(override, said):
@@ -278,3 +279,20 @@ def test_a_row_names_the_timing_settings_its_cell_changed():
                     "r")  # fmt: skip
     assert row["timing_overrides"] == "calls=5;host_sleep_ms=40.0;max_s=0.25;pairs=12;warmup=1"
     assert first_row(compose("variant=naive"), "r")["timing_overrides"] == ""  # the defaults
+
+
+def test_a_timing_key_the_cpu_never_reads_does_not_split_a_cpu_cell():
+    """Issue 68: timing.host_sleep_ms=10 made another CPU cell than 5 (the CPU measures no host
+    time), and its row another timing_overrides; on CUDA it is another cell."""
+    from study.config.cell_config import first_row, to_plain
+    from study.config.identity import config_hash
+
+    def cell(*o):
+        plain = to_plain(compose("+experiment=tiny", "variant=naive", *o))
+        return config_hash(plain), first_row(OmegaConf.create(plain), "x")["timing_overrides"]
+
+    base, sleep = cell("device=cpu"), cell("device=cpu", "timing.host_sleep_ms=10")
+    assert base == sleep and "host_sleep_ms" not in sleep[1]
+    assert cell("device=cpu", "timing.host_blocks=3") == base
+    assert cell("device=cuda")[0] != cell("device=cuda", "timing.host_sleep_ms=10")[0]
+    assert cell("device=cpu", "timing.calls=7")[0] != base[0]  # a key the CPU reads still does

@@ -1,4 +1,4 @@
-"""Your own workload (variant.target): the example runs, the README shows it verbatim, FLOPs come
+"""Your own workload (variant.target): the example runs, docs/workloads.md shows it verbatim, FLOPs come
 from the call or are blank with the reason, and a bad target fails at start or as a row."""
 
 import re
@@ -62,15 +62,17 @@ def test_example_yaml_on_a_search_path(run_inline):
     assert row["variant"] == "norm_mlp" and row["flops_source"] == "flop_counter"
 
 
-def test_readme_snippets_are_the_examples_verbatim():
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_snippets_are_the_examples_verbatim():
+    readme = (ROOT / "docs" / "workloads.md").read_text()
     section = readme.split("## Add a workload", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```(python|yaml)\n(.*?)```", section, re.S)
     assert {lang for lang, _ in blocks} == {"python", "yaml"}
     files = [*(ROOT / "examples").rglob("*.py"), *(ROOT / "examples").rglob("*.yaml")]
     sources = "\n".join(p.read_text() for p in files)
     for _, code in blocks:
-        assert textwrap.dedent(code) in sources, f"README snippet is not in examples/:\n{code}"
+        assert textwrap.dedent(code) in sources, (
+            f"docs/workloads.md snippet is not in examples/:\n{code}"
+        )
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ def docs() -> list[Path]:
     return files + [
         ROOT / "benchmarks" / "README.md",
         results / "FINDINGS.md",
+        results / "SUMMARY.md",
         results / "README.md",
     ]
 

@@ -45,6 +45,13 @@ def test_every_form_of_a_prediction_parses():
         ({"backend_seen": ">3"}, "backend_seen is a text column"),
         ({"dominant_kernel": "~(unclosed"}, "not a regular expression"),
         ({"turbo": {"kernels_per_step": 1}}, "'turbo' is no column and no scope"),
+        # issue 68: a column given a mapping read "'kernels_per_step' is no column"
+        (
+            {"kernels_per_step": {"a": 1}},
+            "expect.kernels_per_step={a:1}: kernels_per_step is a "
+            "column, and takes a number (e.g. 1",
+        ),
+        ({"compiled": {"host_bound": {"a": 1}}}, "host_bound is a column, and takes true or false"),
     ],
 )
 def test_a_prediction_that_cannot_be_checked_is_refused_with_what_to_do(block, words):

@@ -281,3 +281,29 @@ def test_cpu_vs_gpu_rings_only_the_cells_host_bound_by_their_latency():
         assert "1 are host-bound by per-call latency" in sentence
     finally:
         plt.close(fig)
+
+
+def test_one_cell_reads_in_the_singular_and_is_not_both_best_and_worst():
+    """Issue 68: '1 are slower', and 'best … 0.860x, worst … 0.860x' for one cell; a
+    no-change cell drawn inside 'never pays back'."""
+    import matplotlib.pyplot as plt
+
+    from analysis.figures import payback, speedup
+
+    base = {"source": "s", "family": "attention", "variant": "naive", "pass": "fwd", "kernels_per_step": 3,
+            "device": "cpu", "dtype": "fp32", "status": "ok", "torch_version": "2.13",
+            "device_name": "CPU"}  # fmt: skip
+    runs = pd.DataFrame([
+        {**base, "run_id": "e", "compile": "off", "latency_median_us": 600.0, "speedup": 1.0},
+        {**base, "run_id": "c", "compile": "default", "latency_median_us": 700.0, "speedup": 0.857,
+         "speedup_paired": 0.86, "speedup_ci_low": 0.84, "speedup_ci_high": 0.88,
+         "eager_latency_paired_us": 600.0, "compiled_latency_paired_us": 697.7,
+         "compile_s": 5.0},
+    ])  # fmt: skip
+    fig, s = speedup({"runs": runs})
+    plt.close(fig)
+    assert ": best " not in s and ", worst " not in s and "of 1 compiled cell:" in s
+    assert ": naive · default 0.860x, slower" in s
+    fig, s = payback({"runs": runs})
+    plt.close(fig)
+    assert "1 is slower than eager and never pays back" in s

@@ -141,7 +141,7 @@ def test_defect_8_no_host_claim_is_inferred_from_latency():
     layer finds it device-bound at 290 µs, and used BERT's eager latency as host time: the
     section is gone, and no slower cell is put down to 'the host' from latency."""
     text = _text()
-    summary = (ROOT / "README.md").read_text()
+    summary = (REF / "SUMMARY.md").read_text()
     for said in (text, summary):
         assert "inferred from latency" not in said
         assert "host µs a call, inferred" not in said
@@ -155,7 +155,7 @@ def test_defect_8_no_host_claim_is_inferred_from_latency():
 def _summary() -> str:
     from reference.findings import summary
 
-    return summary.block(ROOT / "README.md")
+    return summary.block(REF / "SUMMARY.md")
 
 
 def test_defect_10_the_low_items():

@@ -62,6 +62,9 @@ def test_the_figure_draws_the_cells_whose_speedup_moves_with_the_host():
     with pytest.raises(Skip, match="no row has host_units"):
         host_speed({"runs": rows().drop(columns=["host_units"])})
     assert np.isfinite(fig.get_figwidth())
+    with pytest.raises(Skip, match="a question for CUDA cells") as cpu:  # no host units talk
+        host_speed({"runs": rows().assign(device="cpu")})
+    assert "host_units" not in str(cpu.value)
 
 
 def test_host_units_per_layer_subtract_the_targets_that_add_one_layer_each():

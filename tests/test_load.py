@@ -34,20 +34,43 @@ def test_old_results_load_unchanged():
     assert d["runs"]["pass"].eq("fwd").all() and d["runs"]["n_repeats"].eq(1).all()
 
 
-def test_a_failed_repeat_does_not_poison_the_cell():
+def test_a_cell_with_any_repeat_not_ok_is_not_ok():
+    """A crashed repeat never disappears into the ok ones (issue 68): the cell reads crash and
+    says which repeat; its ok repeats' numbers stay, counted apart."""
     raw = pd.DataFrame(
         {
             "source": "s",
             "run_id": "compile=off,variant=naive",
             "config_hash": "abc",
             "status": ["ok", "crash", "ok"],
+            "reason": [None, "killed by signal 9", None],
             "latency_median_us": [10.0, None, 14.0],
             "repeat": [0, 1, 2],
         }
     )
     (row,) = cells(raw).to_dict("records")
-    assert row["status"] == "ok" and row["latency_median_us"] == 12.0
+    assert row["status"] == "crash" and row["reason"] == "repeat 1 of 3 crash: killed by signal 9"
+    assert row["latency_median_us"] == 12.0
     assert row["n_repeats"] == 3 and row["n_repeats_ok"] == 2
+    (row,) = cells(raw.assign(status="ok", reason=None)).to_dict("records")
+    assert row["status"] == "ok" and row["reason"] is None
+
+
+def test_two_points_of_one_configuration_one_crashed_make_one_crashed_cell():
+    """The issue's repro: cpu_mem_limit_gb=4,0.001 gives two run dirs of one config_hash, one
+    crashed: the cell is not ok, whichever row comes first."""
+    raw = pd.DataFrame(
+        {
+            "source": "s",
+            "run_id": ["cpu_mem_limit_gb=4", "cpu_mem_limit_gb=0.001"],
+            "config_hash": "abc",
+            "status": ["ok", "crash"],
+            "latency_median_us": [10.0, None],
+        }
+    )
+    for r in (raw, raw.iloc[::-1]):
+        (row,) = cells(r).to_dict("records")
+        assert row["status"] == "crash" and row["reason"].startswith("repeat ? of 2 crash")
 
 
 def test_repeats_from_several_machines_are_said_not_mixed_silently(capsys):

@@ -41,7 +41,12 @@ def test_the_quickstarts_rows_say_which_rounds_their_figures_come_from(tmp_path)
         # "fast >= 10" failed a fresh-clone CI run with 9 fast pairs of 28
         enough = min(host_gauge.MIN_FAST_PAIRS, timing.latency_rounds(calls))
         assert int(float(x["pairs"])) == (fast if fast >= enough else every)
-    assert {x["gauge_level_source"] for x in rows} <= {"cell", "host"}
+    # a busy host (the other core loaded) may never hold its fast phase: the level is then the
+    # dip, and the row says so (gauge_held false); a quiet one takes the cell's or the host's
+    for x in rows:
+        held = x["gauge_held"].lower() in ("true", "1", "1.0")
+        want = ("cell", "host") if held else ("dip",)
+        assert x["gauge_level_source"] in want, (x["gauge_level_source"], x["gauge_held"])
 
 
 def test_a_busy_loop_on_the_cells_cores_makes_the_rows_say_contended(tmp_path):

@@ -88,6 +88,12 @@ def test_the_repeated_block_is_found_in_a_module_list_or_a_sequential():
     assert regional.find(PreNormBlock(16, 2, 32)) is None  # one block: nothing repeats
     mixed = nn.ModuleList([nn.Linear(4, 4), nn.ReLU()])
     assert regional.find(mixed) is None
+    b = nn.Linear(4, 4)  # weight-tied: one block applied 3 times (issue 68: "no repeated block")
+    assert regional.find(nn.Sequential(nn.ReLU(), nn.ModuleList([b, b, b]))) == (
+        nn.Linear,
+        ["1"],
+        3,
+    )
 
 
 def test_the_view_shares_parameters_and_leaves_the_eager_module_as_it_was():
@@ -233,3 +239,27 @@ def test_a_list_inside_the_repeated_list_is_not_counted_again():
     root = nn.ModuleList([Blk(True) for _ in range(3)])
     cls, paths, blocks = regional.find(root)
     assert cls is Blk and paths == [""] and blocks == 3
+
+
+def test_the_regional_figure_never_averages_cells_that_differ_in_another_axis():
+    """Issue 68: a start=cold,artifacts x regional sweep drew one point at 15.9 s, the mean of
+    the cold (20.03 s) and artifacts (11.76 s) cells. Each start is its own workload."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from analysis.figures.regional import regional
+
+    base = dict(status="ok", compile="default", family="block", device_name="CPU", dtype="bf16",
+                torch_version="2.13", source="s", variant="block", layers=4)  # fmt: skip
+    reg = dict(regional=True, regional_method="nested_compile_region", regional_blocks=4)
+    runs = pd.DataFrame([
+        dict(base, start="cold", compile_s=20.03, speedup_paired=1.2),
+        dict(base, start="artifacts", compile_s=11.76, speedup_paired=1.2),
+        dict(base, **reg, start="cold", compile_s=6.0, speedup_paired=1.1),
+        dict(base, **reg, start="artifacts", compile_s=3.0, speedup_paired=1.1),
+    ])  # fmt: skip
+    fig, sentence = regional({"runs": runs})
+    plt.close(fig)
+    assert "start=cold nested_compile_region: compile 20.0 -> 6.00 s" in sentence
+    assert "start=artifacts nested_compile_region: compile 11.8 -> 3.00 s" in sentence
+    assert "15.9" not in sentence

@@ -55,8 +55,13 @@ def test_report_of_one_sweep_without_torch(two_sweeps):
     assert "ncu.enabled=true" in r.stdout  # the Nsight Compute figure says how to get it
     md = (out / "report.md").read_text()
     runs = pd.read_csv(sweep / "runs.csv")
-    for _, row in runs[runs["status"] == "ok"].iterrows():
-        assert sig(row["latency_median_us"]) in md  # the table agrees with runs.csv
+    for _, row in runs[runs["status"] == "ok"].iterrows():  # the table agrees with runs.csv
+        if row["compile"] == "off":
+            assert sig(row["latency_median_us"]) in md
+        else:  # beside the paired speedup, the paired blocks' µs: their ratio is the speedup
+            pe, pc = row["eager_latency_paired_us"], row["compiled_latency_paired_us"]
+            assert f"{sig(pe)} → {sig(pc)}" in md
+            assert abs(pe / pc / row["speedup_paired"] - 1) < 1e-6
     failed = runs[runs["variant"] == "efficient"]
     assert set(failed["status"]) == {"unsupported"}
     assert "No viable backend" in md and "unsupported" in md
@@ -154,8 +159,8 @@ def test_the_cell_table_tells_cells_apart_by_the_axes_the_sweep_crossed():
     )  # fmt: skip
     t = cell_table({"runs": runs, "revealed": pd.DataFrame()})
     assert sorted(zip(t["compile"], t["start"], t["regional"], strict=True)) == [
-        ("default", "cold", "0"), ("default", "cold", "1"), ("default", "warm", "0"),
-        ("off", "cold", "0")]  # fmt: skip
+        ("default", "cold", "no"), ("default", "cold", "yes"), ("default", "warm", "no"),
+        ("off", "cold", "no")]  # a switch reads yes/no, not 0/1 (issue 68)  # fmt: skip
     assert "seed" not in t
 
 

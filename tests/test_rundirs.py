@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from study.rows import io
 from study.sweep.names import LIMIT, run_dirs
 from tests.conftest import TINY, cli
 
@@ -73,16 +72,34 @@ def test_a_cell_is_never_started_into_the_dir_of_a_running_cell(tmp_path):
     assert (sweep / "c" / "mine").exists() and len(made[0].spawned) == 1
 
 
+def test_points_that_differ_only_in_what_no_row_records_are_told_apart_or_refused():
+    """Issue 68: cpu_mem_limit_gb=4,0.001 made a crash row and an ok row of one config_hash, and
+    the report read one ok cell. Such points are refused; repeats of one cell, and points that
+    differ in what they measure, are not."""
+    from study.sweep.apart import indistinct
+
+    cell = {"variant": {"name": "naive"}, "compile": {"mode": "off"}, "cpu_mem_limit_gb": 4,
+            "repeat": 0, "timeout_s": 600}  # fmt: skip
+    pts = [["cpu_mem_limit_gb=4"], ["cpu_mem_limit_gb=0.001"]]
+    why = indistinct(pts, [cell, {**cell, "cpu_mem_limit_gb": 0.001}])
+    assert why and "differ only in cpu_mem_limit_gb" in why
+    assert "[cpu_mem_limit_gb=4]" in why and "[cpu_mem_limit_gb=0.001]" in why
+    why = indistinct([["timeout_s=1"], ["timeout_s=600"]], [{**cell, "timeout_s": 1}, cell])
+    assert why and "timeout_s" in why
+    assert indistinct([["repeat=0"], ["repeat=1"]], [cell, {**cell, "repeat": 1}]) is None
+    other = {**cell, "variant": {"name": "flash"}, "cpu_mem_limit_gb": 0.001}
+    assert indistinct(pts, [cell, other]) is None
+    assert indistinct(pts, [cell, None]) is None  # a point that did not compose: said apart
+
+
 @pytest.mark.slow
-def test_two_points_apart_only_in_a_harness_key_give_two_dirs_and_two_rows(tmp_path):
-    r = cli("-m", "variant=naive", "compile=off", "cpu_mem_limit_gb=4,8", f"out_root={tmp_path}",
-            *TINY)  # fmt: skip
-    assert r.returncode == 0, r.stderr[-1500:]
-    (sd,) = (tmp_path / "sweeps").iterdir()
-    dirs = sorted(p.parent.name for p in sd.glob("*/run.csv"))
-    assert dirs == ["compile=off,cpu_mem_limit_gb=4,variant=naive",
-                    "compile=off,cpu_mem_limit_gb=8,variant=naive"]  # fmt: skip
-    assert len(io.read_csv(sd / "runs.csv")) == 2 and "done: 2 cells" in r.stdout
+def test_two_points_apart_only_in_a_harness_key_are_refused_at_start(tmp_path):
+    r = cli("-m", "variant=naive", "compile=off", "cpu_mem_limit_gb=4,0.001",
+            f"out_root={tmp_path}", *TINY)  # fmt: skip
+    assert r.returncode == 2, r.stderr[-1500:]
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("[study] config error")]
+    assert "cpu_mem_limit_gb=4 " in line and "cpu_mem_limit_gb=0.001 " in line
+    assert "Traceback" not in r.stderr and not (tmp_path / "sweeps").exists()
 
 
 @pytest.mark.slow
@@ -104,3 +121,29 @@ def test_a_name_never_starts_with_a_plus_so_its_row_keeps_the_same_run_id():
     (name,) = run_dirs([["+variant.kwargs.layers=1", "compile=default"]])
     assert not name.startswith("+") and set(name.split(",")) == {
         "compile=default", "variant.kwargs.layers=1"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "subdir, why",
+    [("@x", "starts with '@'"), ("-x", "starts with '-'"), (".", "is the sweep dir itself"),
+     ("", "is the sweep dir itself"), ("../out", "is outside the sweep dir"),
+     ("/elsewhere", "is outside the sweep dir"), ("a/=b", "starts with '='")],
+)  # fmt: skip
+def test_a_subdir_whose_row_could_not_name_it_is_refused(subdir, why, tmp_path):
+    """Issue 68: subdir=@x made an ok cell read "no row" on every run and resume (its run_id
+    was written '@x); '.' or '' ran the cell in the sweep dir; one outside was refused only
+    after it was made."""
+    from study.sweep.apart import bad_subdir
+
+    said = bad_subdir([["variant=naive"]], [subdir], tmp_path / "sweep")
+    assert said and f"hydra.sweep.subdir={subdir!r} {why} [variant=naive]" in said
+    assert bad_subdir([["variant=naive"]], ["x@-"], tmp_path / "sweep") is None
+    assert bad_subdir([["a"]], ["\0" + "0"], tmp_path / "sweep") is None  # said as a bad point
+
+
+@pytest.mark.slow
+def test_a_subdir_outside_the_sweep_is_refused_before_it_is_made(tmp_path):
+    r = cli("-m", "variant=naive", "compile=off", f"hydra.sweep.subdir={tmp_path}/outside",
+            f"out_root={tmp_path}/o", *TINY)  # fmt: skip
+    assert r.returncode == 2 and "is outside the sweep dir" in r.stderr, r.stderr[-1500:]
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "o").exists()

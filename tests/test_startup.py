@@ -141,6 +141,25 @@ def test_the_guard_table_gives_what_guards_cost_in_units_at_the_guarded_rows_hos
     assert t.iloc[0]["guards evaluated: host units (µs, G)"] == "4.00 (55.0 µs, G 13.0)"
 
 
+def test_the_guard_table_shows_cpu_rows_which_have_no_host_units(tmp_path, capsys):
+    """Issue 68: on a CPU stance=default,skip_guard_eval_unsafe sweep the table said the rows
+    were missing and asked for the very sweep that was run (the CPU measures no host units)."""
+    from analysis.tables import startup
+    from tests import synth
+
+    r = _rows()
+    cpu = r[r["variant"] == "linear"].drop(columns=["host_us", "host_units", "host_gauge_us",
+                                                    "device_time_us"])  # fmt: skip
+    cpu = cpu.assign(latency_median_us=[165.0, 150.0], timing_phase=["fast", "contended"],
+                     source="cpu", run_id=["a", "b"])  # fmt: skip
+    t = startup.guard_table(cpu)
+    assert len(t) == 1 and t.iloc[0]["cell"] == "linear default"
+    assert t.iloc[0]["latency µs: evaluated, skipped"] == "165, 150 (host contended)"
+    assert t.iloc[0]["guards: host units"] == "–"
+    assert startup.main([str(synth.write({"runs": cpu}, tmp_path / "s"))]) == 0
+    assert "Guards: host cost" in capsys.readouterr().out
+
+
 def test_the_regional_table_sets_each_regional_row_beside_its_whole_model():
     import pandas as pd
 
@@ -351,3 +370,79 @@ def test_a_crash_row_and_machines_without_a_shared_workload_break_nothing():
     assert "compile seconds moved" not in text
     assert [m for m, _ in boots.by_machine(r)][-1] == "? (boot ?)"
     assert host_startup._ratio_range([(float("nan"), 1.0), (2.0, 1.0), (3.0, 0.0)]) == "2.0x"
+
+
+def _primers(here) -> list[int]:
+    """Pids of live primer processes whose run dir is below ``here``."""
+    import os
+
+    from tests.test_sweep import _alive
+
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"study.cell.prime" in argv and any(str(here).encode() in a for a in argv):
+            out.append(int(p)) if _alive(int(p)) else None
+    return out
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_takes_its_primer_with_it(tmp_path):
+    """Issue 68: SIGKILL of the sweep during a start=warm primer left the primer running (3 of 5
+    tries), compiling into the run dir a resume reuses. The workload holds the primer in its
+    build (tests.user_faults.hangs_in_primer)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, root_env
+
+    cmd = [sys.executable, "-m", "study.run", "-m", "variant=custom", "shape.dim=16",
+           "variant.target=tests.user_faults.hangs_in_primer", "compile=default",
+           "variant.inputs=tests.user_faults.inputs", "start=warm", f"out_root={tmp_path}",
+           *TINY]  # fmt: skip
+    with open(tmp_path / "sweep.log", "w") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=root_env(), stdout=log, stderr=log)
+    try:
+        deadline = time.time() + 240  # a loaded 2-core box starts a sweep slowly
+        while time.time() < deadline and not _primers(tmp_path):
+            time.sleep(0.2)
+        primers = _primers(tmp_path)
+        assert primers, (tmp_path / "sweep.log").read_text()[-2000:]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.time() + 20
+    while _primers(tmp_path) and time.time() < deadline:
+        time.sleep(0.2)
+    left = _primers(tmp_path)
+    for pid in left:  # the test's own leftovers, by pid
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the primer outlived the killed sweep"
+
+
+def test_the_start_and_regional_tables_name_the_axis_that_splits_two_rows():
+    """Issue 68: 'analysis.tables startup' printed two identical-looking 'block default | cold'
+    rows (they differed in compile.regional), and the regional table had no start column."""
+    import pandas as pd
+
+    from analysis.tables import startup
+
+    base = {"variant": "block", "compile": "default", "status": "ok", "pass": "fwd",
+            "layers": 4, "first_call_s": 9.0, "compile_s": 8.0, "speedup_paired": 1.1}  # fmt: skip
+    r = pd.DataFrame([
+        {**base, "start": s, "regional": g, "regional_method": "nested_compile_region" if g else None}
+        for s in ("cold", "artifacts") for g in (False, True)
+    ])  # fmt: skip
+    t = startup.start_table(r)
+    assert len(t) == 4 and "regional" in t.columns
+    assert len(t[["cell", "start", "regional"]].drop_duplicates()) == 4
+    g = startup.regional_table(r)
+    assert "start" in g.columns and sorted(g["start"]) == ["artifacts", "artifacts", "cold", "cold"]
+    assert len(g[["workload", "compiled", "start"]].drop_duplicates()) == 4

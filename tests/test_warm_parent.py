@@ -171,3 +171,41 @@ def test_a_warm_parent_that_died_between_cells_is_replaced():
         assert sched.parent() is not first and sched.status["pid"] != first.status["pid"]
     finally:
         sched.close()
+
+
+class _ClosedAfterSpawn:
+    """The sweep's end of the pipe as its SIGTERM leaves it: one spawn asked, then closed (a
+    send raises BrokenPipeError)."""
+
+    def __init__(self, req):
+        self.reqs, self.sent = [req], []
+
+    def poll(self, timeout):
+        return bool(self.reqs)
+
+    def recv(self):
+        return self.reqs.pop()
+
+    def send(self, msg):
+        if "exit" in msg:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.sent.append(msg)
+
+    def close(self):
+        pass
+
+
+def test_a_sweep_gone_while_its_cell_is_reaped_ends_the_parent_without_a_traceback(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 68: SIGTERM printed a BrokenPipeError traceback before the resume line: the sweep
+    closed the pipe while the warm parent reported a cell it had killed."""
+    from study.sweep import warm_parent
+
+    monkeypatch.setattr(warm_parent, "_warm_up", lambda *a: {"prewarm_s": {}})
+    monkeypatch.setattr(warm_parent, "die_with_parent", lambda: None)
+    conn = _ClosedAfterSpawn({"op": "spawn", "id": 1, "target": "os:getpid",
+                              "log": str(tmp_path / "cell.log")})  # fmt: skip
+    warm_parent.serve(conn, cores=[], prewarm_on=False)  # returns: the sweep is gone
+    assert conn.sent[0] == {"ready": {"prewarm_s": {}}} and conn.sent[1]["spawned"] == 1
+    assert "Traceback" not in capsys.readouterr().err

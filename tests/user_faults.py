@@ -25,3 +25,13 @@ def inputs(batch: int, dim: int, *, dtype, device, gen):
 
 def exits(dim: int):
     sys.exit(0)
+
+
+def hangs_in_primer(dim: int):
+    """A projection that never builds in a start=warm|artifacts primer (study.cell.prime): it
+    holds the primer alive for tests.test_startup to kill the sweep around it."""
+    import time
+
+    if sys.argv and sys.argv[0].endswith("prime.py"):
+        time.sleep(10**7)
+    return nn.Linear(dim, dim)

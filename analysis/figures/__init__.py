@@ -50,6 +50,16 @@ FIGURES = [
     ("flex", "FlexAttention against flash and cuDNN, per mask", flex),
     ("targets", "Where does a compiled call's time go, layer by layer?", where_time_goes),
 ]
+# Headings that depend on the rows: a CPU-only source has no GPU to wait on the host.
+CPU_HEADINGS = {"cpu_vs_gpu": "How much of a CPU step is kernel work?"}
+
+
+def heading(key: str, name: str, runs) -> str:
+    """The figure's heading for these rows: ``CPU_HEADINGS`` where no row ran on CUDA."""
+    cpu_only = "device" in runs and len(runs) and not (runs["device"] == "cuda").any()
+    return CPU_HEADINGS.get(key, name) if cpu_only else name
+
+
 # Figures over every source at once (a question that spans sweeps, e.g. fwd against fwd_bwd).
 ACROSS = [
     ("training", "Does compile pay less once the backward runs?", training),
@@ -65,6 +75,7 @@ __all__ = [
     "Skip",
     "bar_labels",
     "cell_labels",
+    "heading",
     "ok",
     "per_cell",
     "shape_sweeps",

@@ -73,10 +73,12 @@ def payback(d) -> tuple:
         if inside.sum() > 5:
             ax.plot(xs[inside], ys[inside], ls=":", color="grey", lw=0.8)
             iso.append((n, xs[inside], ys[inside]))
+    # a no-change cell's gain is within its interval of 0: drawn on 0, never inside "never pays"
+    r["x"] = r["gain_us"].where(~r["sp_same"].astype(bool), 0.0)
     for (m, fam), gm in r.groupby(["compile", "family"]):
         for same, gs in gm.groupby("sp_same"):
             c = MODE_COLORS.get(m, "black")
-            ax.scatter(gs["gain_us"], gs["compile_s"], s=46, marker=FAMILY_MARKERS.get(fam, "o"),
+            ax.scatter(gs["x"], gs["compile_s"], s=46, marker=FAMILY_MARKERS.get(fam, "o"),
                        facecolor="white" if same else c, edgecolor=c if same else "black",
                        linewidth=1.2 if same else 0.4, zorder=3)  # fmt: skip
     ax.set_xscale("symlog", linthresh=lin)
@@ -98,17 +100,19 @@ def payback(d) -> tuple:
                 va="bottom", rotation=np.degrees(np.arctan2(y1 - y0, x1 - x0)),
                 rotation_mode="anchor")  # fmt: skip
     prio = np.where(r["pays"], 10 + 1e9 / r["calls"].fillna(np.inf), (1 - r["sp"]).abs())
-    label_points(ax, r["gain_us"], r["compile_s"], r["label"] + " · " + r["compile"], priority=prio)
+    label_points(ax, r["x"], r["compile_s"], r["label"] + " · " + r["compile"], priority=prio)
     pays = r[r["pays"]]
     slower = r[(r["gain_us"] < 0) & ~r["sp_same"]]
     s = f"Compile time against the per-call gain ({kinds_text(r)}): {len(pays)} of {len(r)} compiled cells pay back"
     if len(pays):
         b = pays.loc[pays["calls"].idxmin()]
         s += f", the quickest after {sig(b['calls'])} calls ({b['label']} · {b['compile']})"
-    s += f"; {len(slower)} are slower than eager and never do"
+    one = len(slower) == 1
+    s += f"; {len(slower)} {'is' if one else 'are'} slower than eager and never {'pays' if one else 'pay'} back"
     n_same = int(r["sp_same"].sum())
     s += (
-        f"; {n_same} show no change (interval holds 1.0, or within ±{PAIRED_NOISE:.0%})."
+        f"; {n_same} {'shows' if n_same == 1 else 'show'} no change (interval holds 1.0, or "
+        f"within ±{PAIRED_NOISE:.0%}), drawn at a gain of 0."
         if n_same
         else "."
     )

@@ -26,6 +26,7 @@ from analysis.style import (
     need,
     ok,
     per_cell,
+    readable_log,
 )
 
 RING = "#b22222"  # the ring around a cell host-bound by its per-call latency
@@ -84,6 +85,8 @@ def cpu_gpu(d) -> tuple:
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
+        readable_log(ax, "x")  # under a decade, minor labels ran together ('3×10²4×10²')
+        readable_log(ax, "y")
         xl, yl = AXES.get(dev, AXES["cpu"])
         ax.set_xlabel(xl, fontsize=9)
         ax.set_ylabel(yl, fontsize=9)

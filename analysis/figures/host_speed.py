@@ -30,6 +30,8 @@ MOST = 8
 
 def host_speed(d) -> tuple:
     r = ok(d["runs"])
+    if "device" in r and len(r) and not (r["device"] == "cuda").any():
+        raise Skip("host speed: a question for CUDA cells (on the CPU host and device are one)")
     if "host_units" not in r or r["host_units"].isna().all():
         raise Skip("host speed: no row has host_units (CUDA cells measure them; the CPU does not)")
     r = r.assign(machine=r["boot_id"].astype(str).str[:8] if "boot_id" in r else "this sweep")

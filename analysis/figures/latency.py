@@ -19,6 +19,7 @@ from analysis.measures import (
     speedup_words,
     speedups,
 )
+from analysis.shown import DRAWN, drawn_us
 from analysis.slowdown import host_effects
 from analysis.style import (
     MAX_BARS,
@@ -47,8 +48,11 @@ MAX_PANELS = 9
 
 
 def latency(d) -> tuple:
+    # Long: one figure, drawn top to bottom (its data, axes, labels and the sentence it says); its
+    # parts are used nowhere else.
     r, dropped = per_cell(need(ok(d["runs"]), ["latency_median_us"], "latency"))
-    r = r.assign(label=bar_labels(r))
+    r = r.assign(label=bar_labels(r), shown=drawn_us(r))
+    r["_apart"] = r["shown"] == r["latency_median_us"]  # whiskers: p10–p90 of these calls only
     modes = modes_in(r)
     panels = []  # (family, labels): at most MAX_BARS bars each
     for fam in dict.fromkeys(r["family"]):
@@ -81,9 +85,11 @@ def latency(d) -> tuple:
         for j, m in enumerate(modes):
             gm = g[g["compile"] == m].drop_duplicates("label").set_index("label").reindex(labels)
             x = np.arange(len(labels)) + (j - (len(modes) - 1) / 2) * bw
-            y = gm["latency_median_us"].to_numpy(dtype=float)
+            y = gm["shown"].to_numpy(dtype=float)
+            own = gm["_apart"].fillna(False).to_numpy(dtype=bool)
             lo = y - gm["latency_p10_us"].to_numpy(dtype=float) if "latency_p10_us" in gm else 0 * y
             hi = gm["latency_p90_us"].to_numpy(dtype=float) - y if "latency_p90_us" in gm else 0 * y
+            lo, hi = np.where(own, lo, 0), np.where(own, hi, 0)
             ax.bar(x, y, bw, color=MODE_COLORS.get(m, "black"))
             lo, hi = np.clip(np.nan_to_num(lo), 0, None), np.clip(np.nan_to_num(hi), 0, None)
             ax.errorbar(x, y, yerr=[lo, hi], fmt="none",
@@ -91,17 +97,17 @@ def latency(d) -> tuple:
         ax.set_xticks(np.arange(len(labels)), labels, rotation=30, ha="right", fontsize=8)
         ax.set_xlim(-0.6, len(labels) - 0.4)
         ax.set_title(fam, fontsize=10)
-        ax.set_ylabel("µs per call (median, p10–p90)", fontsize=8)
+        ax.set_ylabel("µs per call (median; p10–p90 timed apart)", fontsize=8)
         ax.tick_params(axis="y", labelsize=8)
-        log_if_wide(ax, g["latency_median_us"])
+        log_if_wide(ax, g["shown"])
     legend_right(fig, mode_handles(modes), modes, title="compile")
     finish(fig, "How long does one call take, per variant and compile mode?",
            context(r, w), right_in=leg)  # fmt: skip
-    lo, hi = r.loc[r["latency_median_us"].idxmin()], r.loc[r["latency_median_us"].idxmax()]
+    lo, hi = r.loc[r["shown"].idxmin()], r.loc[r["shown"].idxmax()]
     s = (
-        f"Per-call latency of {len(r)} ok cells, timed with {latency_methods(r)}: fastest {lo['label']} · "
-        f"{lo['compile']} at {sig(lo['latency_median_us'])} µs, slowest {hi['label']} · "
-        f"{hi['compile']} at {sig(hi['latency_median_us'])} µs{left_out(dropped)}"
+        f"Per-call latency of {len(r)} ok cells, timed with {latency_methods(r)}; {DRAWN}: "
+        f"fastest {lo['label']} · {lo['compile']} at {sig(lo['shown'])} µs, slowest "
+        f"{hi['label']} · {hi['compile']} at {sig(hi['shown'])} µs{left_out(dropped)}"
         + (f"; {hidden} more variants are in the table only" if hidden else "")
         + "."
     )
@@ -193,13 +199,15 @@ def speedup(d) -> tuple:
     n_same = int(r["sp_same"].sum())
     where = (lambda x: f"{x['label']} {sweep[0]}={int(x[sweep[0]])} · {x['compile']}") if sweep else (
         lambda x: f"{x['label']} · {x['compile']}")  # fmt: skip
-    s = f"{kinds_text(r)[0].upper()}{kinds_text(r)[1:]} of {len(r)} compiled cells"
+    s = f"{kinds_text(r)[0].upper()}{kinds_text(r)[1:]} of {len(r)} compiled cell{'s' * (len(r) != 1)}"
     if len(clear):
         best = clear.loc[clear["sp"].idxmax()]
         worst = clear.loc[clear["sp"].idxmin()]
-        s += f": best {where(best)} {speedup_words(best)}, worst {where(worst)} {speedup_words(worst)}"
+        s += (f": best {where(best)} {speedup_words(best)}, worst {where(worst)} "
+              f"{speedup_words(worst)}" if len(clear) > 1
+              else f": {where(best)} {speedup_words(best)}")  # fmt: skip
     s += (
-        f"; {n_same} show no change (interval contains 1.0, or within ±{PAIRED_NOISE:.0%})."
+        f"; {n_same} {'shows' if n_same == 1 else 'show'} no change (interval contains 1.0, or within ±{PAIRED_NOISE:.0%})."
         if n_same
         else "."
     )

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from analysis.measures import sig, speedups, truthy, xs
+from analysis.measures import AXES, axis_values, sig, speedups, truthy, xs
 from analysis.style import (
     Skip,
     context,
@@ -26,6 +26,7 @@ from analysis.style import (
 MARKERS = {"": "o", "nested_compile_region": "D", "per-block torch.compile": "s"}
 NAMES = {"": "whole model", "nested_compile_region": "regional: nested_compile_region",
          "per-block torch.compile": "regional: per-block torch.compile"}  # fmt: skip
+NAMED = ["work", "how", "variant", "pass", "compile", "axes"]  # a point's text, kept by the median
 SAME = ("variant", "pass", "compile", "dtype", "device", "batch", "seq_len", "dim", "n")
 
 
@@ -38,8 +39,8 @@ def regional(d) -> tuple:
     r = r[r["compile_s"].notna() & r["sp"].notna()].copy()
     r["how"] = r["regional_method"].fillna("").astype(str) if "regional_method" in r else ""
     r["how"] = r["how"].where(truthy(r["regional"]), "")
-    r["depth"] = _depths(r)
-    keys = [c for c in SAME if c in r] + ["depth"]
+    r["depth"], r["axes"] = _depths(r), _axes(r)
+    keys = [c for c in SAME if c in r] + ["depth", "axes"]
     r["work"] = _joined(r, keys)
     pairs = r.groupby("work").filter(lambda g: (g["how"] == "").any() and (g["how"] != "").any())
     if pairs.empty:
@@ -47,9 +48,7 @@ def regional(d) -> tuple:
     pairs = (
         pairs.groupby(["work", "how"], as_index=False)
         .median(numeric_only=True)
-        .merge(
-            pairs.drop_duplicates(["work", "how"])[["work", "how", "variant", "pass", "compile"]]
-        )
+        .merge(pairs.drop_duplicates(["work", "how"])[NAMED])
     )
     works = list(dict.fromkeys(pairs.sort_values(["variant", "depth"])["work"]))
     colours = dict(zip(works, _palette(len(works)), strict=True))
@@ -90,6 +89,16 @@ def regional(d) -> tuple:
     return fig, _sentence(pairs)
 
 
+def _axes(r: pd.DataFrame) -> pd.Series:
+    """The other axes the sweep crossed (start, stance, ...), 'start=cold' per row: a workload
+    each value, never a median over cells that differ in one (cold and artifacts read 20.0 and
+    11.8 s, once drawn as one point at 15.9)."""
+    split = [c for c in AXES if c not in ("regional", "layers") and c in r
+             and axis_values(r, c).nunique() > 1]  # fmt: skip
+    named = pd.DataFrame({c: c + "=" + axis_values(r, c) for c in split}, index=r.index)
+    return _joined(named, split)
+
+
 def _depths(r: pd.DataFrame) -> pd.Series:
     """A workload's depth: ``layers`` where the config gave one, else the blocks its regional
     row compiled (a model at its own default depth), else blank."""
@@ -112,7 +121,8 @@ def _joined(r: pd.DataFrame, cols: list[str]) -> pd.Series:
 def _label(p) -> str:
     d = "" if pd.isna(p["depth"]) else f" x{int(p['depth'])}"
     run = "" if p["pass"] == "fwd" else f" {p['pass']}"
-    return f"{p['variant']}{d}{run} · {p['compile']}"
+    axes = f" · {p['axes'].replace('|', ' ')}" if p.get("axes") else ""
+    return f"{p['variant']}{d}{run} · {p['compile']}{axes}"
 
 
 def _palette(n: int) -> list:

@@ -18,8 +18,9 @@ read as no measurable difference too. The cause is the first of these the rows s
 - **kernels**: the same kernels, and what their time did.
 
 On the CPU host and device are one (``host_us`` is blank): the cause reads kernel time against
-latency. Kernel time comes from profiled steps, which the profiler slows (``profiler_overhead``),
-so where it exceeds the latency the sentence says so instead of leaving it unexplained.
+latency. Kernel time (docs/method.md) comes from profiled steps, which the profiler slows
+(``profiler_overhead``): where a side's profile is distorted (``_distorted``) the sentence says
+so and draws no conclusion from the kernel times.
 Pure pandas; no torch.
 """
 
@@ -34,15 +35,17 @@ from analysis.measures import (
     number,
     order,
     sig,
-    speedups,
     xs,
 )
+from analysis.shown import paired_us, with_shown
 from analysis.style import cell_labels
 from analysis.tables import kdiff
 from study.observe.stats import verdict as stats_verdict
 from study.rows.metrics import HOST_OVER_LATENCY, device_us
 
 DEVICE = 0.05  # kernel time moved by more than this: the kernels' own work changed
+# a CPU profile whose steps ran this many times a timed call is distorted (docs/method.md)
+DISTORTED = 1.5
 # the figure (analysis.figures key) that shows each cause
 FIGURE = {
     "graphs": "kernel_diff",
@@ -120,7 +123,7 @@ def _host(c, e, hc, he, dc, de, won, tc, te) -> str:
         return (f"host-bound: the compiled call's host work ({_us(hc)}) outlasts its device "
                 f"time ({_us(dc)}), so faster kernels cannot show")  # fmt: skip
     bound = host_verdict(pd.DataFrame([c])).iloc[0]
-    if hc != hc and bound is True:
+    if hc != hc and bound is True and tc == tc:
         return (f"host-bound: {_us(lat)} a call against {_us(tc)} of kernel time (inferred from "
                 "latency: these rows have no host_us)")  # fmt: skip
     if tc == tc and te == te and tc < (1 - DEVICE) * te:
@@ -129,22 +132,33 @@ def _host(c, e, hc, he, dc, de, won, tc, te) -> str:
     return ""
 
 
-def _profiled(e: dict, c: dict) -> str:
-    """On the CPU, where a side's kernel time exceeds its latency: the profiler slowed the
-    steps it read (``profiler_overhead``), so kernel µs are not the timed call's."""
-    out = []
-    for side, x in (("eager", e), ("compiled", c)):
-        t, lat = _kernel_time(x), number(x.get("latency_median_us"))
-        if t == t and lat == lat and t > lat:
-            over = number(x.get("profiler_overhead"))
-            out.append(f"{side}'s kernel time ({_us(t)}) exceeds its latency ({_us(lat)})"
-                       + (f": its profiled steps ran {sig(over)}x a timed call" if over == over
-                          else ": the profiler slows the steps it reads"))  # fmt: skip
-    return ("; " + "; ".join(out)) if out else ""
+def _distorted(e: dict, c: dict, te: float, tc: float) -> str:
+    """'' unless a side's profile is distorted (docs/method.md, "Kernel time"): its kernel time
+    exceeds its latency, or on the CPU (where kernels are the host's own work) its profiled
+    steps ran ``DISTORTED`` times a timed call or more (``profiler_overhead``). Then the words
+    that say so, and the cause draws nothing from the kernel times."""
+    slowed = []
+    for x, t in ((e, te), (c, tc)):
+        lat = number(x.get("latency_median_us"))
+        over = number(x.get("profiler_overhead"))
+        cpu_slowed = str(x.get("device")) == "cpu" and over == over and over >= DISTORTED
+        if (t == t and lat == lat and t > lat) or cpu_slowed:
+            slowed.append(over if over == over else t / lat)
+    if not slowed:
+        return ""
+    return (f"the profile is distorted (its steps ran {sig(max(slowed))}x a timed call): no "
+            "conclusion from its kernel times")  # fmt: skip
 
 
-def _kernel_time(x) -> float:
-    return number(x.get("gpu_us_per_step", x.get("kernel_us_per_step")))
+def _kernel_time(x, diff: dict | None = None, side: str = "") -> float:
+    """Kernel time (docs/method.md): the kernels' durations in a profiled step summed, mean over
+    the profiled steps, as the kernel diff adds it up (``diff``: its ``us_eager`` or
+    ``us_compiled``, by ``side``); without one, the row's ``kernel_us_per_step`` (the median
+    step), else its busy time (older rows)."""
+    t = number((diff or {}).get(f"us_{side}"))
+    for col in ("kernel_us_per_step", "gpu_us_per_step"):
+        t = t if t == t else number(x.get(col))
+    return t
 
 
 def cause(c: dict, e: dict, diff: dict, kern: pd.DataFrame, tune: pd.DataFrame, said: str):
@@ -154,13 +168,16 @@ def cause(c: dict, e: dict, diff: dict, kern: pd.DataFrame, tune: pd.DataFrame, 
     cpu = str(c.get("device")) == "cpu"
     won = said == "faster"
     ke, kc = number(e.get("kernels_per_step")), number(c.get("kernels_per_step"))
-    te, tc = _kernel_time(e), _kernel_time(c)
+    te, tc = _kernel_time(e, diff, "eager"), _kernel_time(c, diff, "compiled")
+    distorted = _distorted(e, c, te, tc)
+    if distorted:  # nothing is read from kernel times the profiler inflated
+        te = tc = float("nan")
     hc, he = number(c.get("host_us")), number(c.get("eager_host_us"))
     if he != he:
         he = number(e.get("host_us"))
     dc, de = number(device_us(c)), number(device_us(e))  # free of host time
     dc, de = (tc if dc != dc else dc), (te if de != de else de)
-    times = f"kernel time {_us(te)} eager → {_us(tc)} compiled"
+    times = distorted or f"kernel time {_us(te)} eager → {_us(tc)} compiled"
     n, us = _dtod(kern)
     if str(c.get("compile")) in GRAPHS and n > 0 and not won:
         return "graphs", (f"CUDA graphs' copies: {n:g} Memcpy DtoD per step ({_us(us)}) copy the "
@@ -176,18 +193,20 @@ def cause(c: dict, e: dict, diff: dict, kern: pd.DataFrame, tune: pd.DataFrame, 
     if ke == ke and kc == kc and (kc < ke or (won and fused)):
         if won:
             return "fusion", f"fusion: {counts}; {times}"
+        if distorted:
+            return "fusion", f"fusion cut {counts}, yet the call is not faster; {times}"
         if tc > te or tc != tc or te != te:
-            return "fusion", f"fusion did not pay: {counts}, yet {times}{_profiled(e, c)}"
+            return "fusion", f"fusion did not pay: {counts}, yet {times}"
         return "fusion", (f"fusion cut {counts} and {times}, yet the call is not faster: on the "
                           "CPU host and device are one, so the time goes to the compiled call's "
-                          f"own work around its kernels{_profiled(e, c)}")  # fmt: skip
+                          "own work around its kernels")  # fmt: skip
     picks = _picks(tune)
     if str(c.get("compile")).startswith("max-autotune") and picks:
         return "autotune", f"autotune's pick: {picks}; {times}"
     if ke != ke or kc != kc:
         return "none", "no kernels profiled: the rows hold no cause"
     same = f"{'same' if kc == ke else 'more'} kernels ({ke:g} → {kc:g} per step)"
-    note = _profiled(e, c)
+    note = f"; {distorted}" if distorted else ""
     if said == "no measurable difference":
         one = "; on the CPU host and device are one" if cpu else ""
         return "kernels", f"nothing to explain: {same} and no measurable difference{one}{note}"
@@ -202,9 +221,10 @@ def per_call(c, e) -> str:
     """µs a call beside the speedup: from the compiled cell's own paired blocks where it has
     them (the same process and rounds as its speedup, so the two never disagree), else each
     cell's own latency, said to be from separate cells."""
-    ep, sp = pd.to_numeric(c.get("eager_latency_paired_us"), errors="coerce"), c.get("sp")
-    if pd.notna(ep) and c.get("sp_kind") == "paired" and sp and sp > 0:
-        return f"{sig(ep)} eager → {sig(ep / sp)} compiled (paired blocks)"
+    both = paired_us(c)
+    if both:
+        apart = f"; {c['apart']}" if c.get("apart") else ""
+        return f"{sig(both[0])} eager → {sig(both[1])} compiled (paired blocks{apart})"
     return (f"{sig(e['latency_median_us'])} eager → {sig(c['latency_median_us'])} compiled "
             "(separate cells)")  # fmt: skip
 
@@ -218,7 +238,7 @@ def answer(runs: pd.DataFrame, kernels: pd.DataFrame, autotune: pd.DataFrame) ->
             "run_id"]  # fmt: skip
     if runs.empty or "compile" not in runs:
         return pd.DataFrame(columns=cols)
-    r = speedups(runs)
+    r = with_shown(runs)
     if "source" not in r:
         r["source"] = ""
     r = r.assign(cell=cell_labels(r))

@@ -32,7 +32,7 @@ import argparse
 
 import pandas as pd
 
-from analysis.load import expand, load, stop
+from analysis.load import NotASweep, expand, load, stop
 from analysis.measures import column, sig
 from analysis.pairs import table as md_table
 from study.observe.stats import across_processes
@@ -262,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         raw = load(expand(a.dirs))["repeats"]
+        if a.source and a.source not in set(raw["source"]):  # not "no rows": a typo, said
+            have = ", ".join(dict.fromkeys(raw["source"].astype(str)))
+            raise NotASweep(f"--source {a.source!r} is in none of {' '.join(a.dirs)} "
+                            f"(its sources: {have})")  # fmt: skip
     except FileNotFoundError as e:
         stop("tables layers", e)
     if a.source:

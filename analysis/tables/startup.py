@@ -12,8 +12,12 @@ Prints, from runs.csv alone (no torch):
   call with Dynamo's guards evaluated and skipped. The two are different processes, often in
   different host phases, so what the guards cost is the difference of host units (host µs over
   the gauge's µs, study.measure.host_cost), which carry across phases, times the guarded row's host
-  speed G.
+  speed G. The CPU measures no host units: its rows show each side's latency a call and host
+  phase alone.
 """
+# Long: the three start-up tables (start, regional, guards) read the same compiled ok rows and
+# split them by the same axes and machines; one question: what compiling costs before the first
+# fast call.
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import argparse
 import pandas as pd
 
 from analysis.load import cells, expand, load, stop
-from analysis.measures import sig
+from analysis.measures import AXES, axis_values, sig
 from analysis.pairs import table as md_table
 from study.rows.schema import SHAPE_KEYS
 
@@ -82,6 +86,23 @@ def _ok_compiled(runs: pd.DataFrame) -> pd.DataFrame:
     return one_per_cell(runs[(runs["compile"] != "off") & (runs["status"] == "ok")])
 
 
+def _split_by(r: pd.DataFrame, shown: tuple[str, ...]) -> list[str]:
+    """The axes (``measures.AXES``: start, regional, compile stance, layers, ...) that vary
+    among ``r`` and that a table does not show already (``shown``): a column each, so that no
+    two of its rows look alike."""
+    return [c for c in AXES if c not in shown and c in r and axis_values(r, c).nunique() > 1]
+
+
+def _axes_cols(t: pd.DataFrame, r: pd.DataFrame, axes: list[str], after: str) -> pd.DataFrame:
+    """``t`` (one row per row of ``r``, in its order) with a column per axis in ``axes``."""
+    if t.empty:
+        return t
+    at = list(t.columns).index(after) + 1
+    for i, c in enumerate(axes):
+        t.insert(at + i, c.replace("_", " "), axis_values(r, c).to_numpy())
+    return t
+
+
 def _num(row, col):
     v = row.get(col)
     return None if v is None or pd.isna(v) or v == "" else float(v)
@@ -133,17 +154,17 @@ def start_table(runs: pd.DataFrame) -> pd.DataFrame:
                 ),
             }
         )
-    return _with_machine(r, out, "cell")
+    return _axes_cols(_with_machine(r, out, "cell"), r, _split_by(r, ("start", "cache")), "start")
 
 
 def guard_costs(runs: pd.DataFrame) -> pd.DataFrame:
     """Per cell with both stances, as numbers: ``variant``, ``compile``, ``pass`` and ``regime``
-    (where the rows have them), each stance's host units, µs and host speed G (``_on``: guards
-    evaluated, ``_off``: skipped), the device µs, and what the guards cost a call:
-    ``guard_units`` (the units' difference) and ``guard_us`` (times the guarded row's G). The
-    two rows are two processes, often in different host phases, so their µs alone do not
-    subtract."""
-    if "compile_stance" not in runs.columns or "host_units" not in runs.columns:
+    (where the rows have them), each stance's host units, µs, host speed G and latency
+    (``_on``: guards evaluated, ``_off``: skipped), the device µs, and what the guards cost a
+    call: ``guard_units`` (the units' difference) and ``guard_us`` (times the guarded row's G);
+    NaN where the rows have no host units (the CPU). The two rows are two processes, often in
+    different host phases, so their µs alone do not subtract."""
+    if "compile_stance" not in runs.columns:
         return pd.DataFrame()
     r = _ok_compiled(runs)
     out = []
@@ -153,38 +174,52 @@ def guard_costs(runs: pd.DataFrame) -> pd.DataFrame:
         off = g[g["compile_stance"] == "skip_guard_eval_unsafe"]
         if on.empty or off.empty:
             continue
-        uu, us = on["host_units"].median(), off["host_units"].median()
-        if pd.isna(uu) or pd.isna(us):
-            continue
         x = {k: g[k].iloc[0] for k in ("variant", "compile", "pass", "regime") if k in g}
         for side, s in (("on", on), ("off", off)):
-            x[f"units_{side}"] = s["host_units"].median()
-            x[f"host_us_{side}"] = s["host_us"].median()
-            x[f"gauge_{side}"] = s["host_gauge_us"].median()
-        x["device_us"] = on["device_time_us"].median() if "device_time_us" in on else None
-        x["guard_units"] = uu - us
-        x["guard_us"] = (uu - us) * x["gauge_on"]
+            for key, col in (("units", "host_units"), ("host_us", "host_us"),
+                             ("gauge", "host_gauge_us"), ("latency", "latency_median_us")):  # fmt: skip
+                x[f"{key}_{side}"] = _median(s, col)
+            x[f"phase_{side}"] = _phase(s.iloc[0])
+        x["device_us"] = _median(on, "device_time_us")
+        units = x["units_on"] is not None and x["units_off"] is not None
+        nan = float("nan")
+        x["guard_units"] = x["units_on"] - x["units_off"] if units else nan
+        x["guard_us"] = x["guard_units"] * x["gauge_on"] if units and x["gauge_on"] else nan
         out.append(x)
     return pd.DataFrame(out)
 
 
 def guard_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per cell: host units (and µs) a call with guards evaluated and skipped, and what the
-    guards cost: the units' difference times the guarded row's host speed G
-    (``guard_costs``)."""
-    g = guard_costs(runs)
-    out = [
-        {
-            "cell": f"{x['variant']} {x['compile']}",
-            "guards evaluated: host units (µs, G)": _units(x, "on"),
-            "guards skipped: host units (µs, G)": _units(x, "off"),
-            "guards: host units": f"{x['guard_units']:.2f}",
-            "guards µs a call (units x G)": f"{x['guard_us']:.1f}",
-            "device µs": sig(x["device_us"]),
-        }
-        for x in g.to_dict("records")
-    ]
+    """Per cell: host units (and µs) a call with guards evaluated and skipped, what the guards
+    cost (the units' difference times the guarded row's host speed G, ``guard_costs``), and
+    each side's latency with its host phase (the CPU has no host units: latency only)."""
+    out = []
+    for x in guard_costs(runs).to_dict("records"):
+        units = not pd.isna(x["guard_units"])
+        out.append(
+            {
+                "cell": f"{x['variant']} {x['compile']}",
+                "guards evaluated: host units (µs, G)": _units(x, "on") if units else "–",
+                "guards skipped: host units (µs, G)": _units(x, "off") if units else "–",
+                "guards: host units": f"{x['guard_units']:.2f}" if units else "–",
+                "guards µs a call (units x G)": f"{x['guard_us']:.1f}" if units else "–",
+                "latency µs: evaluated, skipped": f"{_lat(x, 'on')}, {_lat(x, 'off')}",
+                "device µs": sig(x["device_us"]) if units else "–",
+            }
+        )
     return pd.DataFrame(out)
+
+
+def _median(x: pd.DataFrame, col: str) -> float | None:
+    v = pd.to_numeric(x[col], errors="coerce").median() if col in x else None
+    return None if v is None or pd.isna(v) else float(v)
+
+
+def _lat(x: dict, side: str) -> str:
+    """A side's latency a call, and its host phase where not fast (two processes: the guards'
+    cost is their difference only in one phase; the CPU has no host units to carry across)."""
+    v = x[f"latency_{side}"]
+    return "–" if v is None or pd.isna(v) else f"{sig(v)}" + x[f"phase_{side}"]
 
 
 def _units(x: dict, side: str) -> str:
@@ -203,8 +238,9 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
     if not reg.any():
         return pd.DataFrame()
     r = r.assign(_reg=reg, _depth=r["layers"] if "layers" in r else None, _m=machine(r))
-    out = []
+    out, rows = [], []
     keys = [k for k in [*CELL, "_depth"] if k in r.columns and k != "layers"]
+    keys += _split_by(r, ("regional", "layers"))  # never one group across starts or stances
     order = {m: i for i, m in enumerate(dict.fromkeys(r["_m"]))}
     groups = sorted(r.groupby(keys, dropna=False), key=lambda kg: (
         str(kg[1]["variant"].iloc[0]), pd.to_numeric(kg[1]["_depth"], errors="coerce").fillna(0).iloc[0],
@@ -212,7 +248,8 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
     for _, g in groups:  # by workload and depth, each machine's rows together
         if not g["_reg"].any():
             continue
-        for _, x in g.sort_values("_reg").iterrows():
+        for i, x in g.sort_values("_reg").iterrows():
+            rows.append(i)
             lo, hi = _num(x, "speedup_ci_low"), _num(x, "speedup_ci_high")
             sp = _num(x, "speedup_paired")
             out.append(
@@ -232,7 +269,8 @@ def regional_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "kernels a step": int(_num(x, "kernels_per_step") or 0),
                 }
             )  # fmt: skip
-    return _with_machine(r, out, "workload")
+    t = _with_machine(r, out, "workload")
+    return _axes_cols(t, r.loc[rows], _split_by(r, ("regional", "layers")), "compiled")
 
 
 def _phase(x) -> str:

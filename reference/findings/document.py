@@ -18,7 +18,7 @@ from the rows, then one section per question, each in its own module, grouped by
 
 A section whose source is missing prints one line naming it. ``--write`` puts the block between
 the markers of ``DIR/FINDINGS.md`` (reference/h200/FINDINGS.md) and, for the reference study, the
-README's summary (``summary``); ``tests/test_findings.py`` fails when those files and this output
+short summary, reference/h200/SUMMARY.md (``summary``); ``tests/test_findings.py`` fails when those files and this output
 differ. This package reads the generic ``analysis`` modules; none of them reads it. No torch.
 """
 
@@ -37,7 +37,8 @@ from reference.findings.speed import flex, forward, layers, models, scaling, tra
 START, END = markers.pair("findings")
 FILE = "FINDINGS.md"  # in the results dir: reference/h200/FINDINGS.md
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE, README = ROOT / "reference" / "h200", ROOT / "README.md"  # --write: its summary too
+REFERENCE = ROOT / "reference" / "h200"
+SUMMARY = REFERENCE / "SUMMARY.md"  # --write: its summary too (the README links it)
 # The sections after the blog's claims, in reading order; each takes the read results.
 SECTIONS = [
     predicted.section,
@@ -109,16 +110,16 @@ Generated: the block between the markers is written by
 
 
 def check(d: Path) -> int:
-    """0 when the block of ``d/FINDINGS.md`` (and, for the reference study, the README's
+    """0 when the block of ``d/FINDINGS.md`` (and, for the reference study, SUMMARY.md's
     summary) is what the CSVs in ``d`` give, byte for byte; 1, with what to run, when not."""
     d = Path(d)
     text, files = generate(d)
     stale = ([] if block(d / FILE) == text else [d / FILE]) + tables.stale(d, files)
     if (
         d.resolve() == REFERENCE
-        and summary.block(README) != "\n".join(summary.summary(read(d))) + "\n"
+        and summary.block(SUMMARY) != "\n".join(summary.summary(read(d))) + "\n"
     ):
-        stale.append(README)
+        stale.append(SUMMARY)
     for f in stale:
         print(
             f"{f} is stale: its generated text differs from what the CSVs in {d} give; "
@@ -154,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         write(out, text)
         tables.write(Path(args.dir), files)
         print(f"wrote the Findings block in {out}")
-        if Path(args.dir).resolve() == REFERENCE:  # the README summarises the reference study
-            summary.write(README, summary.summary(read(Path(args.dir))))
-            print(f"wrote the summary block in {README}")
+        if Path(args.dir).resolve() == REFERENCE:  # SUMMARY.md summarises the reference study
+            summary.write(SUMMARY, summary.summary(read(Path(args.dir))))
+            print(f"wrote the summary block in {SUMMARY}")
         for m in (machines, startup):
             said = m.draw(Path(args.dir))
             if said:

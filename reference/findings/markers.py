@@ -1,6 +1,6 @@
 """A generated block between two markers of a Markdown file (``<!-- NAME:start -->`` and
 ``<!-- NAME:end -->``): read it, or put new text there and keep the rest of the file. The
-Findings block of FINDINGS.md and the summary block of the README are written this way."""
+Findings block of FINDINGS.md and the summary block of reference/h200/SUMMARY.md are written this way."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The README's short summary of the Findings: at most ``MAX_LINES`` lines, generated from the
-same rows as reference/h200/FINDINGS.md, so that its headline numbers cannot drift from the CSVs.
-``python -m reference.findings reference/h200 --write`` writes both; ``tests/test_findings.py``
-fails when the README's block and the rows disagree. No torch.
+"""The short summary of the Findings (reference/h200/SUMMARY.md, linked from the README): at
+most ``MAX_LINES`` lines, from the same rows as FINDINGS.md, so that its headline numbers cannot
+drift from the CSVs. ``python -m reference.h200 --write`` writes both; ``tests/test_findings.py``
+fails when SUMMARY.md's block and the rows disagree. No torch.
 
 Each line is one question: what of the blog held, where compiling pays, where it costs and why,
 what training keeps of it, and what real models get. A line whose rows are missing is left out.
@@ -26,7 +26,7 @@ from reference.findings.speed import flex, forward
 
 MAX_LINES = 15
 START, END = markers.pair("summary")
-LINK = "reference/h200/FINDINGS.md"
+LINK = "FINDINGS.md"  # beside SUMMARY.md, in reference/h200
 MODELS = sources.one("models")  # real models: a section of their own, not the blog's cells
 ALSO = (
     "host µs measured on several machines, compile targets taken apart, FlexAttention, "
@@ -278,7 +278,7 @@ def flex_line(data: dict) -> str:
 
 
 def block(path: Path) -> str:
-    """The summary between the markers of ``path`` (README.md)."""
+    """The summary between the markers of ``path`` (reference/h200/SUMMARY.md)."""
     return markers.between(path, START, END)
 
 

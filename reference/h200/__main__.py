@@ -1,6 +1,6 @@
 """``python -m reference.h200 [--check | --write]``: this folder's Findings from its CSVs.
 
-``--check`` exits 1 when FINDINGS.md's generated block (or the README's summary) differs
+``--check`` exits 1 when FINDINGS.md's generated block (or SUMMARY.md's) differs
 from what the CSVs give, byte for byte; ``--write`` rewrites them."""
 
 import sys

@@ -1,5 +1,5 @@
 """The primer of a ``start=warm|artifacts`` cell (study.cell.start), in a fresh interpreter:
-``python -m study.cell.prime PRIME_DIR START``. It builds the cell of ``PRIME_DIR/cell.yaml``,
+``python -m study.cell.prime PRIME_DIR START [PARENT_PID]`` (with a parent, it dies with it). It builds the cell of ``PRIME_DIR/cell.yaml``,
 compiles it and makes its first call (the cell's own phases, under ``start=cold``); for
 ``artifacts`` it saves ``torch.compiler.save_cache_artifacts()`` into
 ``PRIME_DIR/cache_artifacts.bin``. What it reports (``primed.json``): its status, first call,
@@ -18,6 +18,7 @@ from study.cell import start as start_
 from study.cell.failures import classify_error
 from study.cell.phases import Cell
 from study.config.cell_config import load_cell_config
+from study.lifeline import die_with
 
 
 def main(prime_dir: Path, start: str) -> int:
@@ -53,4 +54,6 @@ def main(prime_dir: Path, start: str) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 3:  # before torch's import: a killed cell takes its primer with it
+        die_with(int(sys.argv[3]))
     sys.exit(main(Path(sys.argv[1]), sys.argv[2]))

@@ -20,7 +20,7 @@ A model that stacks one block N times (GPT-2's ``h``, BERT's ``encoder.layer``, 
   and the check says ``mismatch`` where it is wrong.
 
 The repeated block is the class of the largest ``nn.ModuleList`` or ``nn.Sequential`` whose
-children (two or more) are all of one class; every such list of that class is compiled by
+entries (two or more, a weight-tied ``ModuleList([b, b, b])`` among them) are all of one class; every such list of that class is compiled by
 block. A workload with none (a plain function, a module without a stack) is ``unsupported``:
 regional compilation is never silently the whole model.
 
@@ -52,8 +52,8 @@ def find(module) -> tuple[type, list[str], int] | None:
     lists = []  # (path, class, length)
     for path, m in module.named_modules():
         if isinstance(m, nn.ModuleList | nn.Sequential) and len(m) >= 2:
-            kinds = {type(c) for c in m.children()}
-            if len(kinds) == 1 and len(list(m.children())) == len(m):
+            kinds = {type(c) for c in m}  # each entry: children() yields a tied block once
+            if len(kinds) == 1:
                 lists.append((path, kinds.pop(), len(m)))
     if not lists:
         return None

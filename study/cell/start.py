@@ -61,6 +61,12 @@ class PrimerFailed(RuntimeError):
         self.status, self.reason = status, reason
 
 
+def primer_argv(here: Path, start: str) -> list[str]:
+    """The primer's command: it dies with this process (study.lifeline), so a SIGKILL of the
+    sweep leaves no primer compiling into a run dir a resume reuses."""
+    return [sys.executable, "-m", "study.cell.prime", str(here), start, str(os.getpid())]
+
+
 def _prime(cell, start: str, here: Path) -> None:
     from omegaconf import OmegaConf
 
@@ -78,7 +84,7 @@ def _prime(cell, start: str, here: Path) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     t = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "study.cell.prime", str(here), start],
+        primer_argv(here, start),
         env=env,
         capture_output=True,
         text=True,

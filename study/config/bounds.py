@@ -3,7 +3,8 @@
 Types let through what no cell can use: ``timeout_s=nan`` (a hang is never killed),
 ``cpu_mem_limit_gb=1e30`` (a traceback in the cell's ``setrlimit``) or ``-5`` (read as no cap),
 ``seed=99999999999999999999`` (past what torch's generator takes), ``timing.block_ms=inf``,
-``pass.lr=nan``, ``repeats=100000000`` (a MemoryError naming no key). ``bounds`` raises one
+``pass.lr=nan``, ``repeats=100000000`` (a MemoryError naming no key), ``shape.layers=100000000``
+(built for 340 s, then a crash). ``bounds`` raises one
 ConfigError for the first such value (study.config.rules.validate calls it first).
 Open mappings (``variant.kwargs``, ``compile.inductor``, ``expect``) are the user's and
 Inductor's to judge.
@@ -23,6 +24,9 @@ MAX_INT = 2**31 - 1  # a count or a size: int32 index arithmetic, and a bound on
 MAX_SEED = 2**32 - 1  # what every generator takes (torch's, and numpy's besides)
 MAX_REPEATS = 1000  # fresh processes a cell: each repeat is every cell again
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: past it, a hang is not a measurement
+# Blocks a variant=block stack holds: 10**8 was accepted and crashed 340 s later; GPT-3 has 96
+# and the deepest published transformers a few hundred, each block compiled (or one region).
+MAX_LAYERS = 1024
 
 
 def _walk(node, prefix: str = ""):
@@ -70,6 +74,10 @@ def bounds(c: DictConfig) -> None:
     if not 1 <= c.repeats <= MAX_REPEATS:
         raise ConfigError(f"repeats={c.repeats} is not allowed: from 1 to {MAX_REPEATS} fresh "
                           "processes a cell.")  # fmt: skip
+    layers = OmegaConf.select(c, "shape.layers")
+    if layers is not None and not 1 <= layers <= MAX_LAYERS:
+        raise ConfigError(f"shape.layers={layers} is not allowed: from 1 to {MAX_LAYERS} blocks "
+                          "(each is built, and compiled or traced, in the cell).")  # fmt: skip
     lr = OmegaConf.select(c, "pass.lr")
     if lr is not None and not lr > 0:
         raise ConfigError(f"pass.lr={lr} is not allowed: AdamW's learning rate must be > 0.")

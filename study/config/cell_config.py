@@ -310,10 +310,26 @@ def to_plain(cfg: DictConfig) -> dict:
     return d
 
 
-def timing_overrides(timing: dict) -> str:
-    """The timing.* settings of a plain config that differ from TimingConf's defaults, as
-    ``k=v;...`` sorted by key (empty: every one at its default)."""
+# timing.* keys only a CUDA cell reads (study.measure.host_cost: the CPU measures no host time)
+CUDA_ONLY_TIMING = ("host_blocks", "host_calls", "host_sleep_ms")
+
+
+def timing_as_measured(timing: dict, device: str | None) -> dict:
+    """``timing`` with the keys a ``device`` cell does not read at their defaults: on the CPU,
+    ``timing.host_sleep_ms=10`` measures what 5 does, and is one cell with it."""
+    if device != "cpu":
+        return timing
     default = OmegaConf.to_container(OmegaConf.structured(TimingConf), enum_to_str=True)
+    return {k: default[k] if k in CUDA_ONLY_TIMING and k in default else v
+            for k, v in timing.items()}  # fmt: skip
+
+
+def timing_overrides(timing: dict, device: str | None = None) -> str:
+    """The timing.* settings of a plain config that differ from TimingConf's defaults, as
+    ``k=v;...`` sorted by key (empty: every one at its default); ``device``'s unread keys left
+    out (``timing_as_measured``)."""
+    default = OmegaConf.to_container(OmegaConf.structured(TimingConf), enum_to_str=True)
+    timing = timing_as_measured(timing, device)
     return ";".join(f"{k}={v}" for k, v in sorted(timing.items()) if default.get(k, v) != v)
 
 
@@ -321,7 +337,8 @@ def first_row(cfg: DictConfig, run_id: str) -> dict:
     """A cell's row before it is measured (study.rows.io.base_row: from its config alone, no
     torch), with its ``timing_overrides``."""
     p = to_plain(cfg)
-    return {**io.base_row(p, run_id), "timing_overrides": timing_overrides(p.get("timing", {}))}
+    over = timing_overrides(p.get("timing", {}), p.get("device"))
+    return {**io.base_row(p, run_id), "timing_overrides": over}
 
 
 def load_cell_config(path: str) -> DictConfig:

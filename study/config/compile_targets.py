@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Target:
     name: str
-    isolates: str  # one line: what its row measures (the README's override table says it too)
+    isolates: str  # one line: what its row measures (docs/overrides.md says it too)
     backend: str | None = "inductor"  # torch.compile's backend; None: not torch.compile
     mode: str | None = None  # Inductor's mode (torch.compile(mode=...))
     inductor: bool = True  # Inductor generates code: compile.inductor and freezing apply

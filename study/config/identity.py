@@ -13,6 +13,8 @@ import hashlib
 import json
 import re
 
+from study.config.cell_config import timing_as_measured
+
 # Keys that say how or where a cell runs, not what it measures: left out of its identity.
 NOT_IDENTITY = (
     "hydra",
@@ -75,6 +77,8 @@ def config_hash(plain_cfg: dict) -> str:
         drop |= {"regional", "regional_how"}
     if drop & set(comp):  # a log changes no figure; the default stance: cells made before it
         ident["compile"] = {k: v for k, v in comp.items() if k not in drop}
+    if ident.get("device") == "cpu" and "timing" in ident:  # keys the CPU never reads
+        ident["timing"] = timing_as_measured(ident["timing"], "cpu")
     if ident.get("start") == "cold":  # the default start: cells made before the key
         del ident["start"]
     if (ident.get("regime") or {}).get("name", "none") == "none":  # cells made before regimes

@@ -38,6 +38,7 @@ def settle(cell) -> None:
         cell.eager_p90_us = timing.summarize(eu)["p90"]
         row.update(
             eager_latency_paired_us=statistics.median(eu),
+            compiled_latency_paired_us=statistics.median(cu),
             speedup_paired=sp,
             speedup_ci_low=lo,
             speedup_ci_high=hi,

@@ -152,6 +152,11 @@ def parse(block: dict | None, modes=None) -> list[Expectation]:
             if key == "latency_vs" and isinstance(value, dict):  # +expect.latency_vs.<variant>
                 walk({f"{DERIVED_PREFIX}{v}": x for v, x in value.items()}, scope)
             elif isinstance(value, dict):
+                if key in columns("runs") or is_derived(key):  # a column given a mapping
+                    raise ExpectError(
+                        f"expect.{'.'.join((*scope, key))}={_flat(value)}: {key} is a column, "
+                        f"and takes {TAKES[kind(key)]}, not a mapping"
+                    )
                 if not is_scope(key, modes):
                     every = ", ".join([EAGER, COMPILED, *modes, *PASSES, *DEVICES, "seq_len=N"])
                     raise ExpectError(
@@ -164,6 +169,15 @@ def parse(block: dict | None, modes=None) -> list[Expectation]:
 
     walk(block or {}, ())
     return out
+
+
+TAKES = {"number": "a number (e.g. 1, '>=1', '<2.5', '~1.2')", "bool": "true or false",
+         "text": "a text (e.g. ok)"}  # fmt: skip
+
+
+def _flat(d: dict) -> str:
+    """A mapping as the user typed it: ``{a:1}``."""
+    return "{" + ",".join(f"{k}:{v}" for k, v in d.items()) + "}"
 
 
 def applies(e: Expectation, row: dict) -> bool:

@@ -221,8 +221,9 @@ def _key(r: dict):
 
 
 def with_speedups(rows: list[dict]) -> list[dict]:
-    """Fill speedup and payback_calls from the eager row with the same configuration (the
-    median over its repeats): a ratio across processes, unlike speedup_paired."""
+    """Fill speedup from the eager row with the same configuration (the median over its
+    repeats): a ratio across processes, unlike speedup_paired; and payback_calls, from the
+    paired blocks' µs where the row has them, else from that ratio's two latencies."""
     import statistics
 
     lat: dict = {}
@@ -235,6 +236,9 @@ def with_speedups(rows: list[dict]) -> list[dict]:
         mine = _num(r.get("latency_median_us"))
         ok = r.get("status") == "ok"
         r["speedup"] = metrics.speedup(base, mine) if ok else None
+        pe, pc = _num(r.get("eager_latency_paired_us")), _num(r.get("compiled_latency_paired_us"))
+        if pe and pc:  # the paired blocks' µs: the ones the speedup comes from
+            base, mine = pe, pc
         r["payback_calls"] = (
             metrics.payback_calls(_num(r.get("compile_s")), base, mine)
             if ok and r.get("compile") != "off"

@@ -124,6 +124,27 @@ def speedup(eager_us: float | None, compiled_us: float | None) -> float | None:
     return eager_us / compiled_us
 
 
+# A ratio of latencies timed apart (two cells, two processes) this far outside the paired
+# speedup's 95% interval disagrees with it: separate processes on a quiet host differ by a
+# few percent (docs/method.md, "One speedup").
+APART_NOISE = 0.05
+
+
+def apart_note(apart, paired, low, high, busy: bool) -> str:
+    """Why the ratio of two latencies timed apart (``speedup``: the eager cell's over the
+    compiled cell's) disagrees with the paired speedup, in a few words; '' when it lies within
+    the paired 95% interval widened by ``APART_NOISE``, or either is unknown. ``busy``: either
+    side was timed outside the host's fast phase (``timing_phase`` not fast)."""
+    a, p, lo, hi = (_num(x) for x in (apart, paired, low, high))
+    if a is None or p is None:
+        return ""
+    lo, hi = lo if lo is not None else p, hi if hi is not None else p
+    if lo * (1 - APART_NOISE) <= a <= hi * (1 + APART_NOISE):
+        return ""
+    why = "host busy between them" if busy else "separate processes"
+    return f"timed apart {a:.2f}x: {why}"
+
+
 def payback_calls(
     compile_s: float | None, eager_us: float | None, compiled_us: float | None
 ) -> float | None:

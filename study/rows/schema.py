@@ -285,7 +285,9 @@ RUN = (
         Col(
             "latency_median_us",
             "us",
-            "per-call latency, median, calls back to back, timed in the host's fast phase "
+            "per-call latency timed apart (not in the paired blocks: beside speedup_paired read "
+            "eager_latency_paired_us and compiled_latency_paired_us), median, calls back to "
+            "back, timed in the host's fast phase "
             "(timing_phase; study.measure.host_gauge). CUDA: events around chunks of timing.calls/10 calls, "
             "one sample per chunk (events around each call add host time of their own: "
             "compiled cuDNN read 80 us against 60 back to back on the H200 host); CPU: a "
@@ -315,6 +317,14 @@ RUN = (
             "compiled cells: eager per-call latency, median over the eager blocks timed in "
             "alternation with compiled ones, in this cell's process, in the same host phase as "
             "latency_median_us and speedup_paired",
+        ),
+        Col(
+            "compiled_latency_paired_us",
+            "us",
+            "compiled cells: compiled per-call latency, median over the compiled blocks timed in "
+            "alternation with eager_latency_paired_us's eager ones: the two µs the speedup "
+            "comes from (eager_latency_paired_us / this is about speedup_paired). "
+            "latency_median_us is the same cell's calls timed apart, in their own chunks",
         ),
         Col(
             "speedup_paired",
@@ -762,7 +772,8 @@ RUN = (
         Col(
             "payback_calls",
             "calls",
-            "compile_s / (eager - compiled latency); empty when not faster",
+            "compile_s / (eager - compiled latency), from the paired blocks' µs where the row "
+            "has them (eager_latency_paired_us, compiled_latency_paired_us); empty when not faster",
         ),
         Col(
             "flops",

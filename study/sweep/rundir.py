@@ -185,17 +185,25 @@ def finish(cell: Cell, failed, wall: float, waited: float | None, gpu, report_wa
 
 
 def summary_line(row: dict, wall: float) -> str:
-    """'ok, 60.6 us/call (host 56.2, device 58.5), 2 kernels/step, 0.98x paired [0.94-0.98]
-    [3.3s]': the host and device us per call where measured (CUDA), and the host's phase when
-    the figures were not timed in its fast phase (``timing_phase`` mixed, slow or contended)."""
+    """'ok, 60.6 us/call (host 56.2, device 58.5), 2 kernels/step [3.3s]' for an eager cell; a
+    compiled cell with paired blocks gives their two figures, the ones its speedup comes from:
+    'ok, 560.0 -> 609.0 us/call eager -> compiled (paired), 3 kernels/step, 0.92x paired
+    [0.90-0.94]'. The host and device us per call where measured (CUDA), and the host's phase
+    when the figures were not timed in its fast phase (``timing_phase`` mixed, slow or
+    contended)."""
     lat = _num(row.get("latency_median_us"))
+    pe, pc = _num(row.get("eager_latency_paired_us")), _num(row.get("compiled_latency_paired_us"))
     s = row["status"]
     if lat:
         host, dev = _num(row.get("host_us")), _num(row.get("device_time_us"))
         parts = [f"host {host:.1f}" if host else "", f"device {dev:.1f}" if dev else ""]
         inner = ", ".join(p for p in parts if p)
         k = row.get("kernels_per_step")
-        s += f", {lat:.1f} us/call" + (f" ({inner})" if inner else "")
+        if pe and pc:  # the paired blocks' us, never the calls timed apart beside the speedup
+            s += f", {pe:.1f} -> {pc:.1f} us/call eager -> compiled (paired)"
+            s += f" (compiled: {inner})" if inner else ""
+        else:
+            s += f", {lat:.1f} us/call" + (f" ({inner})" if inner else "")
         s += f", {k or '?'} {'kernel' if _num(k) == 1 else 'kernels'}/step"
     sp, lo, hi = (_num(row.get(k)) for k in ("speedup_paired", "speedup_ci_low", "speedup_ci_high"))
     if sp:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from study.cell import compiling
+from study.cell.failures import died
 from study.config import compile_targets
 from study.config.cell_config import plain
 from study.config.cores import allowed
@@ -113,6 +114,13 @@ def cpu_shapes(configs) -> str:
 def _hms(s: float) -> str:
     s = int(round(s))
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _capped(resolved: dict) -> bool:
+    """The cell's memory was capped (study.cell.worker.cap_host_memory): a CPU cell without
+    ``cpu_mem_limit_gb=0``."""
+    limit = resolved.get("cpu_mem_limit_gb")
+    return resolved.get("device") == "cpu" and (limit is None or limit > 0)
 
 
 class Scheduler:
@@ -250,9 +258,12 @@ class Scheduler:
         for rid in [r for r in self.running if r in self._parent.exits]:
             rc = self._parent.exits.pop(rid)
             how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
-            self._end([self.running.pop(rid)], lambda run, how=how: ("crash", (
-                f"cell process died ({how}) before writing its row; "
-                f"log: {rundir.tail(run.cell.run_dir / 'cell.log')}")))  # fmt: skip
+            self._end(
+                [self.running.pop(rid)],
+                lambda run, how=how: died(
+                    how, rundir.tail(run.cell.run_dir / "cell.log"), _capped(run.cell.resolved)
+                ),
+            )
         now = time.perf_counter()
         for rid in [r for r, run in self.running.items() if now > run.deadline]:
             self._end([self.running.pop(rid)], lambda run: ("timeout", (

@@ -173,6 +173,7 @@ def take(sweep_dir: Path, resume: bool):
     """The sweep dir's lock (an open file under ``flock``), for this process to hold until
     its summary. Another sweep that holds it, or a dir that already holds a sweep when this
     one is no resume, stops the run here, before anything is written in the dir."""
+    had_lock = (sweep_dir / LOCK).exists()  # a refused sweep leaves the dir as it found it
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
         f = _lock(sweep_dir / LOCK)
@@ -187,6 +188,8 @@ def take(sweep_dir: Path, resume: bool):
         fail(f"cannot write in {sweep_dir} ({e.strerror}): give a writable hydra.sweep.dir or "
              "out_root", what="sweep dir unusable")  # fmt: skip
     if not resume and any(p.name != LOCK for p in sweep_dir.iterdir()):
+        if not had_lock:  # made by this open: removed while held (a waiter opens it again)
+            (sweep_dir / LOCK).unlink(missing_ok=True)
         release(f)
         fail(
             f"{sweep_dir} already holds a sweep: add resume=true to add to it, or give a fresh "

@@ -27,9 +27,11 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
 from study.config import check, rules
 from study.config.bounds import MAX_REPEATS
+from study.config.cell_config import to_plain
 from study.config.usage import fail
 from study.rows.summary import summary
 from study.sweep import names, sweepdir
+from study.sweep.apart import bad_subdir, indistinct, one_dir_each, subdirs
 from study.workloads.check import point_error
 
 
@@ -72,41 +74,6 @@ def bad_points(pts: list[list[str]], whys: list[str | None]) -> str | None:
         at = "every point" if len(where) == len(pts) and len(pts) > 1 else "; ".join(where)
         lines.append(f"  - {why}  [{at}]")
     return "\n".join(lines)
-
-
-def subdirs(configs: list) -> list[str]:
-    """Each point's run dir, ``hydra.sweep.subdir`` resolved as the launcher will; a point that
-    did not compose, or whose dir resolves only inside its job, gets a name no dir has."""
-    import copy
-
-    from omegaconf import OmegaConf, open_dict, read_write
-
-    dirs = []
-    for i, cfg in enumerate(configs):
-        if cfg is None:
-            dirs.append(f"\0{i}")  # said as a bad point already
-            continue
-        job = copy.deepcopy(cfg)
-        with read_write(job), open_dict(job):
-            job.hydra.job.num = job.hydra.job.id = i
-            try:
-                dirs.append(str(OmegaConf.select(job, "hydra.sweep.subdir")))
-            except Exception:  # noqa: BLE001 - resolvable only inside the job: Hydra's to judge
-                dirs.append(f"\0{i}")
-    return dirs
-
-
-def one_dir_each(pts: list[list[str]], dirs: list[str]) -> str | None:
-    """Why two points would share a run dir (one would empty it while the other runs, and take
-    the other's row), or None."""
-    both = names.shared(dirs)
-    if both is None:
-        return None
-    a, b = (" ".join(pts[i]) or "(no overrides)" for i in both)
-    return (
-        f"two sweep points would share the run dir {dirs[both[0]]!r}: [{a}] and [{b}]; no cell "
-        "was started. Give hydra.sweep.subdir a value that differs between them (or drop it)."
-    )
 
 
 class Terminated(KeyboardInterrupt):
@@ -165,17 +132,22 @@ class Sweeper(BasicSweeper):
                 whys.append(check.composition_error(e))
         self._leave_out_unplanned(pts, jobs, configs, whys)
         variants = launcher.variants if launcher is not None else None  # waited for when needed
+        plain: list[dict | None] = [None] * len(configs)
         for i, cfg in enumerate(configs):
             if cfg is not None:
                 cell = cfg.copy()
                 with flag_override(cell, ["struct", "readonly"], [False, False]):
                     cell.pop("hydra", None)
                 whys[i] = point_error(cell, variants)
+                if not whys[i]:
+                    plain[i] = to_plain(cell)
         if launcher is not None and not all(whys) and (why := launcher.slots_error(configs)):
             whys = [w or why for w in whys]
         dirs = subdirs(configs)
         self.dirs = [Path(d).name for d in dirs if not d.startswith("\0")]  # the summary's plan
-        message = bad_points(pts, whys) or one_dir_each(pts, dirs)
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        message = (bad_points(pts, whys) or one_dir_each(pts, dirs)
+                   or bad_subdir(pts, dirs, sweep_dir) or indistinct(pts, plain))  # fmt: skip
         if message:
             fail(message)
         return configs

@@ -16,8 +16,6 @@ Messages (dicts): ``{"ready": status}`` once; ``{"op": "spawn", "id", "target": 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import gc
 import importlib
 import json
@@ -32,27 +30,12 @@ from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
 from study.config.env import code_hash, git_revision
+from study.lifeline import die_with_parent
 from study.sweep.prewarm import WARM, WARM_EAGER, cpu_isa, driver_initialised, prewarm
 from study.sweep.pycache import bytecode_cache
 from study.workloads import registry
 
-PR_SET_PDEATHSIG = 1
 ROOT = str(Path(__file__).resolve().parents[2])  # first on the parent's PYTHONPATH
-
-
-@functools.cache
-def libc_prctl():
-    """libc's ``prctl`` (None: not Linux), looked up before any fork: a child forked beside
-    other threads then calls it without the loader's lock."""
-    try:
-        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-def die_with_parent() -> None:
-    if libc_prctl() is not None:
-        libc_prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class WarmParentError(RuntimeError):
@@ -270,29 +253,33 @@ def serve(conn, cores: list, prewarm_on: bool = True, eager: bool = False) -> No
     status = _warm_up(prewarm_on, eager)
     conn.send({"ready": status})
     children: dict[int, object] = {}  # pid -> request id
-    while True:
-        _reap(children, conn.send)
-        try:
+    try:
+        while True:
+            _reap(children, conn.send)
             if not conn.poll(0.02):
                 continue
-            req = conn.recv()
-        except (EOFError, OSError):  # the sweep is gone: so are its cells
-            for pid in children:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-            return
-        if req.get("op") == "status":
-            conn.send({"status": _status(status)})  # the live fields asked again
-        elif req.get("op") == "spawn":
-            if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
-                status["prewarm_s"]["cpu_isa"] = cpu_isa()
-            sys.stdout.flush()
-            me = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                _child(req, me, conn)
-            children[pid] = req.get("id")
-            conn.send({"spawned": req.get("id"), "pid": pid})
+            _answer(conn.recv(), conn, children, status, prewarm_on)
+    except (EOFError, OSError):  # the sweep is gone (a send to its closed end: BrokenPipeError;
+        # its SIGTERM's cleanup closes the pipe as the cells it killed are reaped): so are its cells
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _answer(req: dict, conn, children: dict, status: dict, prewarm_on: bool) -> None:
+    """One request of the sweep: its status, or a cell forked (never returns in the child)."""
+    if req.get("op") == "status":
+        conn.send({"status": _status(status)})  # the live fields asked again
+    elif req.get("op") == "spawn":
+        if req.get("cpu_compile") and prewarm_on and "cpu_isa" not in status["prewarm_s"]:
+            status["prewarm_s"]["cpu_isa"] = cpu_isa()
+        sys.stdout.flush()
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            _child(req, me, conn)
+        children[pid] = req.get("id")
+        conn.send({"spawned": req.get("id"), "pid": pid})
 
 
 if __name__ == "__main__":  # started by WarmParent: its end's fd, then serve's options as JSON

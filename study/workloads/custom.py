@@ -360,8 +360,8 @@ def check(cfg) -> None:
     if not variant.get("target"):
         raise ConfigError(
             f"variant={variant.name} needs a factory: variant.target=pkg.module.make "
-            "(a class or function returning an nn.Module or a callable); see README, "
-            "'Add a workload'."
+            "(a class or function returning an nn.Module or a callable); see "
+            "docs/workloads.md, 'Add a workload'."
         )
     if variant.name in names():
         raise ConfigError(

@@ -3,7 +3,7 @@
 A variant is a builder function registered with ``@register(name, family, shape_keys)``. The
 builder gets the resolved shape, dtype and device and returns a ``Workload``: the callable to
 compile and time, its seeded inputs, and a reference in float64. Adding a variant = one builder
-in a family module + one YAML in ``conf/variant/`` (see the README). A variant's analytic FLOP
+in a family module + one YAML in ``conf/variant/`` (see docs/workloads.md). A variant's analytic FLOP
 formula, if any, is its own (``flops=``): never a family's (study.observe.flops).
 
 A user's own module or function needs no builder: ``variant.target`` names a factory, and
