@@ -367,7 +367,8 @@ def check_sweep(d: Path) -> None:
 
 def stop(command: str, e: Exception):
     """A user's mistake (a path that is no sweep, an --out that cannot be): one line, exit 2."""
-    print(f"analysis.{command}: {e}", file=sys.stderr)
+    name = command if command.startswith("reference.") else f"analysis.{command}"
+    print(f"{name}: {e}", file=sys.stderr)
     raise SystemExit(2)
 
 

@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         failures, line = audit(a.dirs)
     except FileNotFoundError as e:
-        stop("findings.audit", e)
+        stop("reference.findings.audit", e)
     print(line)
     for f in failures:
         print(f"  {f}")
