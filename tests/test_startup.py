@@ -200,8 +200,8 @@ def test_no_start_or_stance_rows_no_tables():
 
 def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp_path):
     """From the committed rows (an H200 and two H100s): the artifacts' cut is the primer's cold
-    first call over the cell's, per machine; a guard share under NOISE is called noise, not a
-    cost."""
+    first call over the cell's, per machine; with no host-cost layer to
+    measure one cell's spread, no guard cost is claimed."""
     import pandas as pd
 
     from reference.findings.host import startup as host_startup
@@ -219,12 +219,9 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
         cut = a["cold_first_call_s"] / a["first_call_s"]
         assert f"(boot {boot}), " in text and f"{said} {cut.min():.1f}–{cut.max():.1f}x" in text
     assert "### The whole model against its repeated block compiled by region" in text
-    g = rows[rows["source"] == "guards"].set_index(["variant", "compile_stance"])["host_units"]
-    small = [v for v in ("cudnn", "linear", "gpt2")
-             if (g[v, "default"] - g[v, "skip_guard_eval_unsafe"]) / g[v, "default"]
-             < host_startup.NOISE]  # fmt: skip
-    for v in small:
-        assert f"{v} " in text.split("Under 15% (")[1].split(")")[0]
+    # without the host-cost layer beside the rows, no guard cost is claimed against a ruler
+    (said,) = [s for s in text.splitlines() if "Skipping guards is unsafe" in s]
+    assert said.startswith("No host-cost layer") and "Guards cost" not in said
     empty = "\n".join(host_startup.section({"dir": tmp_path / "none"}))
     assert "needs `startup/runs.csv`" in empty
 
