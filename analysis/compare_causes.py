@@ -72,13 +72,21 @@ def device_ratio(m: pd.DataFrame) -> pd.Series:
     return dev.where(busy.isna() | ((busy - 1).abs().gt(DEVICE) & (busy > 1).eq(dev > 1)), 1.0)
 
 
+def _bound_word(x: pd.Series, k: str) -> str:
+    """'host-bound' where the side measured its host time (``host_us``); a row from before host
+    timing only shows its latency over its device time, and is called that, not host-bound."""
+    host = pd.to_numeric(pd.Series([x.get(f"host_us_{k}")]), errors="coerce").iloc[0]
+    return "host-bound" if host == host and host > 0 else "latency over device time"
+
+
 def _rest(x: pd.Series, own: bool) -> str:
     """Kernels and device time unchanged: the host where a side was timed outside the fast
     phase or host-bound; else unexplained where the cell's ``own`` latency moved (an eager cell,
     or a compiled one whose per-call latency moved), or its eager side."""
     where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
              if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
-    where += [f"{s} host-bound" for s, k in (("A", "a"), ("B", "b")) if x.get(f"hbound_{k}")]
+    where += [f"{s} {_bound_word(x, k)}" for s, k in (("A", "a"), ("B", "b"))
+              if x.get(f"hbound_{k}")]  # fmt: skip
     if where:
         return f"host: kernels unchanged, the device time does not carry it ({', '.join(where)})"
     if own:

@@ -282,9 +282,20 @@ def test_why_a_cell_moved_real_kernels_device_time_lead_in_or_host(tmp_path):
     assert why[("naive", "default")].startswith("real: kernels per step")
     assert why[("math", "default")] == "real: device time +30%"
     assert why[("flash", "off")] == (
-        "host: kernels unchanged, the device time does not carry it (B slow, B host-bound)"
-    )
+        "host: kernels unchanged, the device time does not carry it (B slow, B latency over "
+        "device time)"
+    )  # the fixture's rows predate host timing: no host-bound claim from latency alone
     assert why[("efficient", "off")] == ""  # did not move
+
+
+def test_host_bound_is_said_only_of_a_side_that_measured_its_host_time():
+    """Issue 69: a host-bound claim is a measured host_us, or it is not made."""
+    from analysis.compare_causes import _rest
+
+    x = pd.Series({"timing_phase_a": "fast", "timing_phase_b": "fast", "hbound_a": True,
+                   "hbound_b": True, "host_us_a": None, "host_us_b": 61.0})  # fmt: skip
+    assert _rest(x, True) == ("host: kernels unchanged, the device time does not carry it "
+                              "(A latency over device time, B host-bound)")  # fmt: skip
 
 
 def test_a_paired_speedup_that_rose_with_the_lead_in_fix_says_so():
