@@ -470,11 +470,14 @@ def test_host_cost_is_compared_in_units_when_the_hosts_ran_at_other_speeds(tmp_p
 
 
 def _startup_dir(tmp_path, name, edit=None):
-    """reference/h200/startup's rows (start=cold,warm,artifacts; guards skipped and not; the
-    whole model against its block by region) in a results dir of their own, ``edit`` applied."""
+    """reference/h200/startup's and reference/h100/startup's rows (start=cold,warm,artifacts;
+    guards skipped and not; the whole model against its block by region, the H100's) in a
+    results dir of their own, ``edit`` applied."""
     out = tmp_path / name
     out.mkdir()
-    runs = pd.read_csv(ROOT / "reference" / "h200" / "startup" / "runs.csv", low_memory=False)
+    runs = pd.concat([pd.read_csv(ROOT / "reference" / gpu / "startup" / "runs.csv",
+                                  low_memory=False) for gpu in ("h200", "h100")],
+                     ignore_index=True)  # fmt: skip
     runs = edit(runs) if edit else runs
     runs.to_csv(out / "runs.csv", index=False)
     return out, runs

@@ -21,6 +21,18 @@ def test_findings_md_matches_committed_results():
     )
 
 
+def test_the_h100_findings_match_its_rows_and_hold_only_its_sections():
+    """reference/h100 holds start-up rows only: its Findings are that section, regenerated
+    byte for byte (tables included), with no line for a source it never had."""
+    from reference.findings.document import check
+
+    h100 = ROOT / "reference" / "h100"
+    assert check(h100) == 0, "reference/h100 is stale: `python -m reference.h100 --write`"
+    text = block(h100 / "FINDINGS.md")
+    assert text.lstrip().startswith("## What compiling costs before the first fast call")
+    assert "needs source" not in text and "H200" not in text
+
+
 def test_the_readme_links_the_findings_and_no_longer_holds_the_block():
     readme = (ROOT / "README.md").read_text()
     assert "reference/h200/FINDINGS.md" in readme
@@ -30,7 +42,11 @@ def test_the_readme_links_the_findings_and_no_longer_holds_the_block():
 def test_write_replaces_only_the_block(tmp_path):
     f = tmp_path / "FINDINGS.md"
     write(f, "- new\n")  # a missing file starts from the header
-    assert block(f) == "- new\n" and f.read_text().startswith("# Findings on the H200")
+    assert block(f) == "- new\n" and f.read_text().startswith("# Findings\n")
+    (tmp_path / "h100").mkdir()  # a folder named for a GPU: its title and command say which
+    write(tmp_path / "h100" / "FINDINGS.md", "- new\n")
+    head = (tmp_path / "h100" / "FINDINGS.md").read_text()
+    assert head.startswith("# Findings on the H100") and "python -m reference.h100 --write" in head
     f.write_text(f"intro\n\n{START}\nold\n{END}\n\nafter\n")
     write(f, "- one\n- two\n")
     assert f.read_text() == f"intro\n\n{START}\n- one\n- two\n{END}\n\nafter\n"

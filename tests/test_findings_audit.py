@@ -10,14 +10,15 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "reference" / "h200"
+H100 = ROOT / "reference" / "h100"  # the H100 rows that exist: start-up, compiling by region
 
 
-def _text() -> str:
+def _text(ref=REF) -> str:
     """FINDINGS.md and every generated table it links, as one text."""
-    parts = [(REF / "FINDINGS.md").read_text()]
+    parts = [(ref / "FINDINGS.md").read_text()]
     parts += [
         x
-        for f in sorted((REF / "tables").glob("*.md"))
+        for f in sorted((ref / "tables").glob("*.md"))
         for x in f.read_text().splitlines()
         if x.startswith("|")
     ]  # fmt: skip (the table rows: their captions stay in FINDINGS)
@@ -78,8 +79,8 @@ def test_defect_3_no_crossover_is_listed_within_noise_or_beyond_its_reach():
         assert "x |" in row
 
 
-def _startup_rows() -> pd.DataFrame:
-    return pd.read_csv(REF / "startup" / "runs.csv", low_memory=False)
+def _startup_rows(ref=REF) -> pd.DataFrame:
+    return pd.read_csv(ref / "startup" / "runs.csv", low_memory=False)
 
 
 def test_defect_5_a_guard_figure_from_a_row_without_fast_blocks_is_marked():
@@ -99,9 +100,9 @@ def test_defect_5_a_guard_figure_from_a_row_without_fast_blocks_is_marked():
 def test_defect_6_the_regional_prose_compares_fast_rows_with_fast_rows_only():
     """'gpt2 x12 … 2.45x → 2.01x' set a slow row against a fast one; on the other machine, both
     fast, it is 1.96x → 1.94x."""
-    (text,) = [s for s in _text().splitlines() if "compiling the repeated block by region" in s]
+    (text,) = [s for s in _text(H100).splitlines() if "compiling the repeated block by region" in s]
     assert "2.45x → 2.01x" not in text and "1.96x → 1.94x" in text
-    r = _startup_rows()
+    r = _startup_rows(H100)
     reg = r[r["source"].str.startswith("regional") & (r["status"] == "ok")]
     slow = reg[reg["timing_phase"] != "fast"]
     assert len(slow) >= 5
@@ -123,17 +124,37 @@ def test_defect_7_the_guard_threshold_comes_from_the_current_host_layer():
     assert f"spread {sp['lo']:.0%}–{sp['hi']:.0%} (median {sp['median']:.0%}; 8 of 38" in text
 
 
-def test_defect_9_regional_rows_are_labelled_h100_and_the_cudagraphs_rerun_is_not_part3():
+def test_defect_9_each_gpu_folder_holds_its_gpus_rows_and_the_cudagraphs_rerun_is_not_part3():
+    """`results/h200` held 32 H100 rows, and its Findings quoted them under "Findings on the
+    H200" (issue 69: one folder per GPU). Now every runs.csv under reference/<gpu>/ is that GPU's;
+    the regional section is the H100's, with no "rows only" note where the GPU is the folder's."""
+    for d in (REF, H100):
+        for f in d.glob("**/runs.csv"):
+            gpus = set(pd.read_csv(f, low_memory=False)["device_name"].dropna())
+            assert gpus and all(d.name.upper() in g for g in gpus), (f, gpus)
+    assert not any("compiled by region" in s for s in _text().splitlines() if s.startswith("#"))
+    (regional,) = [s for s in _text(H100).splitlines()
+                   if s.startswith("### ") and "compiled by region" in s]  # fmt: skip
+    assert "rows only" not in regional
     r = _startup_rows()
-    reg = r[r["source"].str.startswith("regional")]
-    assert set(reg["device_name"]) == {"NVIDIA H100 80GB HBM3"}
     heads = [s for s in _text().splitlines() if s.startswith("### ")]
-    (regional,) = [s for s in heads if "compiled by region" in s]
-    assert "H100 80GB HBM3 rows only, no H200 row" in regional
     (cg,) = [s for s in heads if s.startswith("### Did CUDA graphs apply?")]
     code = r[r["source"] == "cudagraphs"]["code_hash"].iloc[0]
     assert "(part3 under reduce-overhead)" not in cg and f"code {code}" in cg
     assert "not the `part3` source" in cg
+
+
+def test_a_part_from_another_gpu_than_its_folders_says_so():
+    """The "rows only" note: said where a part's rows are one GPU other than the folder's, never
+    in a folder named for that GPU, nor in a folder named for none."""
+    from pathlib import Path
+
+    from reference.findings.host.startup import _gpus
+
+    h100 = pd.DataFrame({"device_name": ["NVIDIA H100 80GB HBM3"] * 2})
+    assert _gpus(h100, Path("reference/h200")) == " (H100 80GB HBM3 rows only, no H200 row)"
+    assert _gpus(h100, Path("reference/h100")) == ""
+    assert _gpus(h100, Path("/tmp/my_sweep")) == ""
 
 
 def test_defect_8_no_host_claim_is_inferred_from_latency():

@@ -21,7 +21,11 @@ def test_fwd_bwd_checks_every_gradient_and_splits_kernels_by_phase(run_inline):
     assert row["kernels_by_phase"].startswith("fwd:") and ";bwd:" in row["kernels_by_phase"]
     fwd, _, _ = run_inline("variant=naive", name="naive_fwd")
     assert row["flops"] == pytest.approx(3 * fwd["flops"])  # backward: two matmuls per matmul
-    assert row["saved_tensors"] >= 2 and row["compile_peak_mem_bytes"] > 0
+    assert row["saved_tensors"] >= 2
+    # the CPU's first-call peak is RSS growth: blank, never 0 or negative, where the call reused
+    # pages an earlier test in this worker freed (failed once with `yes` on the other core)
+    peak = row["compile_peak_mem_bytes"]
+    assert peak is None or peak > 0, peak
     assert row["mem_source"] == "cpu_rss_peak_delta"  # steady peak: blank when RSS did not grow
 
 

@@ -199,7 +199,7 @@ def test_no_start_or_stance_rows_no_tables():
 
 
 def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp_path):
-    """From the committed rows (an H200 and two H100s): the artifacts' cut is the primer's cold
+    """From the committed rows of both folders (an H200 and two H100s): the artifacts' cut is the primer's cold
     first call over the cell's, per machine; with no host-cost layer to
     measure one cell's spread, no guard cost is claimed."""
     import pandas as pd
@@ -207,7 +207,9 @@ def test_the_findings_section_reads_the_startup_rows_and_says_what_they_show(tmp
     from reference.findings.host import startup as host_startup
     from tests.conftest import ROOT
 
-    rows = pd.read_csv(ROOT / "reference" / "h200" / "startup" / "runs.csv", low_memory=False)
+    rows = pd.concat([pd.read_csv(ROOT / "reference" / gpu / "startup" / "runs.csv",
+                                  low_memory=False) for gpu in ("h200", "h100")],
+                     ignore_index=True)  # fmt: skip
     (tmp_path / "startup").mkdir()
     rows.to_csv(tmp_path / "startup" / "runs.csv", index=False)
     text = "\n".join(host_startup.section({"dir": tmp_path}))

@@ -25,6 +25,7 @@ differ. This package reads the generic ``analysis`` modules; none of them reads 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from reference.findings import cost, markers, predicted, scope, summary, tables
@@ -56,6 +57,10 @@ SECTIONS = [
     cost.section,
 ]
 
+# A GPU folder that holds only some of the study's sources reads only their sections; its
+# Findings name no section it has no rows for (reference/h100: start-up and regional compile).
+PLANS = {"h100": [startup.section]}
+
 # Re-exported for the tests and older callers.
 _reproducibility = forward.reproducibility
 
@@ -74,11 +79,12 @@ def generate(d: Path) -> tuple[str, dict[str, str]]:
     ``d/tables/<section>-<k>.md`` and linked (``tables.split``)."""
     data = read(Path(d))
     out, files = [], {}
-    for section in [scope.section, claims, *SECTIONS]:
+    plan = PLANS.get(Path(d).resolve().name) or [scope.section, claims, *SECTIONS]
+    for section in plan:
         lines, moved = tables.split(_safe(section, data), section.__module__.rsplit(".", 1)[-1])
         out += lines
         files.update(moved)
-    return "\n".join(out) + "\n", files
+    return "\n".join(out).lstrip("\n") + "\n", files  # markers.between drops a first blank
 
 
 def findings(d: Path) -> str:
@@ -97,10 +103,10 @@ def block(path: Path) -> str:
     return markers.between(path, START, END)
 
 
-HEADER = f"""# Findings on the H200
+HEADER = f"""# Findings{{on}}
 
 Generated: the block between the markers is written by
-`python -m reference.h200 --write` from the CSVs in this directory, and
+`{{command}}` from the CSVs in this directory, and
 `tests/test_findings.py` fails when it and the CSVs disagree. Change the generator
 (`reference/findings/`), not the block.
 
@@ -133,7 +139,14 @@ def check(d: Path) -> int:
 def write(path: Path, text: str) -> None:
     """Put ``text`` between the markers of ``path``, keeping the rest of the file; a missing
     file starts from a short header."""
-    markers.put(path, START, END, text, new=HEADER)
+    folder = Path(path).resolve().parent
+    gpu = re.fullmatch(r"[hab]\d{2,3}", folder.name.lower())  # reference/h100: the H100's
+    header = HEADER.format(
+        on=f" on the {folder.name.upper()}" if gpu else "",
+        command=f"python -m reference.{folder.name} --write" if gpu
+        else f"python -m reference.findings {folder} --write",
+    )  # fmt: skip
+    markers.put(path, START, END, text, new=header)
 
 
 def main(argv: list[str] | None = None) -> int:

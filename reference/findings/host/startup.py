@@ -13,6 +13,8 @@ analysis.tables.cudagraphs'; each sits beside the published figures it answers.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from analysis.load import TEXT
@@ -206,8 +208,8 @@ def section(data: dict) -> list[str]:
         ("start", "The first call: cold, a warm restart, cache artifacts", startup.start_table,
          _start_text),
         ("regional", "The whole model against its repeated block compiled by region"
-         + _gpus(by["regional"]), startup.regional_table, _regional_text),
-        ("guards", "What Dynamo's guards cost a call" + _gpus(by["guards"]),
+         + _gpus(by["regional"], d), startup.regional_table, _regional_text),
+        ("guards", "What Dynamo's guards cost a call" + _gpus(by["guards"], d),
          lambda x: guards.mark_table(startup.guard_table(x), x[x["status"] == "ok"]),
          lambda x: guards.text(x, guards.spread(d))),
         ("cudagraphs", "Did CUDA graphs apply? " + _rerun(by["cudagraphs"]),
@@ -226,15 +228,15 @@ def section(data: dict) -> list[str]:
     return out
 
 
-def _gpus(r: pd.DataFrame) -> str:
-    """' (H100 80GB HBM3 rows only)' where the rows of a part come from one GPU model, which the
-    reader of "Findings on the H200" must be told when it is not the H200; '' otherwise."""
+def _gpus(r: pd.DataFrame, d) -> str:
+    """' (H100 80GB HBM3 rows only, no H200 row)' where the rows of a part come from one GPU
+    model other than the one its folder is named for (reference/h200 → H200), which the reader
+    of "Findings on the H200" must be told; '' otherwise, and for a folder named for no GPU."""
+    gpu = re.fullmatch(r"[hab]\d{2,3}", d.resolve().name.lower()) if d else None
     names = sorted(boots.column(r, "device_name").str.replace("NVIDIA ", "", regex=False).unique())
-    return (
-        f" ({names[0]} rows only, no H200 row)"
-        if len(names) == 1 and "H200" not in names[0]
-        else ""
-    )
+    if gpu is None or len(names) != 1 or gpu.group(0).upper() in names[0]:
+        return ""
+    return f" ({names[0]} rows only, no {gpu.group(0).upper()} row)"
 
 
 def _rerun(r: pd.DataFrame) -> str:
