@@ -361,7 +361,8 @@ def check_sweep(d: Path) -> None:
         )
     left = set(finished) - {r["run_id"] for r in _rows(d / "runs.csv")[0] or ()}
     print(f"[analysis] {why}: {verb} it from the run dirs"
-          + (f", without {_names(left)} (study.rows.io could not read their run.csv)" if left else ""),
+          + (f", without {_names(left)} (study.rows.io could not read their files: the lines "
+             "above say which)" if left else ""),
           file=sys.stderr)  # fmt: skip
 
 
@@ -407,6 +408,23 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=True, dtype=TEXT).copy()
 
 
+def _kernels(path: Path, committed: bool) -> pd.DataFrame:
+    """A kernels.csv's rows; none where it does not read whole (``study.rows.io.read_part``:
+    cut short, garbled, a row without its run), with one line on stderr naming the file: its
+    cell stays in the report without its kernels, and the rest of the report builds."""
+    try:
+        if not committed:  # a cell's own file, trusted as a resume trusts it
+            study_io.read_part(path, "kernels")
+        return _read(path)
+    except (study_io.Incomplete, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        redo = "its kernels are not reported"
+        if not committed:
+            redo = "its cell is reported without its kernels; resume=true (or running it again)"
+            redo += " rebuilds it"
+        print(f"[analysis] leaving out {path}: it is incomplete ({e}); {redo}", file=sys.stderr)
+        return pd.DataFrame()
+
+
 def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
     """``runs`` (one row per cell), ``repeats`` (every runs.csv row), ``kernels``, ``ncu``,
     ``autotune``, ``shapes`` (shape sweeps, one row per shape), ``revealed``, and
@@ -430,7 +448,7 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         if not run_dirs and (d / "kernels.csv").exists():  # a committed results dir
             kfiles = [d / "kernels.csv"]
         for kf in kfiles:
-            k = _read(kf)
+            k = _kernels(kf, committed=not run_dirs)
             if len(k):
                 _tag(k, label)
                 kernels.append(k)

@@ -37,6 +37,33 @@ def test_a_garbled_kernels_csv_costs_its_cell_only_and_is_named(tmp_path, capsys
     assert f"skipping {tmp_path / 'a'}: its kernels.csv is incomplete" in err
 
 
+def test_the_report_names_a_kernels_csv_garbled_after_runs_csv_and_builds(tmp_path, capsys):
+    """Issue 68: a cell's kernels.csv garbled after its sweep ended was dropped from the report
+    without a word (or stopped it: a quote left open is a pandas ParserError)."""
+    from analysis import report
+
+    kernel = {"kernel": "triton_poi_0", "kernel_class": "pointwise", "calls_per_step": 1}
+    for name in "abc":
+        write_cell(tmp_path / name, ok_row(name, config_hash=name))
+        io.write_csv(tmp_path / name / "kernels.csv", [{"run_id": name, **kernel}], "kernels")
+    io.aggregate(tmp_path)
+    (tmp_path / "a" / "kernels.csv").write_text(GARBLED)
+    (tmp_path / "b" / "kernels.csv").write_text('run_id,kernel\r\nb,"triton\r\n')
+    capsys.readouterr()
+    report.main([str(tmp_path)])
+    err = capsys.readouterr().err.splitlines()
+    said = [x for x in err if x.startswith("[analysis] leaving out ")]
+    assert len(said) == 2, err
+    assert said[0] == (
+        f"[analysis] leaving out {tmp_path / 'a' / 'kernels.csv'}: it is incomplete (its rows "
+        "have no run_id (a header cut or garbled?)); its cell is reported without its kernels; "
+        "resume=true (or running it again) rebuilds it"
+    )
+    assert said[1].startswith(f"[analysis] leaving out {tmp_path / 'b' / 'kernels.csv'}: it is ")
+    assert [r["run_id"] for r in io.read_csv(tmp_path / "report" / "kernels.csv")] == ["c"]
+    assert "3 cells (3 ok" in (tmp_path / "report" / "report.md").read_text()
+
+
 def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cell(tmp_path, capsys):
     """The defect: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
     from study.sweep.scheduler import Scheduler
