@@ -79,7 +79,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes, compare_gate, compare_suite
-from analysis.load import NotASweep, check_out, expand, load, stop
+from analysis.load import NotASweep, check_out, expand, guarded, load, stop
 from analysis.measures import (
     AXES,
     CONFIG_KEY,
@@ -629,7 +629,7 @@ def compare(
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text)
         drop = [c for c in m.columns if c.startswith("_")]
-        m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
+        guarded(m.drop(columns=drop)).to_csv(out / "compare.csv", index=False)
         if len(m) and m["latency"].notna().any():  # a cell ok on both sides
             # deferred: matplotlib, only when there is a figure to draw
             from analysis.figures.compare import changes

@@ -218,6 +218,31 @@ def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
     assert io.read_csv(tmp_path / "run.csv")[0]["variant"] == back["variant"]
 
 
+def test_a_name_a_spreadsheet_would_run_reads_as_typed_and_stays_guarded_in_csvs(tmp_path, capsys):
+    """Issue 68: a variant named =1+1 showed as '=1+1 (the CSVs' guard) in the report and on
+    the console."""
+    import shutil
+
+    from analysis import compare, report
+
+    a = tmp_path / "a"
+    for name, variant in (("x", "=1+1"), ("y", "<b>lin</b>")):
+        write_cell(a / name, ok_row(name, config_hash=name, variant=variant))
+    io.aggregate(a)
+    report.main([str(a)])
+    md, page = ((a / "report" / f"report.{x}").read_text() for x in ("md", "html"))
+    assert "| =1+1 |" in md and "'=1+1" not in md
+    assert "=1+1" in page and "'=1+1" not in page and "&#x27;=1+1" not in page
+    assert "&lt;b&gt;lin&lt;/b&gt;" in page and "<b>lin" not in page
+    for runs in (a / "runs.csv", a / "report" / "runs.csv"):  # the CSVs keep their guard
+        assert {r["variant"] for r in io.read_csv(runs)} == {"'=1+1", "<b>lin</b>"}
+    b = shutil.copytree(a, tmp_path / "b", ignore=shutil.ignore_patterns("report", "x"))
+    io.aggregate(b)
+    capsys.readouterr()
+    assert compare.main([str(a), str(b), "--out", str(tmp_path / "c"), "--fail-on-regression"])
+    assert "  missing in B: a: =1+1 · off (ok in A)" in capsys.readouterr().out.splitlines()
+
+
 @pytest.mark.parametrize(
     "text, said",
     [
