@@ -9,7 +9,8 @@ layers, cache, start, compile stance, compiled autograd, freezing, regional, com
 and seed, a side without one at its default), never by run id, and within the
 same source name when both sides have it; every cell, whatever its status. Cells of one source
 that no column tells apart (they differ only in a check.* or profile.* setting, or in timing
-against a side that does not record it) are said, and one of each such set is compared. A
+against a side that does not record it) are said, and one of each such set is compared (a not
+ok one first); a gate line about one names what tells it apart (``compare_gate.apart_lines``). A
 cell ok in A and not ok in B (crash, error, timeout, oom, mismatch, invalid,
 unsupported, ...) is a regression, said first; one not ok in A and ok in B is said "now ok"
 (not counted as an improvement); cells only in A or B are listed with their status. A crash
@@ -79,7 +80,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import autotune_diff, compare_causes, compare_gate, compare_suite
-from analysis.load import NotASweep, check_out, expand, load, stop
+from analysis.load import NotASweep, check_out, expand, guarded, load, stop
 from analysis.measures import (
     AXES,
     CONFIG_KEY,
@@ -568,6 +569,23 @@ def _untold_line(a: pd.DataFrame, b: pd.DataFrame) -> str:
             "compared (compare.md lists them).")  # fmt: skip
 
 
+def _say_apart(m, only_a, only_b, same) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``_apart`` on every row the gate may print (in place on ``m``; the cells only in A and
+    only in B returned): for a cell that stands for several no column tells apart (``untold``,
+    one of each set in ``same``), which side holds how many and what tells them apart."""
+    a, b = (compare_gate.apart_lines(x, EXTRA_KEY, n) for x, n in zip(same, "AB", strict=True))
+    if len(m):
+        cols = ("source_a", "source_b", "_key", "run_id_a", "run_id_b")
+        m["_apart"] = [a.get((sa, k, ra), "") + b.get((sb, k, rb), "")
+                       for sa, sb, k, ra, rb in zip(*(m[c] for c in cols), strict=True)]  # fmt: skip
+
+    def said(x: pd.DataFrame, by: dict) -> pd.DataFrame:
+        keys = zip(x["source"], x["_key"], x["run_id"], strict=True)
+        return x.assign(_apart=[by.get(k, "") for k in keys])
+
+    return said(only_a, a), said(only_b, b)
+
+
 def _md(df: pd.DataFrame) -> str:
     # deferred: matplotlib (report imports it; compare's text needs none)
     from analysis.report import md_table
@@ -595,8 +613,9 @@ def compare(
         m["autotune"] = [x for x, _ in at]
         m["autotune_tie"] = [t for _, t in at]
     line = summary_line(m, only_a, only_b)
-    same = [untold(k) for k in keyed_sides(da["runs"], db["runs"])]
+    same = [untold(k) for k in keyed_sides(*compare_gate.own_shape_keys(da["runs"], db["runs"]))]
     line += _untold_line(*same)
+    only_a, only_b = _say_apart(m, only_a, only_b, same)
     env = []
     for lab, d in ((la, da), (lb, db)):
         r = d["runs"]
@@ -629,7 +648,7 @@ def compare(
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text)
         drop = [c for c in m.columns if c.startswith("_")]
-        m.drop(columns=drop).to_csv(out / "compare.csv", index=False)
+        guarded(m.drop(columns=drop)).to_csv(out / "compare.csv", index=False)
         if len(m) and m["latency"].notna().any():  # a cell ok on both sides
             # deferred: matplotlib, only when there is a figure to draw
             from analysis.figures.compare import changes
@@ -667,7 +686,8 @@ def first_words(reason, n: int = 100) -> str:
 
 def _print_only(x: pd.DataFrame, where: str, n: int = 10) -> None:
     for _, r in x.head(n).iterrows():
-        print(f"  {where}: {r['source']}: {r['variant']} · {r['compile']} ({r['status'] or '?'})")
+        print(f"  {where}: {r['source']}: {r['variant']} · {r['compile']} ({r['status'] or '?'})"
+              + r.get("_apart", ""))  # fmt: skip
     if len(x) > n:
         print(f"  {where}: {len(x) - n} more in compare.md")
 
@@ -699,9 +719,9 @@ def main(argv: list[str] | None = None) -> int:
     for _, r in reg.iterrows():
         print(f"  regressed: {_cell(r, m)} ({r['regressed']}" + (
             f": {first_words(r.get('reason_b'))})" if r["lost"] else
-            f"; latency {_pct(r['latency'])})"))  # fmt: skip
+            f"; latency {_pct(r['latency'])})") + r.get("_apart", ""))  # fmt: skip
     for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
-        print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A)")
+        print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A){r.get('_apart', '')}")
     failed = compare_gate.failures(m, only_a)  # every one said: each fails the gate
     failed += suite_failed  # by model: one that stopped running or regressed
     for f in failed:

@@ -10,6 +10,9 @@ every cell of A, each ok, none regressed, and B must be a finished sweep.
   said twice here. A cell with the same failure on both sides (math's oom at the largest shape,
   flex's unsupported backends in reference/h200) is counted "still not ok", and passes: the
   study did not change there.
+- ``apart_lines``: a line about a cell that the gate takes for one with others of its side (a
+  ``+variant.kwargs`` value no column records; their config_hash differs) names what tells them
+  apart: the items of their run dir names, a column only that side records, else config_hash.
 - ``own_shape_keys``: a crash row is matched on the shape keys of its variant's ok rows.
 - ``verdicts``: each matched cell in exactly one bucket, so the summary adds up.
 """
@@ -70,14 +73,62 @@ def _name(r, source: str = "source") -> str:
 
 def failures(m: pd.DataFrame, only_a: pd.DataFrame) -> list[str]:
     """What fails the gate besides the regressions: every cell of A missing in B, every matched
-    cell not ok in B whose status is not A's."""
-    out = [f"missing in B: {_name(r)} ({r['status'] or '?'} in A)" for _, r in only_a.iterrows()]
+    cell not ok in B whose status is not A's; each with what tells it apart from cells the gate
+    takes for one (``apart_lines``)."""
+    out = [f"missing in B: {_name(r)} ({r['status'] or '?'} in A){r.get('_apart', '')}"
+           for _, r in only_a.iterrows()]  # fmt: skip
     if len(m):
         a, b = m["status_a"].fillna(""), m["status_b"].fillna("")
         still = m[(b != "ok") & (b != a) & ~m["lost"]]
         for _, r in still.iterrows():
-            out.append(f"not ok in B: {_name(r, 'source_a')} "
-                       f"({r['status_a'] or '?'} in A, {r['status_b'] or '?'} in B)")  # fmt: skip
+            out.append(f"not ok in B: {_name(r, 'source_a')} ({r['status_a'] or '?'} in A, "
+                       f"{r['status_b'] or '?'} in B){r.get('_apart', '')}")  # fmt: skip
+    return out
+
+
+def _items(run_id) -> dict[str, str]:
+    """A run dir name's ``key=value`` items (``study.sweep.names``); {} for a name not made so."""
+    split = (item.partition("=") for item in str(run_id).split(","))
+    return {k: v for k, eq, v in split if eq}
+
+
+def _differ(values: list[dict]) -> list[str]:
+    """The keys whose value is not the same in every dict (absent counts as a value)."""
+    keys = sorted({k for v in values for k in v})
+    return [k for k in keys if len({str(v.get(k)) for v in values}) > 1]
+
+
+def told_by(cells: pd.DataFrame, recorded: tuple[str, ...]) -> tuple[str, list[str]]:
+    """(what tells apart cells of one source the gate takes for one, ``compare.untold``; each
+    cell's value of it): the ``recorded`` columns whose values differ (timing_overrides against
+    a side without it), else the items of their run dir names that do (``+variant.kwargs.*``),
+    else their config_hash, a setting no column records."""
+    cols = [c for c in recorded if c in cells]
+    ways = [cells[cols].astype(object).where(cells[cols].notna(), "").to_dict("records")]
+    items = [_items(r) for r in cells["run_id"]] if "run_id" in cells else []
+    ways += [items] if items and all(items) else []
+    for values in ways:
+        if keys := _differ(values):
+            own = [[str(v.get(k, "unset")) or "blank" for k in keys] for v in values]
+            if len(keys) > 1:
+                own = [[f"{k}={x}" for k, x in zip(keys, o, strict=True)] for o in own]
+            return ", ".join(keys), [" ".join(o) for o in own]
+    return "config_hash, a setting no column records", list(cells["config_hash"].astype(str))
+
+
+def apart_lines(same: pd.DataFrame, recorded: tuple[str, ...], side: str) -> dict:
+    """(source, key, run_id) -> what a gate line adds for each cell of ``side`` that ``same``
+    (``compare.untold``) holds: '; in B one of 2 cells told apart only by variant.kwargs.bias:
+    this one false, the other true'."""
+    out = {}
+    for (src, key), g in [] if same.empty else same.groupby(["source", "_key"], sort=False):
+        what, own = told_by(g, recorded)
+        for i, rid in enumerate(g["run_id"]):
+            rest = own[:i] + own[i + 1 :]
+            out[(src, key, rid)] = (
+                f"; in {side} one of {len(g)} cells told apart only by {what}: this one {own[i]}, "
+                f"the other{'s' if len(rest) > 1 else ''} {', '.join(rest)}"
+            )
     return out
 
 

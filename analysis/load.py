@@ -361,7 +361,8 @@ def check_sweep(d: Path) -> None:
         )
     left = set(finished) - {r["run_id"] for r in _rows(d / "runs.csv")[0] or ()}
     print(f"[analysis] {why}: {verb} it from the run dirs"
-          + (f", without {_names(left)} (study.rows.io could not read their run.csv)" if left else ""),
+          + (f", without {_names(left)} (study.rows.io could not read their files: the lines "
+             "above say which)" if left else ""),
           file=sys.stderr)  # fmt: skip
 
 
@@ -404,7 +405,58 @@ TEXT = {c: str for c in ("torch_version", "triton_version", "cuda_version", "cud
 
 
 def _read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True, dtype=TEXT).copy()
+    """A CSV's rows, its text as it was given (``unguarded``)."""
+    return unguarded(pd.read_csv(path, keep_default_na=True, dtype=TEXT).copy())
+
+
+def _would_run(s: pd.Series) -> np.ndarray:
+    """Where ``s`` holds text a spreadsheet would run as a formula (``study.rows.io.FORMULA``)
+    and no number: the text ``study.rows.io`` writes with a leading '."""
+    v = s.to_numpy()
+    at = np.array([isinstance(x, str) and x.startswith(study_io.FORMULA) for x in v], bool)
+    at[at] = pd.to_numeric(pd.Series(v[at], dtype=object), errors="coerce").isna().to_numpy()
+    return at
+
+
+def unguarded(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (in place) without the leading ' that guards text a spreadsheet would run: a
+    variant named ``=1+1`` reads ``'=1+1`` in the CSVs (SCHEMA.md), ``=1+1`` in the report."""
+    for c in df.select_dtypes(include="object").columns:
+        v = df[c].to_numpy()
+        had = np.array([isinstance(x, str) and x.startswith("'") for x in v], bool)
+        bare = pd.Series([x[1:] for x in v[had]], dtype=object)
+        had[had] = _would_run(bare)
+        if had.any():
+            df.loc[had, c] = [x[1:] for x in v[had]]
+    return df
+
+
+def guarded(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with the leading ' back where its text would run in a spreadsheet: the
+    CSVs the analysis writes guard it as the study's do."""
+    out = df.copy()
+    for c in out.select_dtypes(include="object").columns:
+        at = _would_run(out[c])
+        if at.any():
+            out.loc[at, c] = ["'" + x for x in out[c].to_numpy()[at]]
+    return out
+
+
+def _kernels(path: Path, committed: bool) -> pd.DataFrame:
+    """A kernels.csv's rows; none where it does not read whole (``study.rows.io.read_part``:
+    cut short, garbled, a row without its run), with one line on stderr naming the file: its
+    cell stays in the report without its kernels, and the rest of the report builds."""
+    try:
+        if not committed:  # a cell's own file, trusted as a resume trusts it
+            study_io.read_part(path, "kernels")
+        return _read(path)
+    except (study_io.Incomplete, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        redo = "its kernels are not reported"
+        if not committed:
+            redo = "its cell is reported without its kernels; resume=true (or running it again)"
+            redo += " rebuilds it"
+        print(f"[analysis] leaving out {path}: it is incomplete ({e}); {redo}", file=sys.stderr)
+        return pd.DataFrame()
 
 
 def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
@@ -430,7 +482,7 @@ def load(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         if not run_dirs and (d / "kernels.csv").exists():  # a committed results dir
             kfiles = [d / "kernels.csv"]
         for kf in kfiles:
-            k = _read(kf)
+            k = _kernels(kf, committed=not run_dirs)
             if len(k):
                 _tag(k, label)
                 kernels.append(k)

@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from analysis import figures, page, suite_opening
-from analysis.load import check_out, expand, load, newest_sweep, stop
+from analysis.load import check_out, expand, guarded, load, newest_sweep, stop
 from analysis.measures import (
     AXES,
     axis_values,
@@ -332,12 +332,11 @@ def _section(into, key: str, title: str, df: pd.DataFrame, count: str, note: str
 
 
 def _write_csvs(d: dict, out: Path) -> None:
-    d["repeats"].to_csv(out / "runs.csv", index=False)  # every row, as read
-    d["kernels"].to_csv(out / "kernels.csv", index=False)
-    d["revealed"].to_csv(out / "revealed.csv", index=False)
-    for extra in ("autotune", "ncu", "shapes"):
-        if not d[extra].empty:
-            d[extra].to_csv(out / f"{extra}.csv", index=False)
+    """The tidy CSVs, text a spreadsheet would run guarded as the study writes it (SCHEMA.md)."""
+    guarded(d["repeats"]).to_csv(out / "runs.csv", index=False)  # every row, as read
+    for name in ("kernels", "revealed", "autotune", "ncu", "shapes"):
+        if name in ("kernels", "revealed") or not d[name].empty:
+            guarded(d[name]).to_csv(out / f"{name}.csv", index=False)
 
 
 def _answer(d: dict, made: dict, out: Path) -> tuple[list[str], str]:

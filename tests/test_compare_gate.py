@@ -84,6 +84,36 @@ def test_a_crash_sharing_an_ok_cells_configuration_fails_the_gate(tmp_path, caps
         assert len(said) == 1 and cell in said[0] and "crash" in said[0], out
 
 
+@pytest.mark.parametrize(
+    "crash_id, timing, said",
+    [
+        ("other", None, "config_hash, a setting no column records: this one other, the other {ok}"),
+        ("{ok},#1a2b3c4d", None, "config_hash, a setting no column records: this one "
+         "{ok},#1a2b3c4d, the other {ok}"),
+        ("{ok_false}", None, "variant.kwargs.bias: this one false, the other true"),
+        ("other", "block_ms=5", "timing_overrides: this one block_ms=5, the other blank"),
+    ],
+)  # fmt: skip
+def test_the_gate_names_what_tells_apart_cells_it_takes_for_one(
+    tmp_path, capsys, crash_id, timing, said
+):
+    """Issue 68: two cells of B differing only in a value no column records (their config_hash
+    differs) gave a gate line that did not say so. It names the items of their run dir names
+    that differ, or a column only B records, else their config_hash."""
+    a = four()
+    a.loc[0, "run_id"] += ",variant.kwargs.bias=true"
+    a["config_hash"] = a["run_id"]
+    ok = a["run_id"][0]
+    crash_id = crash_id.format(ok=ok, ok_false=ok.replace("=true", "=false"))
+    crash = a.iloc[[0]].assign(run_id=crash_id, config_hash=crash_id, status="crash")
+    b = pd.concat([a, crash.assign(reason="killed")], ignore_index=True)
+    if timing:
+        b["timing_overrides"] = [""] * len(a) + [timing]
+    rc, out = gate(tmp_path, a, b, capsys)
+    line = "  regressed: cpu: linear · default (status ok → crash: killed); in B one of 2 cells "
+    assert rc == 1 and f"{line}told apart only by {said.format(ok=ok)}" in out, out
+
+
 def _sweep(d, rows: pd.DataFrame, total: int):
     """A sweep dir as the sweeper leaves it: a run dir per finished cell, sweep.yaml, lock."""
     rows = rows.copy()

@@ -37,6 +37,33 @@ def test_a_garbled_kernels_csv_costs_its_cell_only_and_is_named(tmp_path, capsys
     assert f"skipping {tmp_path / 'a'}: its kernels.csv is incomplete" in err
 
 
+def test_the_report_names_a_kernels_csv_garbled_after_runs_csv_and_builds(tmp_path, capsys):
+    """Issue 68: a cell's kernels.csv garbled after its sweep ended was dropped from the report
+    without a word (or stopped it: a quote left open is a pandas ParserError)."""
+    from analysis import report
+
+    kernel = {"kernel": "triton_poi_0", "kernel_class": "pointwise", "calls_per_step": 1}
+    for name in "abc":
+        write_cell(tmp_path / name, ok_row(name, config_hash=name))
+        io.write_csv(tmp_path / name / "kernels.csv", [{"run_id": name, **kernel}], "kernels")
+    io.aggregate(tmp_path)
+    (tmp_path / "a" / "kernels.csv").write_text(GARBLED)
+    (tmp_path / "b" / "kernels.csv").write_text('run_id,kernel\r\nb,"triton\r\n')
+    capsys.readouterr()
+    report.main([str(tmp_path)])
+    err = capsys.readouterr().err.splitlines()
+    said = [x for x in err if x.startswith("[analysis] leaving out ")]
+    assert len(said) == 2, err
+    assert said[0] == (
+        f"[analysis] leaving out {tmp_path / 'a' / 'kernels.csv'}: it is incomplete (its rows "
+        "have no run_id (a header cut or garbled?)); its cell is reported without its kernels; "
+        "resume=true (or running it again) rebuilds it"
+    )
+    assert said[1].startswith(f"[analysis] leaving out {tmp_path / 'b' / 'kernels.csv'}: it is ")
+    assert [r["run_id"] for r in io.read_csv(tmp_path / "report" / "kernels.csv")] == ["c"]
+    assert "3 cells (3 ok" in (tmp_path / "report" / "report.md").read_text()
+
+
 def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cell(tmp_path, capsys):
     """The defect: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
     from study.sweep.scheduler import Scheduler
@@ -189,6 +216,31 @@ def test_a_text_cell_a_spreadsheet_would_run_is_written_as_text(tmp_path):
     assert back["latency_median_us"] == "-1.5" and back["seed"] == "-3"  # numbers stay numbers
     io.write_csv(tmp_path / "run.csv", [back], "runs")  # written again: no second quote
     assert io.read_csv(tmp_path / "run.csv")[0]["variant"] == back["variant"]
+
+
+def test_a_name_a_spreadsheet_would_run_reads_as_typed_and_stays_guarded_in_csvs(tmp_path, capsys):
+    """Issue 68: a variant named =1+1 showed as '=1+1 (the CSVs' guard) in the report and on
+    the console."""
+    import shutil
+
+    from analysis import compare, report
+
+    a = tmp_path / "a"
+    for name, variant in (("x", "=1+1"), ("y", "<b>lin</b>")):
+        write_cell(a / name, ok_row(name, config_hash=name, variant=variant))
+    io.aggregate(a)
+    report.main([str(a)])
+    md, page = ((a / "report" / f"report.{x}").read_text() for x in ("md", "html"))
+    assert "| =1+1 |" in md and "'=1+1" not in md
+    assert "=1+1" in page and "'=1+1" not in page and "&#x27;=1+1" not in page
+    assert "&lt;b&gt;lin&lt;/b&gt;" in page and "<b>lin" not in page
+    for runs in (a / "runs.csv", a / "report" / "runs.csv"):  # the CSVs keep their guard
+        assert {r["variant"] for r in io.read_csv(runs)} == {"'=1+1", "<b>lin</b>"}
+    b = shutil.copytree(a, tmp_path / "b", ignore=shutil.ignore_patterns("report", "x"))
+    io.aggregate(b)
+    capsys.readouterr()
+    assert compare.main([str(a), str(b), "--out", str(tmp_path / "c"), "--fail-on-regression"])
+    assert "  missing in B: a: =1+1 · off (ok in A)" in capsys.readouterr().out.splitlines()
 
 
 @pytest.mark.parametrize(
