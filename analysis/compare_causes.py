@@ -81,14 +81,18 @@ def _bound_word(x: pd.Series, k: str) -> str:
 
 def _rest(x: pd.Series, own: bool) -> str:
     """Kernels and device time unchanged: the host where a side was timed outside the fast
-    phase or host-bound; else unexplained where the cell's ``own`` latency moved (an eager cell,
+    phase or measured host-bound ('not the device' where only latency over device time says
+    so, no host time measured); else unexplained where the cell's ``own`` latency moved (an eager cell,
     or a compiled one whose per-call latency moved), or its eager side."""
     where = [f"{s} {x.get(f'timing_phase_{k}')}" for s, k in (("A", "a"), ("B", "b"))
              if str(x.get(f"timing_phase_{k}") or "fast") not in ("fast", "nan")]  # fmt: skip
     where += [f"{s} {_bound_word(x, k)}" for s, k in (("A", "a"), ("B", "b"))
               if x.get(f"hbound_{k}")]  # fmt: skip
     if where:
-        return f"host: kernels unchanged, the device time does not carry it ({', '.join(where)})"
+        # no host time measured on either side and both fast: latency alone says nothing of
+        # the host, so the cause is named by what it is not
+        first = "not the device" if all("latency over" in w for w in where) else "host"
+        return f"{first}: kernels unchanged, the device time does not carry it ({', '.join(where)})"
     if own:
         return "unexplained: kernels and device time unchanged, GPU-bound, fast"
     return ("eager's side: this cell's kernels, device time and host-boundness are unchanged "

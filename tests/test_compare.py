@@ -296,6 +296,8 @@ def test_host_bound_is_said_only_of_a_side_that_measured_its_host_time():
                    "hbound_b": True, "host_us_a": None, "host_us_b": 61.0})  # fmt: skip
     assert _rest(x, True) == ("host: kernels unchanged, the device time does not carry it "
                               "(A latency over device time, B host-bound)")  # fmt: skip
+    x["host_us_b"] = None  # neither side measured: latency alone names no host
+    assert _rest(x, True).startswith("not the device: kernels unchanged")
 
 
 def test_a_paired_speedup_that_rose_with_the_lead_in_fix_says_so():
@@ -325,7 +327,8 @@ def test_an_eager_cell_is_never_put_down_to_its_eager_side_and_a_tiny_device_mov
     assert causes(pd.DataFrame([eager]), pd.Series([True]))[0].startswith("unexplained")
     # Linear: 2.91 -> 2.70 us on the device (-7%) while the latency went 29 -> 62 us, host-bound
     linear = {**base, "compile": "default", "device_time_us_a": 2.91, "device_time_us_b": 2.70,
-              "latency_median_us_a": 29.0, "latency_median_us_b": 62.0, "hbound_b": True}  # fmt: skip
+              "latency_median_us_a": 29.0, "latency_median_us_b": 62.0, "hbound_b": True,
+              "host_us_b": 61.0}  # fmt: skip
     assert causes(pd.DataFrame([linear]), pd.Series([True]))[0].startswith("host: ")
     # a GPU-bound cell whose device time moved 7% with its latency: real
     gpu = {**linear, "device_time_us_b": 3.11, "latency_median_us_a": 3.0,
@@ -344,7 +347,8 @@ def test_a_graph_modes_device_time_stretched_by_the_host_is_not_a_real_change():
            "gpu_us_per_step_a": 99.4, "gpu_us_per_step_b": 99.2,
            "latency_median_us_a": 169.0, "latency_median_us_b": 106.0,
            "sp_kind_a": "paired", "sp_kind_b": "paired", "sp_a": 0.467, "sp_b": 0.559,
-           "pair_lead_in_a": None, "pair_lead_in_b": 1, "hbound_a": True, "hbound_b": False}  # fmt: skip
+           "pair_lead_in_a": None, "pair_lead_in_b": 1, "hbound_a": True, "hbound_b": False,
+           "host_us_a": 120.0}  # fmt: skip
     m, yes = pd.DataFrame([row]), pd.Series([True])
     assert causes(m, yes, yes)[0].startswith("host: kernels unchanged")
     # the latency held: the paired speedup's rise is the lead-in fix's

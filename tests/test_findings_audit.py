@@ -198,3 +198,32 @@ def test_defect_10_the_low_items():
     assert "three machines" not in _summary() and "measured on 3 machines" not in _summary()
     (block,) = [x for x in text.splitlines() if x.startswith("- What compile fused across")]
     assert "eager's sum exceeds its whole timed call (639 µs)" in block
+
+
+def test_second_read_the_guard_cost_is_against_the_machines_own_processes():
+    """Second outside read (MED 1): gpt2's 7.91 units was one guards process (46.50, the highest
+    of the 4 on that machine with guards evaluated: 40.25–46.50) minus one skipped (38.59).
+    Against their median it is 5.01; a skipped figure inside their range is not a cost."""
+    from reference.findings.host import guards
+
+    r = _startup_rows()
+    ok = r[r["status"] == "ok"]
+    g = ok[ok["source"] == "guards"]
+    (text,) = [s for s in _text().splitlines() if "Skipping guards is unsafe" in s]
+    assert "gpt2 7.91" not in text and "gpt2 5.01 host units a call (the median of 4" in text
+    on = g[g["compile_stance"] == "default"]
+    off = on.assign(compile_stance="skip_guard_eval_unsafe", host_units=on["host_units"] + 0.0)
+    inside = guards.text(pd.concat([on, off]), guards.spread(REF), ok)  # skipped = a process
+    assert "Guards cost" not in inside and "inside its own processes' range" in inside
+
+
+def test_second_read_the_artifacts_cut_is_also_said_against_the_cold_cell():
+    """Second outside read (MED 2): against the primer's fresh interpreter the cut reads
+    2.4–3.9x; against the cell's own cold row, started as the artifacts cell is, 2.1–2.6x."""
+    r = _startup_rows()
+    ok = r[r["status"] == "ok"]
+    cold = ok[ok["start"] == "cold"].groupby("variant")["first_call_s"].median()
+    art = ok[ok["start"] == "artifacts"].set_index("variant")["first_call_s"]
+    cut = (cold[art.index] / art).dropna()
+    (text,) = [s for s in _text().splitlines() if s.startswith("Cache artifacts cut")]
+    assert f"and {cut.min():.1f}–{cut.max():.1f}x against the cell's own cold row" in text

@@ -10,14 +10,13 @@ from analysis.style import Skip
 from analysis.tables import host_model
 
 
-def rows(alpha=1.0, speeds=(13.0, 16.0, 26.0)):
+def rows(alpha=1.0, speeds=(13.0, 16.0, 26.0), cell=("cudnn", 58.0, 1.4, 58.0, 4.2)):
     """Three machines: a cuDNN-like cell (eager GPU-bound at 58 us, 1.4 units of host; compiled
     58 us of device, 4.2 units) and a Linear-like one (host-bound on both sides). Host us at G
     are units x 13 x (G / 13) ** alpha; the measured speedup follows max(device, host)."""
     out = []
     for m, g in zip(("m1", "m2", "m3"), speeds, strict=True):
-        for v, dev_e, u_e, dev_c, u_c in (("cudnn", 58.0, 1.4, 58.0, 4.2),
-                                          ("linear", 3.0, 1.3, 3.0, 4.1)):  # fmt: skip
+        for v, dev_e, u_e, dev_c, u_c in (cell, ("linear", 3.0, 1.3, 3.0, 4.1)):
             host = lambda u, g=g: u * 13.0 * (g / 13.0) ** alpha  # noqa: E731
             sp = max(dev_e, host(u_e)) / max(dev_c, host(u_c))
             base = {"machine": m, "variant": v, "pass": "fwd", "dtype": "bf16", "status": "ok",
@@ -27,7 +26,8 @@ def rows(alpha=1.0, speeds=(13.0, 16.0, 26.0)):
             out.append({**base, "compile": "default", "device_time_us": dev_c,
                         "host_us": host(u_c), "host_units": host(u_c) / g, "host_gauge_us": g,
                         "eager_host_us": host(u_e), "eager_host_units": host(u_e) / g,
-                        "speedup_paired": sp, "timing_phase": "fast"})  # fmt: skip
+                        "speedup_paired": sp, "speedup_ci_low": sp * 0.99,
+                        "speedup_ci_high": sp * 1.01, "timing_phase": "fast"})  # fmt: skip
     return pd.DataFrame(out)
 
 
@@ -56,8 +56,15 @@ def test_host_units_carry_across_machines_where_host_us_do_not():
 
 
 def test_the_figure_draws_the_cells_whose_speedup_moves_with_the_host():
+    # cuDNN-like: 1.0x where both sides are GPU-bound, below 1 on slower hosts: no gain on
+    # either side of the crossing, so it is noise and not drawn (second outside read, MED 3)
     fig, s = host_speed({"runs": rows(0.7).drop(columns=["machine"])})
-    assert "1 compiled cell(s)" in s and "falls below 1x above" in s
+    assert "1 compiled cell(s)" in s and "falls below 1x above" not in s
+    assert "1 crossing(s) inside the speedup's noise, not drawn" in s
+    # a compiled cell that gains on fast hosts and loses on slow ones, measured on the gaining
+    # side within reach: its crossover (5 units x G = 80 µs at G 16) is drawn
+    fig, s = host_speed({"runs": rows(1.0, (13.0, 14.0, 15.0), ("mlp", 80.0, 1.4, 40.0, 5.0))})
+    assert "mlp · default falls below 1x above 16.0 µs" in s and "dotted beyond" in s
     assert "linear" in s and "host-bound at every host speed" in s.lower()
     with pytest.raises(Skip, match="no row has host_units"):
         host_speed({"runs": rows().drop(columns=["host_units"])})

@@ -36,6 +36,32 @@ def predict(dev_e, u_e, dev_c, u_c, g):
     return np.maximum(dev_e, u_e * g) / np.maximum(dev_c, u_c * g)
 
 
+REACH = 1.5  # a crossover counts within G_lo / REACH .. G_hi * REACH of the cell's measured G
+NOISE = 0.01  # the least half-width of a speedup's interval: the pairs' own error (±1%)
+
+
+def reach(x: pd.DataFrame, alpha: float) -> dict:
+    """One compiled cell's rows (``cells``, one per machine): its measured G range and speedup
+    interval, the prediction at the measured G and over G_lo / REACH .. G_hi × REACH, the
+    crossover there (None outside it), and ``listed``: the crossover lies in that reach, the
+    measured interval excludes 1 on the side the model predicts at the measured G, and the
+    prediction there and at both ends lies outside the interval's half-width around 1. Beyond
+    the reach a curve is extrapolation; a crossover not listed is noise (audit 2026-12-06)."""
+    g_lo, g_hi = float(x["g"].min()), float(x["g"].max())
+    lo = pd.to_numeric(x.get("speedup_ci_low"), errors="coerce").min()
+    hi = pd.to_numeric(x.get("speedup_ci_high"), errors="coerce").max()
+    half = max(NOISE, (hi - lo) / 2 if lo == lo and hi == hi else NOISE)
+    grid = np.linspace(g_lo / REACH, g_hi * REACH, 401)
+    sp = curve(x, grid, alpha)
+    at = float(curve(x, [float(x["g"].median())], alpha)[0])
+    g = crossing(grid, sp)
+    ends = (float(sp[0]), float(sp[-1]))
+    seen = (lo > 1 and at > 1) or (hi < 1 and at < 1)  # the rows show the predicted side
+    listed = g is not None and seen and min(abs(e - 1) for e in (*ends, at)) > half
+    return {"g_lo": g_lo, "g_hi": g_hi, "lo": lo, "hi": hi, "at": at, "ends": ends,
+            "crossing": g, "listed": listed}  # fmt: skip
+
+
 def crossover(dev_e, u_e, dev_c, u_c) -> float | None:
     """The host speed (gauge us) where the predicted speedup falls through 1, or None."""
     return crossing(GRID, predict(dev_e, u_e, dev_c, u_c, GRID))

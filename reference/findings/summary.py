@@ -266,7 +266,8 @@ def flex_line(data: dict) -> str:
     if len(window) >= 2:
         u = column(window, "tflops_useful")
         parts.append(
-            f"with a sliding window its useful rate holds {sig(u.min())}–{sig(u.max())} TFLOP/s "
+            f"with a sliding window its useful rate runs {sig(u.min())}–{sig(u.max())} TFLOP/s "
+            f"({u.max() / u.min():.2f}x apart) "
             + over
             + (
                 "(the window's elements)"

@@ -23,9 +23,10 @@ CAUSES = [
     ("real", "real (its kernels or their device time changed)"),
     ("lead-in", "lead-in (v{a}'s paired timing had no lead-in call before each block)"),
     ("method", "method (cross-process against paired)"),
-    ("host", "host (kernels and device time unchanged; a side's latency over its device time "
-             "with no host measured, host-bound by a measured host time, or not timed in the "
-             "host's fast phase)"),
+    ("host", "host (kernels and device time unchanged; a side host-bound by a measured host "
+             "time, or not timed in the host's fast phase)"),
+    ("not the device", "not the device (kernels and device time unchanged, both sides fast; "
+                       "a side's latency over its device time, no host time measured)"),
     ("eager's side", "eager's side (the compiled cell unchanged, its eager twin moved)"),
     ("unexplained", "unexplained (kernels and device time unchanged, GPU-bound, fast)"),
     ("unknown", "unknown (no device time on one side)"),

@@ -37,9 +37,28 @@ def spread(d) -> dict | None:
             "over": int((s > 0.15).sum()), "machines": ", ".join(got[2])}  # fmt: skip
 
 
-def text(r: pd.DataFrame, sp: dict | None = None) -> str:
+def evaluated(r: pd.DataFrame, same: pd.DataFrame | None) -> dict[str, pd.Series]:
+    """Per variant, the host units of every process on the guard rows' machine that ran the
+    same compiled cell with guards evaluated (the start-up sets' cold, warm and artifacts cells
+    too): how far one machine's processes move by themselves."""
+    if same is None or "host_units" not in same:
+        return {}
+    on = r[r["compile_stance"] == "default"]
+    out = {}
+    for v, g in on.groupby("variant"):
+        x = same[(same["variant"] == v) & (same["compile_stance"] == "default")
+                 & same["compile"].isin(g["compile"]) & same["boot_id"].isin(g["boot_id"])]  # fmt: skip
+        u = pd.to_numeric(x["host_units"], errors="coerce").dropna()
+        if len(u) >= 2:
+            out[v] = u
+    return out
+
+
+def text(r: pd.DataFrame, sp: dict | None = None, same: pd.DataFrame | None = None) -> str:
     """What guards cost, against how far one cell's host units move between machines in the
-    current host-cost layer (``spread``): a share under its median is not told apart."""
+    current host-cost layer (``spread``): a share under its median is not told apart; nor is a
+    skipped-guards figure inside the range of the machine's own processes with guards evaluated
+    (``evaluated``, from ``same``), whose median the cost is then taken from."""
     cols = ["host_units", "host_gauge_us"]
     on = r[r["compile_stance"] == "default"].groupby("variant")[cols].median()
     off = r[r["compile_stance"] == "skip_guard_eval_unsafe"].groupby("variant")[cols].median()
@@ -47,15 +66,24 @@ def text(r: pd.DataFrame, sp: dict | None = None) -> str:
     if not both:
         return ""
     noise = sp["median"] if sp else float("nan")
+    ev = evaluated(r, same)
+    for v in both:  # the evaluated side: the median of the machine's processes
+        if v in ev:
+            on.at[v, "host_units"] = ev[v].median()
     units = {v: on.at[v, "host_units"] - off.at[v, "host_units"] for v in both}
     share = {v: units[v] / on.at[v, "host_units"] for v in both}
     few = few_fast(r)
     mark = {v: "†" if v in set(few["variant"]) else "" for v in both}
-    real = [v for v in both if share[v] >= noise]
-    said = [f"{v}{mark[v]} {units[v]:.2f} host units a call ({units[v] * on.at[v, 'host_gauge_us']:.0f} µs "
-            f"at G {on.at[v, 'host_gauge_us']:.1f}), {share[v]:.0%} of its compiled host cost"
-            for v in real]  # fmt: skip
-    rest = [f"{v}{mark[v]} {share[v]:.0%}" for v in both if v not in real]
+    inside = {v for v in both if v in ev and off.at[v, "host_units"] >= ev[v].min()}
+    real = [v for v in both if share[v] >= noise and v not in inside]
+    span = {v: (f" (the median of {len(ev[v])} processes with guards evaluated on this machine, "
+                f"{ev[v].min() - off.at[v, 'host_units']:.2f}–{ev[v].max() - off.at[v, 'host_units']:.2f} "
+                "from the lowest to the highest)") if v in ev else "" for v in both}  # fmt: skip
+    said = [f"{v}{mark[v]} {units[v]:.2f} host units a call{span[v]} "
+            f"({units[v] * on.at[v, 'host_gauge_us']:.0f} µs at G {on.at[v, 'host_gauge_us']:.1f}), "
+            f"{share[v]:.0%} of its compiled host cost" for v in real]  # fmt: skip
+    rest = [f"{v}{mark[v]} {share[v]:.0%}" + (" (inside its own processes' range)" if v in inside
+            else "") for v in both if v not in real]  # fmt: skip
     ruler = (
         f"Between the current host-cost layer's machines ({sp['machines']}), one cell's host units "
         f"spread {sp['lo']:.0%}–{sp['hi']:.0%} (median {sp['median']:.0%}; {sp['over']} of "

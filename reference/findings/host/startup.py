@@ -71,10 +71,21 @@ def _start_one(r: pd.DataFrame) -> str:
     cut_w = _ratio_range(zip(warm["cold_first_call_s"], warm["first_call_s"], strict=True))
     return (
         f"cache artifacts cut the first call {cut} against the same cell's cold start in the "
-        f"primer process, a fresh interpreter ({cells}); what is left is "
+        f"primer process, a fresh interpreter ({cells}){_against_cold(r, art)}; what is left is "
         f"{share.min():.0%}–{share.max():.0%} Dynamo, which traces again in every new process."
-        + (f" A warm restart (the caches on disk) cut it {cut_w}." if len(warm) else "")
-    )
+        + (f" A warm restart (the caches on disk) cut it {cut_w}{_against_cold(r, warm)}."
+           if len(warm) else "")
+    )  # fmt: skip
+
+
+def _against_cold(r: pd.DataFrame, x: pd.DataFrame) -> str:
+    """', X against the cell's own `cold` row': the cut measured against the cold cell, started
+    as the warm and artifacts cells are (forked from the sweep's warm parent), where a fresh
+    interpreter's first call (the primer's) is slower; '' without cold rows."""
+    cold = r[r["start"] == "cold"].groupby("variant")["first_call_s"].median()
+    pairs = [(cold.get(v), f) for v, f in zip(x["variant"], x["first_call_s"], strict=True)]
+    said = _ratio_range(pairs)
+    return "" if said == "–" else f" and {said} against the cell's own cold row (started as it is)"
 
 
 def _start_text(r: pd.DataFrame) -> str:
@@ -211,7 +222,7 @@ def section(data: dict) -> list[str]:
          + _gpus(by["regional"], d), startup.regional_table, _regional_text),
         ("guards", "What Dynamo's guards cost a call" + _gpus(by["guards"], d),
          lambda x: guards.mark_table(startup.guard_table(x), x[x["status"] == "ok"]),
-         lambda x: guards.text(x, guards.spread(d))),
+         lambda x: guards.text(x, guards.spread(d), r[r["status"] == "ok"])),
         ("cudagraphs", "Did CUDA graphs apply? " + _rerun(by["cudagraphs"]),
          lambda x: cudagraphs.table(x, None), _cudagraphs_text),
     )  # fmt: skip
