@@ -76,9 +76,9 @@ def bound(k: pd.DataFrame, ridge: float, intensity: float | None) -> np.ndarray:
     """The ceiling each kernel follows: its class's (COMPUTE, MEMORY; any other class "other",
     as measured), memory for a compute class where the cell's ``flops / bytes_min`` sits below
     the source's ridge point, and "floor" (as measured) for a launch under FLOOR_US a call."""
-    cls = k["kernel_class"].fillna("other").astype(str)
-    calls = pd.to_numeric(k.get("calls_per_step"), errors="coerce").fillna(1).clip(lower=1)
-    per_call = pd.to_numeric(k.get("mean_us"), errors="coerce").fillna(k["us_per_step"] / calls)
+    cls, num = k["kernel_class"].fillna("other").astype(str), k.reindex(columns=["calls_per_step", "mean_us"])  # fmt: skip
+    calls = pd.to_numeric(num["calls_per_step"], errors="coerce").fillna(1).clip(lower=1)
+    per_call = pd.to_numeric(num["mean_us"], errors="coerce").fillna(k["us_per_step"] / calls)
     compute = "memory" if intensity is not None and intensity < ridge else "compute"
     c = np.where(cls.isin(COMPUTE), compute, np.where(cls.isin(MEMORY), "memory", "other"))
     return np.where((c != "other") & (per_call.to_numpy() < FLOOR_US), "floor", c)
