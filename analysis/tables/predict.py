@@ -241,7 +241,7 @@ def render(t: pd.DataFrame) -> list[str]:
     pct = lambda v: f"{v:+.0%}" if pd.notna(v) else ""  # noqa: E731
     rows = []
     for _, x in t.iterrows():
-        by = " · ".join(f"{b} {sig(x[f'{b}_us'])}" for b in CEILINGS if x[f"{b}_us"] > 0)
+        by = " · ".join(f"{b} {sig(x[f'{b}_us'])}" for b in CEILINGS if (x[f"{b}_us"] or 0) > 0)
         by += f" ({x['unchanged']})" if isinstance(x["unchanged"], str) and x["unchanged"] else ""
         line = [f"{x['source']}: {x['run_id']}", arrow(x["dev_e"], x["pred_dev_e"]),
                 arrow(x["dev_c"], x["pred_dev_c"]), by,
@@ -267,7 +267,7 @@ def run(a: argparse.Namespace) -> int:
     for dt, (tf, gb, label) in tgt.items():
         s = ok[ok["dtype"] == dt][["peak_tflops", "peak_gbps"]].median()
         print(f"target: {label}: {sig(tf)} TFLOP/s, {sig(gb)} GB/s; source rows: "
-              f"{sig(s['peak_tflops'])} TFLOP/s, {sig(s['peak_gbps'])} GB/s")  # fmt: skip
+              f"{sig(s['peak_tflops']) or '?'} TFLOP/s, {sig(s['peak_gbps']) or '?'} GB/s")  # fmt: skip
     t = cell_table(r, src["kernels"], tgt, a.host_g)
     if a.measured:
         t = compare(t, src, load(expand([a.measured])))
@@ -275,7 +275,7 @@ def run(a: argparse.Namespace) -> int:
     g = f"{a.host_g:g} µs (--host-g)" if a.host_g else "the row's own gauge µs"
     print(f"\nfloor: launches under {FLOOR_US:g} µs a call, as measured; other: classes the model "
           f"does not scale, as measured; host µs = host_units x {g}")  # fmt: skip
-    print("\n".join(summary(t) if a.measured else []))
+    print("\n".join(summary(t)) if a.measured else "", end="\n" * bool(a.measured))
     return 0
 
 
