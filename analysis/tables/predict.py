@@ -182,7 +182,7 @@ def compare(t: pd.DataFrame, src: dict, tgt: dict) -> pd.DataFrame:
     KEYS and SETTINGS, and on its source where the two sweeps share source names."""
     sr, tr = src["runs"], tgt["runs"]
     err = lambda a, b: a / b - 1 if pd.notna(a) and pd.notna(b) and b else None  # noqa: E731
-    tr = tr[(tr["status"] == "ok") & (tr["device"] == "cuda")]
+    tr = tr[(tr["status"] == "ok") & (tr["device"] == "cuda")].copy()
     same, cols = bool(set(tr["source"]) & set(sr["source"])), [c for c in SETTINGS if c in tr and c in sr]  # fmt: skip
     te = tr[tr["compile"] == "off"].assign(m=match_key(tr, [], same)).drop_duplicates("m")
     tc = tr[tr["compile"] != "off"].assign(m=match_key(tr, cols, same)).drop_duplicates("m")
