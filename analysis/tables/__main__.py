@@ -6,6 +6,7 @@
     models      real models: speedup, compile s, graph breaks, memory, pass rate
     training    speedup per pass, memory, dynamic shapes
     suite       the model suite: per kind, mode and model; the HUD's figures beside
+    predict     what a sweep on one GPU predicts for another (--to CEILINGS [--measured SWEEP])
 
 The rest of ``SWEEP_DIR...`` and any option go to the topic (``layers --source S``)."""
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from analysis.tables import host_model, layers, models, startup, suite, training
+from analysis.tables import host_model, layers, models, predict, startup, suite, training
 
 TOPICS = {
     "layers": layers.main,
@@ -22,6 +23,7 @@ TOPICS = {
     "models": models.main,
     "training": training.main,
     "suite": suite.main,
+    "predict": predict.main,
 }
 
 

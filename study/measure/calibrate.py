@@ -63,6 +63,13 @@ def lookup(device_name, dtype, torch_version, path: str | None = None) -> dict:
     return load(path).get(_key(device_name, dtype, torch_version), {})
 
 
+def entries(path: str | None = None) -> list[tuple[str, str, str, dict]]:
+    """Every ceiling in a file as (device name, dtype, torch version, entry), for readers of it
+    (``analysis.tables.predict``); entries without both ``tflops`` and ``gbps`` are left out."""
+    return [(*k.split("|"), v) for k, v in load(path).items()
+            if k.count("|") == 2 and isinstance(v, dict) and {"tflops", "gbps"} <= set(v)]  # fmt: skip
+
+
 def store(device_name, dtype, torch_version, result: dict, path: str | None = None) -> Path:
     p = cache_path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
