@@ -232,7 +232,7 @@ def reproducibility(rows: list[dict]) -> list[str]:
             w = mine[-1]
             parts.append(
                 f"{len(mine)} where the compiled cell is {what} moved by at most "
-                f"{spread(w):.0%} ({w['label']} {w['mode']}: "
+                f"{spread(w):.1%} ({w['label']} {w['mode']}: "
                 f"{min(w['all']):.2f}–{max(w['all']):.2f}x)"
             )
     return [
