@@ -612,6 +612,8 @@ def compare(
         at = autotune_diff.changes(da, db, m)
         m["autotune"] = [x for x, _ in at]
         m["autotune_tie"] = [t for _, t in at]
+        gpus = compare_causes.gpus(m, da, db)  # only where the sides' GPUs differ
+        m = m.join(gpus) if len(gpus) else m
     line = summary_line(m, only_a, only_b)
     same = [untold(k) for k in keyed_sides(*compare_gate.own_shape_keys(da["runs"], db["runs"]))]
     line += _untold_line(*same)
@@ -629,6 +631,10 @@ def compare(
           thresholds, "", *suite_md, "## Per variant (geometric means)", "", _md(per_variant(m)),
           "## Regressions", "", _md(cell_table(regressions(m)) if len(m) else m),
           "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
+    across = m[m["gpu_decided"].notna()] if "gpu_decided" in m else m.iloc[0:0]
+    if len(across):
+        md += ["## Across GPUs", "", compare_causes.GPUS_ABOUT, "",
+               _md(compare_causes.gpus_table(across, [_cell(r, m) for _, r in across.iterrows()]))]  # fmt: skip
     picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
     if len(picks):
         t = cell_table(picks)[["source", "variant", "mode", "latency µs A → B", "kernels"]]
@@ -715,6 +721,8 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:  # a path given that is no sweep (load.NotASweep), or none
         stop("compare", e)
     print(line)
+    if "gpu_decided" in m:  # the sides ran on different GPUs
+        print(compare_causes.gpus_line(m[m["gpu_decided"].notna()]))
     reg = regressions(m)
     for _, r in reg.iterrows():
         print(f"  regressed: {_cell(r, m)} ({r['regressed']}" + (
