@@ -59,6 +59,11 @@ why in ``why`` (``analysis.compare_causes``): its kernels or its device time cha
 speedup's method changed, A's paired speedup predates the lead-in fix, the host (kernels and
 device time unchanged, a side slow or host-bound), or the eager side moved.
 
+Where a cell's sides ran on different GPUs (``device_name``), ``compare_causes.gpus`` splits its
+change into its kernels' by the ceiling that bounds them (``analysis.tables.predict``'s model,
+each side against its own ceilings) and its host's (units x G), and says which decided its
+latency: an "Across GPUs" section, ``gpu_`` columns and one console line, only then.
+
 Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the summary, then
 the regressions (cells no longer ok first), the cells now ok and those only in B. Where both
 sides have ``autotune.csv``, a max-autotune cell that picked another choice for an op is named

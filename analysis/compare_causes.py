@@ -1,6 +1,7 @@
 """Why a cell moved between two studies (``analysis.compare``'s ``why`` column): a real change
 (its kernels, or its device time), the speedup's method, the lead-in fix, the host, or the
-eager side. The first that applies is said; a cell that did not move gets none.
+eager side. The first that applies is said; a cell that did not move gets none. Across two
+GPUs (``gpus``): a cell's kernels by ceiling against its host, and which decided its latency.
 """
 
 from __future__ import annotations
