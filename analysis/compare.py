@@ -617,8 +617,7 @@ def compare(
         at = autotune_diff.changes(da, db, m)
         m["autotune"] = [x for x, _ in at]
         m["autotune_tie"] = [t for _, t in at]
-        gpus = compare_causes.gpus(m, da, db)  # only where the sides' GPUs differ
-        m = m.join(gpus) if len(gpus) else m
+        m = m.join(compare_causes.gpus(m, da, db))  # gpu_ columns where the sides' GPUs differ
     line = summary_line(m, only_a, only_b)
     same = [untold(k) for k in keyed_sides(*compare_gate.own_shape_keys(da["runs"], db["runs"]))]
     line += _untold_line(*same)
@@ -636,10 +635,7 @@ def compare(
           thresholds, "", *suite_md, "## Per variant (geometric means)", "", _md(per_variant(m)),
           "## Regressions", "", _md(cell_table(regressions(m)) if len(m) else m),
           "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
-    across = m[m["gpu_decided"].notna()] if "gpu_decided" in m else m.iloc[0:0]
-    if len(across):
-        md += ["## Across GPUs", "", compare_causes.GPUS_ABOUT, "",
-               _md(compare_causes.gpus_table(across, [_cell(r, m) for _, r in across.iterrows()]))]  # fmt: skip
+    md += _across(m)
     picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
     if len(picks):
         t = cell_table(picks)[["source", "variant", "mode", "latency µs A → B", "kernels"]]
@@ -667,6 +663,15 @@ def compare(
 
             save(changes(m, la, lb)[0], out / "compare")
     return line, m, only_a, only_b, suite_failed
+
+
+def _across(m: pd.DataFrame) -> list[str]:
+    """compare.md's section on the cells whose sides ran on different GPUs; none without."""
+    x = m[m["gpu_decided"].notna()] if "gpu_decided" in m else m.iloc[0:0]
+    if not len(x):
+        return []
+    t = compare_causes.gpus_table(x, [_cell(r, m) for _, r in x.iterrows()])
+    return ["## Across GPUs", "", compare_causes.GPUS_ABOUT, "", _md(t)]
 
 
 def _cell(r, m: pd.DataFrame | None = None) -> str:
