@@ -59,6 +59,11 @@ why in ``why`` (``analysis.compare_causes``): its kernels or its device time cha
 speedup's method changed, A's paired speedup predates the lead-in fix, the host (kernels and
 device time unchanged, a side slow or host-bound), or the eager side moved.
 
+Where a cell's sides ran on different GPUs (``device_name``), ``compare_causes.gpus`` splits its
+change into its kernels' by the ceiling that bounds them (``analysis.tables.predict``'s model,
+each side against its own ceilings) and its host's (units x G), and says which decided its
+latency: an "Across GPUs" section, ``gpu_`` columns and one console line, only then.
+
 Writes ``compare.md``, ``compare.csv`` and ``compare.png``/``.svg``; prints the summary, then
 the regressions (cells no longer ok first), the cells now ok and those only in B. Where both
 sides have ``autotune.csv``, a max-autotune cell that picked another choice for an op is named
@@ -612,6 +617,7 @@ def compare(
         at = autotune_diff.changes(da, db, m)
         m["autotune"] = [x for x, _ in at]
         m["autotune_tie"] = [t for _, t in at]
+        m = m.join(compare_causes.gpus(m, da, db))  # gpu_ columns where the sides' GPUs differ
     line = summary_line(m, only_a, only_b)
     same = [untold(k) for k in keyed_sides(*compare_gate.own_shape_keys(da["runs"], db["runs"]))]
     line += _untold_line(*same)
@@ -629,6 +635,7 @@ def compare(
           thresholds, "", *suite_md, "## Per variant (geometric means)", "", _md(per_variant(m)),
           "## Regressions", "", _md(cell_table(regressions(m)) if len(m) else m),
           "## Every matched cell", "", _md(cell_table(m))]  # fmt: skip
+    md += _across(m)
     picks = m[m["autotune"] != ""] if "autotune" in m else m.iloc[0:0]
     if len(picks):
         t = cell_table(picks)[["source", "variant", "mode", "latency µs A → B", "kernels"]]
@@ -656,6 +663,15 @@ def compare(
 
             save(changes(m, la, lb)[0], out / "compare")
     return line, m, only_a, only_b, suite_failed
+
+
+def _across(m: pd.DataFrame) -> list[str]:
+    """compare.md's section on the cells whose sides ran on different GPUs; none without."""
+    x = m[m["gpu_decided"].notna()] if "gpu_decided" in m else m.iloc[0:0]
+    if not len(x):
+        return []
+    t = compare_causes.gpus_table(x, [_cell(r, m) for _, r in x.iterrows()])
+    return ["## Across GPUs", "", compare_causes.GPUS_ABOUT, "", _md(t)]
 
 
 def _cell(r, m: pd.DataFrame | None = None) -> str:
@@ -715,6 +731,8 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:  # a path given that is no sweep (load.NotASweep), or none
         stop("compare", e)
     print(line)
+    if "gpu_decided" in m:  # the sides ran on different GPUs
+        print(compare_causes.gpus_line(m[m["gpu_decided"].notna()]))
     reg = regressions(m)
     for _, r in reg.iterrows():
         print(f"  regressed: {_cell(r, m)} ({r['regressed']}" + (
