@@ -20,7 +20,7 @@
 # suite_train (train_step, eager and default), suite_text (the Llama's decode step and
 # the five language models' throughput regime); quickstart; part3 (+experiment=part3).
 # Each sweep goes to OUTDIR/<SET>; OUTDIR/machine.md has the boot id, survey.md the host's
-# gauge before and after, host_check.md the worst host/latency ratios (benchmarks/host_check.py),
+# gauge before and after, ceilings.json its measured ceilings, host_check.md the worst host/latency ratios (benchmarks/host_check.py),
 # suite.md the suite's answer (python -m analysis.tables suite). LIMIT=SECONDS stops by then; the whole of OUTDIR (no traces, no code)
 # is packed into OUTDIR.tgz at the end, and every 60 s when SNAP=1.
 set -uo pipefail
@@ -48,6 +48,9 @@ fi
   python3 -c "from study.config.env import code_hash; print('code_hash', code_hash())"
 } > "$out/machine.md"
 cat "$out/machine.md"
+# this GPU's measured ceilings beside its rows (analysis.tables predict --to, compare across GPUs)
+python3 -m study.measure.calibrate calibration_file="$out/ceilings.json" 2>&1 | tail -3 \
+  || echo "calibrate failed: no ceilings.json"
 python3 -m study.measure.host_gauge 10 | tee "$out/survey.md"
 q='^\[study\]|Error|error:'
 sweep() {  # NAME OVERRIDES...: one sweep into OUTDIR/NAME, cut at the deadline
