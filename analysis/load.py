@@ -569,6 +569,8 @@ def blog_table(runs: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
         recs = r.astype(object).where(r.notna(), None).to_dict("records")
         recs = [{k: ("" if v is None else v) for k, v in x.items()} for x in recs]
         kr = kernels[kernels["source"] == source] if not kernels.empty else kernels
+        # a column an older or hand-made kernels.csv lacks reads blank, never a KeyError
+        kr = kr.reindex(columns=list(dict.fromkeys([*kr.columns, *columns("kernels")])))
         by_run = {}
         if not kr.empty:
             for x in kr.astype(object).where(kr.notna(), "").to_dict("records"):

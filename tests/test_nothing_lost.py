@@ -64,6 +64,22 @@ def test_the_report_names_a_kernels_csv_garbled_after_runs_csv_and_builds(tmp_pa
     assert "3 cells (3 ok" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_a_kernels_csv_without_a_column_reads_it_blank(tmp_path):
+    """A hand-made or older kernels.csv without kernel_short stopped analysis.load with a
+    KeyError in the blog table (study.rows.revealed); the column now reads blank."""
+    from analysis.load import expand, load
+
+    write_cell(tmp_path / "a", ok_row("a", config_hash="a", compile="default"))
+    io.aggregate(tmp_path)
+    (tmp_path / "a" / "kernels.csv").write_text(
+        "run_id,kernel,kernel_class,calls_per_step,us_per_step,generated\n"
+        "a,triton_poi_0,triton_pointwise,1,5.0,True\n"
+    )  # one generated kernel a step: the blog table names it by kernel_short
+    d = load(expand([str(tmp_path)]))
+    assert list(d["kernels"]["kernel"]) == ["triton_poi_0"]
+    assert "single fused kernel" in " ".join(d["revealed"].astype(str).to_numpy().ravel())
+
+
 def test_a_sweep_with_a_bad_kernels_csv_goes_on_and_its_summary_counts_every_cell(tmp_path, capsys):
     """The defect: 'done: 4 cells ... 4 ok' for a 6-cell sweep, exit 0."""
     from study.sweep.scheduler import Scheduler
