@@ -33,6 +33,18 @@ def test_the_h100_findings_match_its_rows_and_hold_only_its_sections():
     assert "needs source" not in text and "H200" not in text
 
 
+def test_a_users_own_h100_dir_gets_every_section(tmp_path):
+    """The start-up-only plan is reference/h100's, by path: a results dir a user names h100
+    reads every section, each missing source said in one line."""
+    import shutil
+
+    from reference.findings.document import findings
+
+    shutil.copytree(ROOT / "reference" / "h100" / "startup", tmp_path / "h100" / "startup")
+    text = findings(tmp_path / "h100")
+    assert "needs source" in text and "## What compiling costs before the first fast call" in text
+
+
 def test_the_readme_links_the_findings_and_no_longer_holds_the_block():
     readme = (ROOT / "README.md").read_text()
     assert "reference/h200/FINDINGS.md" in readme

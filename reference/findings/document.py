@@ -59,7 +59,9 @@ SECTIONS = [
 
 # A GPU folder that holds only some of the study's sources reads only their sections; its
 # Findings name no section it has no rows for (reference/h100: start-up and regional compile).
-PLANS = {"h100": [startup.section]}
+PLANS = {
+    ROOT / "reference" / "h100": [startup.section]
+}  # by path: a user's own "h100" dir reads all
 
 # Re-exported for the tests and older callers.
 _reproducibility = forward.reproducibility
@@ -79,7 +81,7 @@ def generate(d: Path) -> tuple[str, dict[str, str]]:
     ``d/tables/<section>-<k>.md`` and linked (``tables.split``)."""
     data = read(Path(d))
     out, files = [], {}
-    plan = PLANS.get(Path(d).resolve().name) or [scope.section, claims, *SECTIONS]
+    plan = PLANS.get(Path(d).resolve()) or [scope.section, claims, *SECTIONS]
     for section in plan:
         lines, moved = tables.split(_safe(section, data), section.__module__.rsplit(".", 1)[-1])
         out += lines
