@@ -55,10 +55,15 @@ def test_write_replaces_only_the_block(tmp_path):
     f = tmp_path / "FINDINGS.md"
     write(f, "- new\n")  # a missing file starts from the header
     assert block(f) == "- new\n" and f.read_text().startswith("# Findings\n")
-    (tmp_path / "h100").mkdir()  # a folder named for a GPU: its title and command say which
+    (tmp_path / "h100").mkdir()  # a user's dir named h100 is not reference/h100
     write(tmp_path / "h100" / "FINDINGS.md", "- new\n")
     head = (tmp_path / "h100" / "FINDINGS.md").read_text()
-    assert head.startswith("# Findings on the H100") and "python -m reference.h100 --write" in head
+    assert head.startswith("# Findings\n") and f"reference.findings {tmp_path / 'h100'}" in head
+    assert (
+        (ROOT / "reference" / "h100" / "FINDINGS.md")
+        .read_text()
+        .startswith("# Findings on the H100")
+    )
     f.write_text(f"intro\n\n{START}\nold\n{END}\n\nafter\n")
     write(f, "- one\n- two\n")
     assert f.read_text() == f"intro\n\n{START}\n- one\n- two\n{END}\n\nafter\n"

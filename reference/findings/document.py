@@ -142,7 +142,7 @@ def write(path: Path, text: str) -> None:
     """Put ``text`` between the markers of ``path``, keeping the rest of the file; a missing
     file starts from a short header."""
     folder = Path(path).resolve().parent
-    gpu = re.fullmatch(r"[hab]\d{2,3}", folder.name.lower())  # reference/h100: the H100's
+    gpu = folder.parent == ROOT / "reference" and re.fullmatch(r"[hab]\d{2,3}", folder.name)
     header = HEADER.format(
         on=f" on the {folder.name.upper()}" if gpu else "",
         command=f"python -m reference.{folder.name} --write" if gpu
