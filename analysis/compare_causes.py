@@ -222,6 +222,8 @@ def _lead(out: dict) -> str:
     from analysis.tables.predict import CEILINGS
 
     d = {g: abs(out.get(f"gpu_{g}_us_b", 0) - out.get(f"gpu_{g}_us_a", 0)) for g in CEILINGS}
+    if not any(v > 0 for v in d.values()):  # no kernels.csv on a side, or none moved
+        return "no kernels to split it by ceiling"
     g = max(d, key=lambda k: d[k] if d[k] == d[k] else -1)
     r = out.get(f"gpu_{g}_ratio", float("nan"))
     if r != r:  # none of them on a side: bound otherwise there (its ridge), or other kernels

@@ -137,3 +137,15 @@ def test_the_same_gpu_says_nothing_across(tmp_path, capsys):
     assert "across GPUs" not in capsys.readouterr().out
     assert "Across GPUs" not in (tmp_path / "out" / "compare.md").read_text()
     assert not [c for c in pd.read_csv(tmp_path / "out" / "compare.csv") if c.startswith("gpu_")]
+
+
+def test_without_kernels_the_device_verdict_names_no_kernel_group(tmp_path, capsys):
+    """Review: with no kernels.csv on either side every group moved 0 µs, and the verdict read
+    "device (compute-bound kernels  →  µs a step)"."""
+    a, b = sweep(tmp_path, "a", H200, G[0]), sweep(tmp_path, "b", H100, G[1])
+    for d in (a, b):
+        (d / "kernels.csv").unlink()
+    assert main([str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    m = pd.read_csv(tmp_path / "out" / "compare.csv").set_index("variant")
+    device = [d for d in m["gpu_decided"].dropna() if d.startswith("device")]
+    assert device and set(device) == {"device (no kernels to split it by ceiling)"}

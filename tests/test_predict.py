@@ -100,6 +100,23 @@ def test_the_model_gives_back_the_targets_device_us_and_speedups(tmp_path):
     # the null: the source's own measured speedup, beside every prediction
     s = pd.read_csv(tmp_path / "src" / "runs.csv")
     assert sorted(t["null_speedup"]) == sorted(s["speedup_paired"].dropna())
+    # a "why" only where the model's own figures miss: the null misses fused, the model does not
+    assert by.loc["variant=fused", "err_null"] < -0.1 and pd.isna(by.loc["variant=fused", "why"])
+
+
+def test_a_target_that_ran_nothing_of_the_source_or_lost_a_cell_says_so(tmp_path):
+    """Review: --measured matching no cell stopped with a KeyError; a cell the target ran and
+    lost read "not measured"."""
+    src, tgt = sweep(tmp_path, "src"), sweep(tmp_path, "tgt", target=True)
+    r = pd.read_csv(tgt / "runs.csv")
+    r.loc[r["run_id"] == "variant=gemm,compile=default", "status"] = "oom"
+    r["variant"] = r["variant"].replace({"pointwise": "other_name", "fused": "other_name2"})
+    r.to_csv(tgt / "runs.csv", index=False)
+    t = table(src, tgt)
+    why = dict(zip(t["run_id"].str.split(",").str[0], t["why"], strict=True))
+    assert why == {"variant=gemm": "target: oom", "variant=pointwise": "not measured on the target",
+                   "variant=fused": "not measured on the target"}  # fmt: skip
+    assert predict.summary(t)[0].startswith("no cell of the source was measured ok on the target")
 
 
 def test_the_summary_says_the_model_beat_the_null_and_the_shares(tmp_path):

@@ -1,15 +1,8 @@
 """What a sweep on one GPU predicts for another: ``python -m analysis.tables predict SWEEP --to
-CEILINGS [--to-device NAME] [--host-g US] [--measured TARGET_SWEEP]``. No torch.
-
-Each kernel's time a step (kernels.csv) of an ok compiled CUDA cell and its eager twin scales by
-source / target ceiling of the ceiling that bounds it (``bound``); a side's device µs by its
-kernels' predicted / measured sum. Source ceilings: the rows' ``peak_tflops``/``peak_gbps``;
-target: a ``study.measure.calibrate`` file or a sweep dir's rows. Host µs = ``host_units x G``;
-latency and speedup follow host_model's max(device, host) rule. Beside each prediction the null
-(the source's own paired speedup); ``--measured`` adds the target's figures, the errors, a cause
-past ±10% and which of the two won. docs/method.md ("Predicting another GPU") has the model and
-its limits.
-"""
+CEILINGS [--to-device NAME] [--host-g US] [--measured TARGET_SWEEP]``. Each kernel scales by the
+ceiling that bounds it (``bound``), host µs = host_units x G, host_model's max(device, host); the
+null (the source's own paired speedup) beside each prediction; ``--measured`` judges the two.
+The model and its limits: docs/method.md, "Predicting another GPU". No torch."""
 
 from __future__ import annotations
 
@@ -30,11 +23,12 @@ COMPUTE = frozenset({"gemm_cublas", "gemm_cutlass", "triton_template", "cudnn", 
                      "mem_efficient"})  # fmt: skip
 MEMORY = frozenset({"triton_pointwise", "aten_elementwise", "triton_reduction", "copy", "softmax",
                     "triton_persistent_reduction", "aten_reduction", "memset"})  # fmt: skip
-# A launch shorter than this (µs per call) is bound by launch and tail latency, not by either
-# ceiling: a wave too small to fill the GPU takes about as long on any recent part.
-FLOOR_US = 3.0
+FLOOR_US = 3.0  # a launch under this (µs a call) is launch- and tail-bound: neither ceiling
 WITHIN = 0.10  # an error within ±10% counts as a hit
 CEILINGS = ("compute", "memory", "floor", "other")
+MISSES = ("err_speedup", "err_dev_c", "err_dev_e")  # the model's own errors: a "why" past ±10%
+MEASURED = ["meas_dev_c", "meas_speedup", "meas_dev_e", "err_speedup", "err_null", "err_dev_c",
+            "err_dev_e", "null_dev_c", "null_dev_e", "gpu_bound"]  # fmt: skip
 # Settings beyond host_model's KEYS that make a compiled cell another cell across two sweeps
 SETTINGS = ["compile", "dynamic", "fullgraph", "inductor_patches", "compiled_autograd", "freezing",
             "compile_stance"]  # fmt: skip
@@ -182,17 +176,21 @@ def compare(t: pd.DataFrame, src: dict, tgt: dict) -> pd.DataFrame:
     KEYS and SETTINGS, and on its source where the two sweeps share source names."""
     sr, tr = src["runs"], tgt["runs"]
     err = lambda a, b: a / b - 1 if pd.notna(a) and pd.notna(b) and b else None  # noqa: E731
+    failed = tr[(tr["status"] != "ok") & (tr["device"] == "cuda")]
     tr = tr[(tr["status"] == "ok") & (tr["device"] == "cuda")].copy()
     same, cols = bool(set(tr["source"]) & set(sr["source"])), [c for c in SETTINGS if c in tr and c in sr]  # fmt: skip
     te = tr[tr["compile"] == "off"].assign(m=match_key(tr, [], same)).drop_duplicates("m")
     tc = tr[tr["compile"] != "off"].assign(m=match_key(tr, cols, same)).drop_duplicates("m")
     te, tc = te.set_index("m"), tc.set_index("m")
     mine = dict(zip(zip(sr["source"], sr["run_id"], strict=True), match_key(sr, cols, same), strict=True))  # fmt: skip
+    lost = dict(zip(match_key(failed, cols, same), failed["status"], strict=True)) if len(failed) else {}  # fmt: skip
     out = []
     for _, x in t.iterrows():
         key, twin = mine[(x["source"], x["run_id"])], (x["source"] + ":") * same + x["cell"]
-        if key not in tc.index:
-            out.append({"why": "not measured on the target"})
+        if key not in tc.index:  # a cell the target ran and lost is said with its status
+            out.append(
+                {"why": f"target: {lost[key]}" if key in lost else "not measured on the target"}
+            )
             continue
         m, e = tc.loc[key], te.loc[twin] if twin in te.index else None
         y = {"meas_dev_c": device_us(m.to_dict()), "meas_speedup": m.get("speedup_paired"),
@@ -205,16 +203,19 @@ def compare(t: pd.DataFrame, src: dict, tgt: dict) -> pd.DataFrame:
               "null_dev_e": err(x["dev_e"], y["meas_dev_e"])}  # fmt: skip
         host_c = m.get("host_us") if pd.notna(m.get("host_us")) else x["host_c"]  # else predicted
         y["gpu_bound"] = pd.notna(host_c) and pd.notna(y["meas_dev_c"]) and y["meas_dev_c"] >= host_c  # fmt: skip
-        if any(abs(v) > WITHIN for k, v in y.items() if k.startswith("err") and pd.notna(v)):
+        if any(abs(v) > WITHIN for k, v in y.items() if k in MISSES and pd.notna(v)):
             y["why"] = cause(x, m, e, src, tgt)
         out.append(y)
-    return pd.concat([t.reset_index(drop=True), pd.DataFrame(out)], axis=1)
+    got = pd.DataFrame(out).reindex(columns=[*MEASURED, "why"])  # every column, none matched too
+    return pd.concat([t.reset_index(drop=True), got], axis=1)
 
 
 def summary(t: pd.DataFrame) -> list[str]:
     """Model against null on the same cells: paired speedups (all, GPU-bound) and device µs
     within ±10% of the target's. The model is said to win only where it beats the null."""
     share = lambda s: (int((s.dropna().abs() <= WITHIN).sum()), int(s.notna().sum()))  # noqa: E731
+    if t["meas_speedup"].isna().all():  # fmt: skip
+        return ["no cell of the source was measured ok on the target: check that the two sweeps ran the same variants, shapes and settings (the why column says per cell)"]  # fmt: skip
     out, both = [], t.dropna(subset=["err_speedup", "err_null"])
     for label, x in (("all", both), ("GPU-bound", both[both["gpu_bound"] == True])):  # noqa: E712
         (a, n), (b, _) = share(x["err_speedup"]), share(x["err_null"])
@@ -265,7 +266,7 @@ def run(a: argparse.Namespace) -> int:
         raise BadInput(f"--host-g {a.host_g}: give the target host's gauge µs (> 0)")
     tgt = ceilings(a.to, sorted(set(ok["dtype"])), a.to_device)
     for dt, (tf, gb, label) in tgt.items():
-        s = ok[ok["dtype"] == dt][["peak_tflops", "peak_gbps"]].median()
+        s = ok[ok["dtype"] == dt].reindex(columns=["peak_tflops", "peak_gbps"]).median()
         print(f"target: {label}: {sig(tf)} TFLOP/s, {sig(gb)} GB/s; source rows: "
               f"{sig(s['peak_tflops']) or '?'} TFLOP/s, {sig(s['peak_gbps']) or '?'} GB/s")  # fmt: skip
     t = cell_table(r, src["kernels"], tgt, a.host_g)

@@ -43,11 +43,14 @@ def evaluated(r: pd.DataFrame, same: pd.DataFrame | None) -> dict[str, pd.Series
     too): how far one machine's processes move by themselves."""
     if same is None or "host_units" not in same:
         return {}
+    from analysis.tables import host_model  # the cell's keys, the table's own
+
+    cols = [c for c in (*host_model.KEYS, "compile", "regional", "boot_id") if c in same]
+    key = lambda x: x[cols].astype(object).where(x[cols].notna(), "").astype(str).agg("|".join, axis=1)  # noqa: E731  # fmt: skip
     on = r[r["compile_stance"] == "default"]
     out = {}
-    for v, g in on.groupby("variant"):
-        x = same[(same["variant"] == v) & (same["compile_stance"] == "default")
-                 & same["compile"].isin(g["compile"]) & same["boot_id"].isin(g["boot_id"])]  # fmt: skip
+    for v, g in on.groupby("variant"):  # the same cell: every key, not the variant alone
+        x = same[(same["compile_stance"] == "default") & key(same).isin(set(key(g)))]
         u = pd.to_numeric(x["host_units"], errors="coerce").dropna()
         if len(u) >= 2:
             out[v] = u
@@ -75,14 +78,19 @@ def text(r: pd.DataFrame, sp: dict | None = None, same: pd.DataFrame | None = No
     few = few_fast(r)
     mark = {v: "†" if v in set(few["variant"]) else "" for v in both}
     inside = {v for v in both if v in ev and off.at[v, "host_units"] >= ev[v].min()}
-    real = [v for v in both if share[v] >= noise and v not in inside]
-    span = {v: (f" (the median of {len(ev[v])} processes with guards evaluated on this machine, "
+    # told apart only where even the lowest evaluated process lies the ruler's share above it
+    low = {v: (ev[v].min() - off.at[v, "host_units"]) / on.at[v, "host_units"] if v in ev
+           else share[v] for v in both}  # fmt: skip
+    real = [v for v in both if low[v] >= noise and v not in inside]
+    span = {v: (f" (the median of {len(ev[v])} runs with guards evaluated on this machine, "
                 f"{ev[v].min() - off.at[v, 'host_units']:.2f}–{ev[v].max() - off.at[v, 'host_units']:.2f} "
                 "from the lowest to the highest)") if v in ev else "" for v in both}  # fmt: skip
     said = [f"{v}{mark[v]} {units[v]:.2f} host units a call{span[v]} "
             f"({units[v] * on.at[v, 'host_gauge_us']:.0f} µs at G {on.at[v, 'host_gauge_us']:.1f}), "
             f"{share[v]:.0%} of its compiled host cost" for v in real]  # fmt: skip
-    rest = [f"{v}{mark[v]} {share[v]:.0%}" + (" (inside its own processes' range)" if v in inside
+    rest = [f"{v}{mark[v]} {share[v]:.0%}" + (" (inside the range of its own runs with guards "
+            "evaluated)" if v in inside else f" against the median of its {len(ev[v])} runs with "
+            f"guards evaluated on this machine, {low[v]:.0%} against their lowest" if v in ev
             else "") for v in both if v not in real]  # fmt: skip
     ruler = (
         f"Between the current host-cost layer's machines ({sp['machines']}), one cell's host units "
@@ -99,8 +107,9 @@ def text(r: pd.DataFrame, sp: dict | None = None, same: pd.DataFrame | None = No
         ruler
         + (f"Guards cost {'; '.join(said)}: beyond that median, within the spread of the "
            f"{sp['over']} cells beyond 15%. " if said and sp else "")
-        + (f"Under the median ({', '.join(rest)}), the difference is not told apart from what "
-           "one cell's host units move. " if rest and sp else "")
+        + (f"Not told apart from what one cell's host units move (a share of its compiled host "
+           f"cost under that median, at least against the lowest run): {'; '.join(rest)}. "
+           if rest and sp else "")
         + (f"† a host figure from a row with fewer than {MIN_FAST} fast-phase blocks (its host "
            f"time includes slow-phase blocks): {marked}. " if marked else "")
         + "Skipping guards is unsafe: an input that changes is no longer caught."
