@@ -737,7 +737,9 @@ def main(argv: list[str] | None = None) -> int:
     for _, r in reg.iterrows():
         print(f"  regressed: {_cell(r, m)} ({r['regressed']}" + (
             f": {first_words(r.get('reason_b'))})" if r["lost"] else
-            f"; latency {_pct(r['latency'])})") + r.get("_apart", ""))  # fmt: skip
+            f"; latency {_pct(r['latency'])})") + r.get("_apart", "")
+            + (f"; other GPU, decided by {r['gpu_decided']}" if pd.notna(r.get("gpu_decided"))
+               else ""))  # fmt: skip
     for _, r in (m[m["now_ok"]] if len(m) else m).iterrows():
         print(f"  now ok: {_cell(r, m)} ({r['status_a'] or '?'} in A){r.get('_apart', '')}")
     failed = compare_gate.failures(m, only_a)  # every one said: each fails the gate

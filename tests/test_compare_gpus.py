@@ -123,6 +123,10 @@ def test_decided_by(across):
 
 def test_the_console_line(across):
     out, _, _ = across
+    # a regression between two GPUs says what decided it (the GPU change, not the code)
+    reg = [x for x in out.splitlines() if x.startswith("  regressed: a: pointwise · default")]
+    assert reg and reg[0].endswith("; other GPU, decided by device (memory-bound kernels 1.41x "
+                                   "slower, with bandwidth 1.41x lower)")  # fmt: skip
     line = next(x for x in out.splitlines() if x.startswith("across GPUs"))
     assert line == (
         "across GPUs (NVIDIA H200 → NVIDIA H100 80GB HBM3): 5 cells; device decided 2, host 1, "

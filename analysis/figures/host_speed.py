@@ -96,7 +96,12 @@ def _sentence(curves: list, flat: list[str], alpha: float) -> str:
         f"with the measured rows as points; solid within {host_model.REACH}x the G each cell "
         "was measured at, dotted beyond (extrapolation)"
         + (f": {said}" if said else ": no crossover outside noise within that reach")
-        + (f" ({noise} crossing(s) inside the speedup's noise, not drawn)" if noise else "")
+        + (
+            f" ({noise} crossing(s) not drawn: inside the speedup's noise, or on a side the "
+            "measured rows do not show)"
+            if noise
+            else ""
+        )
         + (bound if flat else "")
         + "."
     )
