@@ -224,6 +224,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     two = ceilings_file(tmp_path, {"A|bf16|2.9": {"tflops": 1, "gbps": 1},
                                    "B|bf16|2.9": {"tflops": 1, "gbps": 1}})  # fmt: skip
     assert "give --to-device NAME" in run(capsys, src, "--to", two)
+    (tmp_path / "list.json").write_text("[1, 2]")  # JSON, but no ceilings file: it stopped
+    assert "it holds no ceilings" in run(capsys, src, "--to", tmp_path / "list.json")
     assert predict.main([str(src), "--to", str(two), "--to-device", "B"]) == 0
     capsys.readouterr()
     cpu = pd.read_csv(src / "runs.csv").assign(device="cpu")

@@ -50,9 +50,10 @@ def _key(device_name, dtype, torch_version) -> str:
 def load(path: str | None = None) -> dict:
     p = cache_path(path)
     try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
+        got = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return {}
+    return got if isinstance(got, dict) else {}  # a list or a number is no ceilings file
 
 
 def lookup(device_name, dtype, torch_version, path: str | None = None) -> dict:
