@@ -445,3 +445,15 @@ def test_the_start_and_regional_tables_name_the_axis_that_splits_two_rows():
     g = startup.regional_table(r)
     assert "start" in g.columns and sorted(g["start"]) == ["artifacts", "artifacts", "cold", "cold"]
     assert len(g[["workload", "compiled", "start"]].drop_duplicates()) == 4
+
+
+def test_the_cut_against_the_cold_row_pairs_the_same_cell_only():
+    """Review: cold rows were keyed by variant alone, so a second compile mode's cold row of the
+    same variant would join the median."""
+    import pandas as pd
+
+    from reference.findings.host.startup import _against_cold
+
+    r = pd.DataFrame({"variant": ["mlp"] * 3, "compile": ["default", "max-autotune", "default"],
+                      "start": ["cold", "cold", "artifacts"], "first_call_s": [2.0, 20.0, 1.0]})  # fmt: skip
+    assert _against_cold(r, r[r["start"] == "artifacts"]).startswith(" and 2.0x against")

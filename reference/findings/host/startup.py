@@ -82,8 +82,11 @@ def _against_cold(r: pd.DataFrame, x: pd.DataFrame) -> str:
     """', X against the cell's own `cold` row': the cut measured against the cold cell, started
     as the warm and artifacts cells are (forked from the sweep's warm parent), where a fresh
     interpreter's first call (the primer's) is slower; '' without cold rows."""
-    cold = r[r["start"] == "cold"].groupby("variant")["first_call_s"].median()
-    pairs = [(cold.get(v), f) for v, f in zip(x["variant"], x["first_call_s"], strict=True)]
+    keys = [c for c in ("variant", "compile", "compile_stance", "layers", "batch") if c in r]
+    key = lambda y: y[keys].astype(object).where(y[keys].notna(), "").astype(str).agg("|".join, axis=1)  # noqa: E731  # fmt: skip
+    c = r[r["start"] == "cold"]
+    cold = c["first_call_s"].groupby(key(c)).median()
+    pairs = [(cold.get(k), f) for k, f in zip(key(x), x["first_call_s"], strict=True)]
     said = _ratio_range(pairs)
     return "" if said == "–" else f" and {said} against the cell's own cold row (started as it is)"
 
