@@ -86,8 +86,9 @@ def crossing(g, sp) -> float | None:
     return float(g[cross[0] + 1]) if len(cross) else None
 
 
-def cell_key(r: pd.DataFrame) -> pd.Series:
-    cols = [c for c in KEYS if c in r]
+def cell_key(r: pd.DataFrame, extra: tuple | list = ()) -> pd.Series:
+    """A row's cell as text: its KEYS (those ``r`` has), then the ``extra`` columns it has."""
+    cols = [c for c in (*KEYS, *extra) if c in r]
     txt = r[cols].map(lambda v: "" if pd.isna(v) else str(v))
     return txt.agg("|".join, axis=1)
 

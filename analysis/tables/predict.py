@@ -165,8 +165,7 @@ def cause(x: pd.Series, m: pd.Series, e: pd.Series | None, src: dict, tgt: dict)
 def match_key(r: pd.DataFrame, cols: list[str], prefix: bool) -> pd.Series:
     """A row's cell across two sweeps: host_model's KEYS, the settings ``cols``, its source
     where ``prefix`` (the two sweeps share source names)."""
-    x = r[cols].astype(object).where(r[cols].notna(), "").astype(str)
-    key = cell_key(r) + "|" + x.agg("|".join, axis=1) if cols else cell_key(r)
+    key = cell_key(r, cols)
     return (r["source"].astype(str) + ":" if prefix else "") + key
 
 

@@ -45,8 +45,7 @@ def evaluated(r: pd.DataFrame, same: pd.DataFrame | None) -> dict[str, pd.Series
         return {}
     from analysis.tables import host_model  # the cell's keys, the table's own
 
-    cols = [c for c in (*host_model.KEYS, "compile", "regional", "boot_id") if c in same]
-    key = lambda x: x[cols].astype(object).where(x[cols].notna(), "").astype(str).agg("|".join, axis=1)  # noqa: E731  # fmt: skip
+    key = lambda x: host_model.cell_key(x, ("compile", "layers", "regional", "boot_id"))  # noqa: E731
     on = r[r["compile_stance"] == "default"]
     out = {}
     for v, g in on.groupby("variant"):  # the same cell: every key, not the variant alone

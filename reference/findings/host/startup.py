@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.load import TEXT
 from analysis.pairs import table
-from analysis.tables import cudagraphs, startup
+from analysis.tables import cudagraphs, host_model, startup
 from reference import sources
 from reference.findings.host import boots, guards
 
@@ -82,8 +82,7 @@ def _against_cold(r: pd.DataFrame, x: pd.DataFrame) -> str:
     """', X against the cell's own `cold` row': the cut measured against the cold cell, started
     as the warm and artifacts cells are (forked from the sweep's warm parent), where a fresh
     interpreter's first call (the primer's) is slower; '' without cold rows."""
-    keys = [c for c in ("variant", "compile", "compile_stance", "layers", "batch") if c in r]
-    key = lambda y: y[keys].astype(object).where(y[keys].notna(), "").astype(str).agg("|".join, axis=1)  # noqa: E731  # fmt: skip
+    key = lambda y: host_model.cell_key(y, ("compile", "compile_stance", "layers"))  # noqa: E731
     c = r[r["start"] == "cold"]
     cold = c["first_call_s"].groupby(key(c)).median()
     pairs = [(cold.get(k), f) for k, f in zip(key(x), x["first_call_s"], strict=True)]
